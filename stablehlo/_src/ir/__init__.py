@@ -1,0 +1,1 @@
+"""StableHLO IR data model: types, attributes, and program structure."""
