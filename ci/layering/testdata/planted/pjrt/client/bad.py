@@ -1,0 +1,2 @@
+import stablehlo
+from xla import compiler  # planted: only the CPU plugin may

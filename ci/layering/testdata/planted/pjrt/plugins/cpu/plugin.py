@@ -1,0 +1,1 @@
+import xla  # allowed: the CPU plugin puts xla behind the ABI

@@ -1,0 +1,2 @@
+from support import status
+from xla.service import hlo  # planted

@@ -1,0 +1,2 @@
+import json
+import stablehlo.ir  # planted: support may not use stablehlo

@@ -1,0 +1,38 @@
+"""The four shippable components and what each wheel depends on.
+
+Third-party requirements take the pinned version in requirements.txt as their
+minimum; our own components depend on each other at the exact same version.
+"""
+
+import dataclasses
+
+VERSION = "0.1.0"
+
+
+@dataclasses.dataclass(frozen=True)
+class Component:
+  package: str            # the top-level Python package (and repo folder)
+  distribution: str       # the wheel's project name
+  summary: str
+  ours: tuple[str, ...]   # our components it depends on
+  third_party: tuple[str, ...]  # requirement names from requirements.txt
+  entry_points: tuple[tuple[str, str, str], ...] = ()  # (group, name, value)
+
+
+COMPONENTS = (
+    Component("support", "openxla-support",
+              "Platform layer: status, errors, flags, logging, tracing.",
+              (), ("absl-py",)),
+    Component("stablehlo", "openxla-stablehlo",
+              "StableHLO IR, verifier, text format, interpreter, artifacts.",
+              ("support",), ("numpy", "ml_dtypes")),
+    Component("xla", "openxla-xla",
+              "XLA compiler: HLO IR, passes, fusion, CPU codegen.",
+              ("support", "stablehlo"),
+              ("numpy", "ml_dtypes", "llvmlite", "protobuf")),
+    Component("pjrt", "openxla-pjrt",
+              "PJRT plugin ABI, loader, client, and the CPU plugin.",
+              ("support", "stablehlo", "xla"), ("numpy",)),
+)
+
+BY_PACKAGE = {c.package: c for c in COMPONENTS}

@@ -1,0 +1,115 @@
+"""Builds the four wheels, then installs the stablehlo wheel (which pulls in
+support) into a fresh venv with no xla or pjrt, and uses it there."""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+import venv
+import zipfile
+
+import pytest
+
+from ci.wheels import components
+from ci.wheels import wheel_builder
+from support._src import env
+
+ROOT = env.source_root()
+
+
+@pytest.fixture(scope="module")
+def wheels(tmp_path_factory):
+  out = tmp_path_factory.mktemp("dist")
+  paths = wheel_builder.build_all(ROOT, out)
+  return {p.name.split("-")[0]: p for p in paths}
+
+
+def _metadata(path):
+  with zipfile.ZipFile(path) as zf:
+    name = next(n for n in zf.namelist() if n.endswith("/METADATA"))
+    return zf.read(name).decode()
+
+
+def test_one_wheel_per_component(wheels):
+  assert sorted(wheels) == sorted(
+      c.distribution.replace("-", "_") for c in components.COMPONENTS)
+
+
+def test_dependencies_between_components(wheels):
+  def ours(dist):
+    meta = _metadata(wheels[dist])
+    return {line.split(": ", 1)[1].split("==")[0]
+            for line in meta.splitlines()
+            if line.startswith("Requires-Dist: openxla-")}
+  assert ours("openxla_support") == set()
+  assert ours("openxla_stablehlo") == {"openxla-support"}
+  assert ours("openxla_xla") == {"openxla-support", "openxla-stablehlo"}
+  assert ours("openxla_pjrt") == {"openxla-support", "openxla-stablehlo",
+                                  "openxla-xla"}
+  assert "Requires-Dist: numpy>=" in _metadata(wheels["openxla_stablehlo"])
+
+
+def test_wheels_hold_only_their_package_and_no_tests(wheels):
+  for dist, path in wheels.items():
+    package = dist.split("_", 1)[1]
+    with zipfile.ZipFile(path) as zf:
+      names = zf.namelist()
+    code = [n for n in names if ".dist-info/" not in n]
+    assert code and all(n.startswith(package + "/") for n in code), dist
+    assert not any(n.endswith("_test.py") for n in names), dist
+
+
+def test_build_is_reproducible(wheels, tmp_path):
+  again = wheel_builder.build_all(ROOT, tmp_path, ["stablehlo"])[0]
+  assert again.read_bytes() == wheels["openxla_stablehlo"].read_bytes()
+
+
+def test_stablehlo_wheel_works_alone_in_fresh_venv(wheels, tmp_path):
+  venv_dir = tmp_path / "venv"
+  # System site-packages supply numpy / ml_dtypes offline; none of our
+  # packages are installed there.
+  venv.EnvBuilder(system_site_packages=True, with_pip=True).create(venv_dir)
+  py = venv_dir / "bin" / "python"
+  clean_env = {k: v for k, v in os.environ.items()
+               if k not in ("PYTHONPATH", "PYTHONSAFEPATH")}
+  subprocess.run(
+      [str(py), "-m", "pip", "install", "-q", "--no-index",
+       "--find-links", str(wheels["openxla_stablehlo"].parent),
+       "openxla-stablehlo"],
+      check=True, env=clean_env, cwd=tmp_path)
+  script = textwrap.dedent("""
+      import importlib.util, json, pathlib
+      import stablehlo, support
+      from stablehlo import ir, types
+      m = ir.Operation("builtin.module", regions=[ir.Region([ir.Block()])])
+      module = ir.Module(m)
+      f32 = types.RankedTensorType((2, 3), types.f32)
+      arg_block = ir.Block([f32, f32])
+      add = arg_block.append(ir.Operation(
+          "stablehlo.add", arg_block.arguments, [f32]))
+      print(json.dumps({
+          "stablehlo": str(pathlib.Path(stablehlo.__file__).parent.parent),
+          "add": add.name, "rank": add.result.type.rank,
+          "functions": len(module.functions),
+          "error_is_value_error": issubclass(support.InvalidArgumentError,
+                                             ValueError),
+          "xla": importlib.util.find_spec("xla") is not None,
+          "pjrt": importlib.util.find_spec("pjrt") is not None,
+      }))
+  """)
+  proc = subprocess.run([str(py), "-I", "-c", script], check=True,
+                        capture_output=True, text=True, env=clean_env,
+                        cwd=tmp_path)
+  result = json.loads(proc.stdout)
+  assert pathlib.Path(result["stablehlo"]).is_relative_to(venv_dir)
+  assert result["add"] == "stablehlo.add" and result["rank"] == 2
+  assert result["functions"] == 0
+  assert result["error_is_value_error"]
+  assert not result["xla"] and not result["pjrt"]
+  listed = subprocess.run([str(py), "-m", "pip", "list"], check=True,
+                          capture_output=True, text=True, env=clean_env)
+  assert "openxla-support" in listed.stdout
+  assert "openxla-xla" not in listed.stdout
+  assert "openxla-pjrt" not in listed.stdout

@@ -1,0 +1,1 @@
+"""PJRT: the plugin ABI (PJRT C API compatible), loader, client and plugins."""
