@@ -1,0 +1,1 @@
+"""Generic MLIR bytecode reading and writing (portable artifacts)."""

@@ -1,0 +1,502 @@
+"""Writes the generic tree as MLIR bytecode, the way upstream MLIR does.
+
+To make output byte-identical to upstream's for the same IR, this follows
+MLIR's `BytecodeWriter.cpp` and `IRNumbering.cpp` rules:
+  * sections in the order dialect, attr/type offsets, attr/type data, IR,
+    resource offsets, resources, strings, properties (ids 1,3,2,4,6,5,0,8);
+  * attributes, types and op names numbered in first-visit order (root op,
+    then regions from a worklist stack), stable-sorted by use count
+    (descending), then grouped by dialect within each varint byte-width band;
+  * dialects in first-visit order; strings in first-insertion order;
+  * regions that use no value from outside their op are "isolated": value
+    numbering restarts at 0 and (from version 2) they go in a sub-section;
+  * properties blobs deduplicated in first-emission order.
+Use-list orders read from a file are written back as they were.
+"""
+
+from __future__ import annotations
+
+import support
+from stablehlo._src.bytecode import builtin_codec
+from stablehlo._src.bytecode import codec
+from stablehlo._src.bytecode import encoding
+from stablehlo._src.bytecode import tree
+
+Section = encoding.Section
+_RESOURCE_KIND_CODES = {"blob": 0, "bool": 1, "string": 2}
+
+
+def write(f: tree.BytecodeFile, version: int | None = None,
+          producer: str | None = None) -> bytes:
+  """Serializes `f` at bytecode `version` (default: `f.version`)."""
+  version = f.version if version is None else version
+  if not 0 <= version <= encoding.MAX_VERSION:
+    raise support.InvalidArgumentError(
+        f"unsupported bytecode version {version}, must be in "
+        f"[0, {encoding.MAX_VERSION}]")
+  return _Writer(f, version).write(f.producer if producer is None else producer)
+
+
+class _Numbering:
+  __slots__ = ("value", "dialect", "refs", "number")
+
+  def __init__(self, value, dialect):
+    self.value, self.dialect, self.refs, self.number = value, dialect, 1, -1
+
+
+def _entry_dialect(entry) -> str:
+  return entry.dialect
+
+
+def compute_isolation(root: tree.Op) -> dict:
+  """id(op) -> whether its regions use no value defined outside the op."""
+  isolated = {}
+
+  def free_values(op):
+    """Values used inside op's regions but defined outside them."""
+    used, defined = set(), set()
+    for region in op.regions:
+      for block in region.blocks:
+        defined.update(block.args)
+        for inner in block.ops:
+          used.update(inner.operands)
+          defined.update(inner.results)
+          used.update(free_values(inner))
+    free = used - defined
+    if op.regions:
+      isolated[id(op)] = not free
+    return free
+
+  free_values(root)
+  return isolated
+
+
+class _Writer(codec.EncodeContext):
+  """Numbering state and section emission for one file."""
+
+  def __init__(self, f: tree.BytecodeFile, version: int):
+    self.f = f
+    self.version = version
+    self.dialects: dict = {}  # name -> number, first-visit order.
+    self.attrs: dict = {}
+    self.types: dict = {}
+    self.op_names: dict = {}
+    self.ordered_attrs: list = []
+    self.ordered_types: list = []
+    self.ordered_op_names: list = []
+    self.value_ids: dict = {}
+    self.block_ids: dict = {}
+    self.region_counts: dict = {}
+    self.next_value_id = 0
+    self.strings: dict = {}
+    self.properties: list = []
+    self.properties_index: dict = {}
+    self.resource_numbers: dict = {}
+    self.isolated = compute_isolation(f.root)
+    self._number_ir(f.root)
+
+  # --- Numbering ---------------------------------------------------------------
+
+  def _dialect(self, name: str) -> int:
+    return self.dialects.setdefault(name, len(self.dialects))
+
+  def _number_attr(self, attr) -> None:
+    known = self.attrs.get(attr)
+    if known is not None:
+      known.refs += 1
+      return
+    numbering = _Numbering(attr, None)
+    self.attrs[attr] = numbering
+    self.ordered_attrs.append(numbering)
+    numbering.dialect = self._dialect(_entry_dialect(attr))
+    self._number_nested(attr)
+
+  def _number_type(self, type_) -> None:
+    known = self.types.get(type_)
+    if known is not None:
+      known.refs += 1
+      return
+    numbering = _Numbering(type_, None)
+    self.types[type_] = numbering
+    self.ordered_types.append(numbering)
+    numbering.dialect = self._dialect(_entry_dialect(type_))
+    self._number_nested(type_)
+
+  def _number_nested(self, entry) -> None:
+    if not isinstance(entry, (tree.Attr, tree.Type)):
+      return
+    spec = codec.spec_of(entry)
+    if spec is None:
+      raise support.InvalidArgumentError(
+          f"no bytecode codec for {entry.dialect}.{entry.kind}")
+    for kind, ref in codec.nested_refs(spec[2], entry.fields):
+      if kind == "attr":
+        self._number_attr(ref)
+      elif kind == "type":
+        self._number_type(ref)
+      else:
+        self._dialect(ref.dialect)
+
+  def _number_op_name(self, name: str) -> None:
+    known = self.op_names.get(name)
+    if known is not None:
+      known.refs += 1
+      return
+    numbering = _Numbering(name, self._dialect(name.split(".", 1)[0]))
+    self.op_names[name] = numbering
+    self.ordered_op_names.append(numbering)
+
+  def _number_op(self, op: tree.Op) -> None:
+    self._number_op_name(op.name)
+    for result in op.results:
+      self.value_ids.setdefault(result, self.next_value_id)
+      self.next_value_id += 1
+      self._number_type(result.type)
+    if op.attrs is not None:
+      self._number_attr(op.attrs)
+    if op.properties is not None:
+      if self.version < encoding.V_NATIVE_PROPERTIES:
+        raise support.InvalidArgumentError(
+            f"{op.name} has native properties, which bytecode version "
+            f"{self.version} cannot hold (convert them to attributes first)")
+      if isinstance(op.properties, tree.Properties):
+        for value in op.properties.values:
+          if value is not None:
+            self._number_attr(value)
+    self._number_attr(op.location)
+
+  def _number_region(self, region: tree.Region) -> None:
+    if not region.blocks:
+      return
+    first = self.next_value_id
+    for index, block in enumerate(region.blocks):
+      self.block_ids[block] = index
+      for arg in block.args:
+        self.value_ids.setdefault(arg, self.next_value_id)
+        self.next_value_id += 1
+        self._number_attr(arg.loc if arg.loc is not None
+                          else builtin_codec.unknown_loc())
+        self._number_type(arg.type)
+      for op in block.ops:
+        self._number_op(op)
+    self.region_counts[id(region)] = (len(region.blocks),
+                                      self.next_value_id - first)
+
+  def _number_ir(self, root: tree.Op) -> None:
+    self._number_op(root)
+    stack = []
+
+    def push_regions(op):
+      first = 0 if self.isolated.get(id(op)) else self.next_value_id
+      for region in op.regions:
+        stack.append((region, first))
+
+    push_regions(root)
+    while stack:
+      region, self.next_value_id = stack.pop()
+      self._number_region(region)
+      for block in region.blocks:
+        for op in block.ops:
+          push_regions(op)
+
+    for ordered in (self.ordered_attrs, self.ordered_op_names,
+                    self.ordered_types):
+      ordered.sort(key=lambda n: -n.refs)  # Stable.
+      _group_by_dialect_per_byte(ordered)
+
+    resource_number = 0
+    for group in self.f.resources:
+      if group.external:
+        continue
+      for entry in group.entries:
+        self.resource_numbers[tree.ResourceHandle(group.name, entry.key)] = (
+            resource_number)
+        resource_number += 1
+
+  # --- EncodeContext -------------------------------------------------------------
+
+  def attr_index(self, attr) -> int:
+    return self.attrs[attr].number
+
+  def type_index(self, type_) -> int:
+    return self.types[type_].number
+
+  def string_index(self, value: str) -> int:
+    return self.strings.setdefault(value, len(self.strings))
+
+  def resource_index(self, handle) -> int:
+    if handle not in self.resource_numbers:
+      raise support.InvalidArgumentError(f"undefined resource {handle}")
+    return self.resource_numbers[handle]
+
+  # --- Sections ----------------------------------------------------------------
+
+  def write(self, producer: str) -> bytes:
+    out = encoding.Emitter()
+    out.raw(encoding.MAGIC)
+    out.varint(self.version)
+    out.nul_string(producer.encode("utf-8"))
+    self._write_dialects(out)
+    self._write_attrs_types(out)
+    ir = encoding.Emitter()
+    ir.varint_with_flag(1, False)
+    self._write_op(ir, self.f.root)
+    out.section(Section.IR, ir)
+    self._write_resources(out)
+    strings = encoding.Emitter()
+    encoded = [s.encode("utf-8") for s in self.strings]
+    strings.varint(len(encoded))
+    for s in reversed(encoded):
+      strings.varint(len(s) + 1)
+    for s in encoded:
+      strings.nul_string(s)
+    out.section(Section.STRING, strings)
+    if self.version >= encoding.V_NATIVE_PROPERTIES:
+      props = encoding.Emitter()
+      props.varint(len(self.properties))
+      for blob in self.properties:
+        props.raw(blob)
+      out.section(Section.PROPERTIES, props)
+    return bytes(out.buf)
+
+  def _write_dialects(self, out: encoding.Emitter) -> None:
+    e = encoding.Emitter()
+    e.varint(len(self.dialects))
+    for name in self.dialects:
+      name_id = self.string_index(name)
+      if self.version < encoding.V_DIALECT_VERSIONING:
+        e.varint(name_id)
+        continue
+      version_bytes = self.f.dialect_versions.get(name, b"")
+      e.varint_with_flag(name_id, bool(version_bytes))
+      if version_bytes:
+        body = encoding.Emitter()
+        body.raw(version_bytes)
+        e.section(Section.DIALECT_VERSIONS, body)
+    if self.version >= encoding.V_ELIDE_UNKNOWN_BLOCK_ARG_LOCATION:
+      e.varint(len(self.ordered_op_names))
+
+    def emit_name(numbering):
+      string_id = self.string_index(numbering.value.split(".", 1)[1])
+      if self.version < encoding.V_NATIVE_PROPERTIES:
+        e.varint(string_id)
+      else:
+        e.varint_with_flag(string_id,
+                           numbering.value not in self.f.unregistered_ops)
+
+    _write_grouped(e, self.ordered_op_names, emit_name)
+    out.section(Section.DIALECT, e)
+
+  def _write_attrs_types(self, out: encoding.Emitter) -> None:
+    data = encoding.Emitter()
+    offsets = encoding.Emitter()
+    offsets.varint(len(self.ordered_attrs))
+    offsets.varint(len(self.ordered_types))
+    previous = [0]
+
+    def emit_entry(numbering):
+      custom = self._write_entry(data, numbering.value)
+      offsets.varint_with_flag(len(data) - previous[0], custom)
+      previous[0] = len(data)
+
+    _write_grouped(offsets, self.ordered_attrs, emit_entry)
+    _write_grouped(offsets, self.ordered_types, emit_entry)
+    out.section(Section.ATTR_TYPE_OFFSET, offsets)
+    out.section(Section.ATTR_TYPE, data)
+
+  def _write_entry(self, e: encoding.Emitter, entry) -> bool:
+    if isinstance(entry, (tree.AsmAttr, tree.AsmType)):
+      e.nul_string(entry.text)
+      return False
+    if isinstance(entry, (tree.OpaqueAttr, tree.OpaqueType)):
+      e.raw(entry.data)
+      return True
+    dialect_codec, code, spec = codec.spec_of(entry)
+    e.varint(code)
+    codec.write_fields(dialect_codec, spec, entry.fields, e, self)
+    return True
+
+  def _properties_id(self, op: tree.Op) -> int:
+    blob = encoding.Emitter()
+    if isinstance(op.properties, tree.RawProperties):
+      blob.raw(op.properties.data)
+    else:
+      spec = tuple(("", k) for k in op.properties.kinds)
+      codec.write_fields(None, spec, op.properties.values, blob, self)
+    stored = encoding.Emitter()
+    stored.varint(len(blob))
+    stored.raw(bytes(blob.buf))
+    key = bytes(stored.buf)
+    if key not in self.properties_index:
+      self.properties_index[key] = len(self.properties)
+      self.properties.append(key)
+    return self.properties_index[key]
+
+  def _write_op(self, e: encoding.Emitter, op: tree.Op) -> None:
+    e.varint(self.op_names[op.name].number)
+    mask_at = len(e)
+    e.byte(0)
+    mask = 0
+    e.varint(self.attr_index(op.location))
+    if op.attrs is not None:
+      mask |= encoding.HAS_ATTRS
+      e.varint(self.attr_index(op.attrs))
+    if op.properties is not None:
+      mask |= encoding.HAS_PROPERTIES
+      e.varint(self._properties_id(op))
+    if op.results:
+      mask |= encoding.HAS_RESULTS
+      e.varint(len(op.results))
+      for result in op.results:
+        e.varint(self.type_index(result.type))
+    if op.operands:
+      mask |= encoding.HAS_OPERANDS
+      e.varint(len(op.operands))
+      for operand in op.operands:
+        if operand not in self.value_ids:
+          raise support.InvalidArgumentError(
+              f"{op.name} uses a value that is defined nowhere in the IR")
+        e.varint(self.value_ids[operand])
+    if op.successors:
+      mask |= encoding.HAS_SUCCESSORS
+      e.varint(len(op.successors))
+      for block in op.successors:
+        e.varint(self.block_ids[block])
+    if op.use_list_orders and self.version >= encoding.V_USE_LIST_ORDERING:
+      mask |= encoding.HAS_USE_LIST_ORDERS
+      _write_use_lists(e, op.use_list_orders, len(op.results))
+    if op.regions:
+      mask |= encoding.HAS_INLINE_REGIONS
+    e.buf[mask_at] = mask
+    if not op.regions:
+      return
+    isolated = self.isolated[id(op)]
+    e.varint_with_flag(len(op.regions), isolated)
+    if isolated and self.version >= encoding.V_LAZY_LOADING:
+      body = encoding.Emitter()
+      for region in op.regions:
+        self._write_region(body, region)
+      e.section(Section.IR, body)
+    else:
+      for region in op.regions:
+        self._write_region(e, region)
+
+  def _write_region(self, e: encoding.Emitter, region: tree.Region) -> None:
+    if not region.blocks:
+      e.varint(0)
+      return
+    num_blocks, num_values = self.region_counts[id(region)]
+    e.varint(num_blocks)
+    e.varint(num_values)
+    for block in region.blocks:
+      self._write_block(e, block)
+
+  def _write_block(self, e: encoding.Emitter, block: tree.Block) -> None:
+    e.varint_with_flag(len(block.ops), bool(block.args))
+    if block.args:
+      e.varint(len(block.args))
+      for arg in block.args:
+        loc = arg.loc if arg.loc is not None else builtin_codec.unknown_loc()
+        type_id = self.type_index(arg.type)
+        if self.version >= encoding.V_ELIDE_UNKNOWN_BLOCK_ARG_LOCATION:
+          known = not builtin_codec.is_unknown_loc(loc)
+          e.varint_with_flag(type_id, known)
+          if known:
+            e.varint(self.attr_index(loc))
+        else:
+          e.varint(type_id)
+          e.varint(self.attr_index(loc))
+      if self.version >= encoding.V_USE_LIST_ORDERING:
+        if block.use_list_orders:
+          e.byte(encoding.HAS_USE_LIST_ORDERS)
+          _write_use_lists(e, block.use_list_orders, len(block.args))
+        else:
+          e.byte(0)
+    for op in block.ops:
+      self._write_op(e, op)
+
+  def _write_resources(self, out: encoding.Emitter) -> None:
+    # Upstream always emits both sections: the offsets hold at least the
+    # count of external resource groups.
+    data = encoding.Emitter()
+    offsets = encoding.Emitter()
+    external = [g for g in self.f.resources if g.external]
+    offsets.varint(len(external))
+
+    def emit_group(key: int, group: tree.ResourceGroup):
+      sizes = []
+      for entry in group.entries:
+        start = len(data)
+        if entry.value is not None:
+          if entry.kind == "blob":
+            data.varint(entry.alignment)
+            data.varint(len(entry.value))
+            data.align_to(entry.alignment)
+            data.raw(entry.value)
+          elif entry.kind == "bool":
+            data.byte(int(entry.value))
+          else:
+            data.varint(self.string_index(entry.value))
+        sizes.append(len(data) - start)
+      offsets.varint(key)
+      offsets.varint(len(group.entries))
+      for entry, size in zip(group.entries, sizes):
+        offsets.varint(self.string_index(entry.key))
+        offsets.varint(size)
+        offsets.byte(_RESOURCE_KIND_CODES[entry.kind])
+
+    for group in external:
+      emit_group(self.string_index(group.name), group)
+    for group in self.f.resources:
+      if not group.external and group.entries:
+        if group.name not in self.dialects:
+          raise support.InvalidArgumentError(
+              f"resources of dialect {group.name}, which the IR never uses")
+        emit_group(self.dialects[group.name], group)
+    out.section(Section.RESOURCE_OFFSET, offsets)
+    out.section(Section.RESOURCE, data)
+
+
+def _group_by_dialect_per_byte(ordered: list) -> None:
+  """IRNumbering's groupByDialectPerByte: sort by dialect per varint band."""
+  if not ordered:
+    return
+  first_dialect = 0
+  in_group = 0
+  start = 0
+  for width in range(1, 9):
+    in_group = (1 << (7 * width)) - in_group
+    band = ordered[start:start + in_group]
+    band.sort(key=lambda n, d=first_dialect: (n.dialect != d, n.dialect))
+    ordered[start:start + len(band)] = band
+    first_dialect = band[-1].dialect
+    start += len(band)
+    if start >= len(ordered):
+      break
+  for number, numbering in enumerate(ordered):
+    numbering.number = number
+
+
+def _write_grouped(e: encoding.Emitter, ordered: list, emit_entry) -> None:
+  """Emits entries in runs of one dialect: dialect, count, entries."""
+  i = 0
+  while i < len(ordered):
+    j = i + 1
+    while j < len(ordered) and ordered[j].dialect == ordered[i].dialect:
+      j += 1
+    e.varint(ordered[i].dialect)
+    e.varint(j - i)
+    for numbering in ordered[i:j]:
+      emit_entry(numbering)
+    i = j
+
+
+def _write_use_lists(e: encoding.Emitter, orders: list, num_values: int):
+  if num_values != 1:
+    e.varint(len(orders))
+  for index, pairs, items in orders:
+    if num_values != 1:
+      e.varint(index)
+    e.varint_with_flag(len(items), pairs)
+    for item in items:
+      e.varint(item)
