@@ -1,0 +1,1 @@
+"""Implementation of pjrt; the public API is re-exported by `pjrt`."""

@@ -1,0 +1,759 @@
+"""A Pythonic client over any PJRT plugin (a real `.so` or one of ours).
+
+    client = Client("cpu")                 # or Client(plugin), Client(path)
+    x = client.buffer_from_numpy(np.ones(4, np.float32))
+    exe = client.compile(mlir_text)
+    (y,) = exe.execute([x, x])
+    y.to_numpy()
+
+Ownership follows the C API: every handle this module receives and owns
+(client, buffers, events, executables) is destroyed exactly once, when its
+Python object is closed or collected. Children keep their client alive, and
+`Client.close()` first destroys the children still alive. Devices and
+memories belong to the client and are never destroyed.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+import threading
+import weakref
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+import support
+from pjrt._src import abi
+from pjrt._src import compile_options as compile_options_lib
+from pjrt._src import dtypes
+from pjrt._src import loader
+
+_Ptr = ctypes.c_void_p
+
+
+def _handles(pointer: Any, count: int) -> list[int]:
+  return [pointer[i] for i in range(count)]
+
+
+class _Owned:
+  """A plugin object this process owns; `_destroy_slot` frees it once."""
+
+  _destroy_slot = ""
+  _destroy_field = ""
+
+  def __init__(self, client: "Client", handle: int):
+    self._client = client
+    self._handle = handle
+    client._children.add(self)  # pylint: disable=protected-access
+
+  @property
+  def handle(self) -> int:
+    if not self._handle:
+      raise support.FailedPreconditionError(
+          f"{type(self).__name__} was already destroyed")
+    return self._handle
+
+  def close(self) -> None:
+    """Destroys the underlying PJRT object (idempotent)."""
+    handle, self._handle = self._handle, None
+    if handle and not self._client.closed:
+      self._client.plugin.call(self._destroy_slot,
+                               **{self._destroy_field: handle})
+
+  def __del__(self):
+    try:
+      self.close()
+    except Exception:  # pylint: disable=broad-except
+      pass  # Nothing sensible to do in a finalizer.
+
+
+# --------------------------------------------------------------------------
+# Events.
+
+# One permanent C thunk serves every Event.on_ready: the plugin may call it
+# from any thread (ctypes takes the GIL), and a thunk must never be freed
+# while a plugin might still call it.
+_on_ready_callbacks: dict[int, tuple[Any, Callable[..., None]]] = {}
+_on_ready_ids = itertools.count(1)
+_on_ready_lock = threading.Lock()
+
+
+def _on_ready_trampoline(error: int, user_arg: int) -> None:
+  with _on_ready_lock:
+    event, callback = _on_ready_callbacks.pop(user_arg, (None, None))
+  if event is None:
+    return
+  try:
+    exc = event.plugin.take_error(error) if error else None
+    callback(exc)
+  except Exception:  # pylint: disable=broad-except
+    pass  # Must not unwind into the plugin.
+
+
+_ON_READY_THUNK = abi.EVENT_ON_READY_CALLBACK(_on_ready_trampoline)
+
+
+class Event:
+  """A PJRT_Event: completion of asynchronous work, with an error or not."""
+
+  def __init__(self, plugin: loader.Plugin, handle: int):
+    self.plugin = plugin
+    self._handle = handle
+
+  def is_ready(self) -> bool:
+    return bool(self.plugin.call("Event_IsReady",
+                                 event=self._handle).is_ready)
+
+  def wait(self) -> None:
+    """Blocks until ready; raises the event's error, if any."""
+    self.plugin.call("Event_Await", event=self._handle)
+
+  def error(self) -> support.XlaError | None:
+    """Blocks until ready; returns the event's error (PJRT_Event_Error)."""
+    if not self.is_ready():
+      try:
+        self.wait()
+      except support.XlaError:
+        pass  # Reported below, by Event_Error.
+    try:
+      self.plugin.call("Event_Error", event=self._handle)
+    except support.XlaError as e:
+      return e
+    return None
+
+  def on_ready(self, callback: Callable[[support.XlaError | None],
+                                        None]) -> None:
+    """Calls `callback(error_or_None)` once ready, maybe on another thread."""
+    key = next(_on_ready_ids)
+    with _on_ready_lock:
+      _on_ready_callbacks[key] = (self, callback)
+    try:
+      self.plugin.call("Event_OnReady", event=self._handle,
+                       callback=_ON_READY_THUNK, user_arg=key)
+    except Exception:
+      with _on_ready_lock:
+        _on_ready_callbacks.pop(key, None)
+      raise
+
+  def close(self) -> None:
+    handle, self._handle = self._handle, None
+    if handle:
+      self.plugin.call("Event_Destroy", event=handle)
+
+  def __del__(self):
+    try:
+      self.close()
+    except Exception:  # pylint: disable=broad-except
+      pass
+
+
+def _take_event(plugin: loader.Plugin, handle: int | None) -> Event | None:
+  return Event(plugin, handle) if handle else None
+
+
+# --------------------------------------------------------------------------
+# Devices and memories (owned by the client, never destroyed).
+
+
+class Device:
+  """A PJRT_Device and its PJRT_DeviceDescription."""
+
+  def __init__(self, client: "Client", handle: int):
+    self.client = client
+    self.handle = handle
+    self._description = None
+
+  def _call(self, slot: str, **fields: Any) -> Any:
+    return self.client.plugin.call(slot, **fields)
+
+  @property
+  def description(self) -> int:
+    if self._description is None:
+      self._description = self._call(
+          "Device_GetDescription", device=self.handle).device_description
+    return self._description
+
+  def _describe(self, slot: str) -> Any:
+    return self._call(slot, device_description=self.description)
+
+  @property
+  def id(self) -> int:
+    return self._describe("DeviceDescription_Id").id
+
+  @property
+  def process_index(self) -> int:
+    return self._describe("DeviceDescription_ProcessIndex").process_index
+
+  @property
+  def kind(self) -> str:
+    args = self._describe("DeviceDescription_Kind")
+    return loader.read_string(args.device_kind, args.device_kind_size)
+
+  @property
+  def debug_string(self) -> str:
+    args = self._describe("DeviceDescription_DebugString")
+    return loader.read_string(args.debug_string, args.debug_string_size)
+
+  def to_string(self) -> str:
+    args = self._describe("DeviceDescription_ToString")
+    return loader.read_string(args.to_string, args.to_string_size)
+
+  @property
+  def attributes(self) -> dict[str, Any]:
+    args = self._describe("DeviceDescription_Attributes")
+    return loader.decode_named_values(args.attributes, args.num_attributes)
+
+  @property
+  def local_hardware_id(self) -> int:
+    return self._call("Device_LocalHardwareId",
+                      device=self.handle).local_hardware_id
+
+  @property
+  def is_addressable(self) -> bool:
+    return bool(self._call("Device_IsAddressable",
+                           device=self.handle).is_addressable)
+
+  def memories(self) -> list["Memory"]:
+    args = self._call("Device_AddressableMemories", device=self.handle)
+    return [self.client.memory_from_handle(h)
+            for h in _handles(args.memories, args.num_memories)]
+
+  def default_memory(self) -> "Memory":
+    return self.client.memory_from_handle(
+        self._call("Device_DefaultMemory", device=self.handle).memory)
+
+  def __eq__(self, other: Any) -> bool:
+    return isinstance(other, Device) and other.handle == self.handle
+
+  def __hash__(self) -> int:
+    return hash(self.handle)
+
+  def __repr__(self) -> str:
+    try:
+      return self.to_string()
+    except support.XlaError:
+      return f"<Device {self.handle:#x}>"
+
+
+class Memory:
+  """A PJRT_Memory: a memory space such as "device" or "pinned_host"."""
+
+  def __init__(self, client: "Client", handle: int):
+    self.client = client
+    self.handle = handle
+
+  def _call(self, slot: str) -> Any:
+    return self.client.plugin.call(slot, memory=self.handle)
+
+  @property
+  def id(self) -> int:
+    return self._call("Memory_Id").id
+
+  @property
+  def kind(self) -> str:
+    args = self._call("Memory_Kind")
+    return loader.read_string(args.kind, args.kind_size)
+
+  @property
+  def kind_id(self) -> int:
+    return self._call("Memory_Kind_Id").kind_id
+
+  @property
+  def debug_string(self) -> str:
+    args = self._call("Memory_DebugString")
+    return loader.read_string(args.debug_string, args.debug_string_size)
+
+  def to_string(self) -> str:
+    args = self._call("Memory_ToString")
+    return loader.read_string(args.to_string, args.to_string_size)
+
+  def addressable_by_devices(self) -> list[Device]:
+    args = self._call("Memory_AddressableByDevices")
+    return [self.client.device_from_handle(h)
+            for h in _handles(args.devices, args.num_devices)]
+
+  def __eq__(self, other: Any) -> bool:
+    return isinstance(other, Memory) and other.handle == self.handle
+
+  def __hash__(self) -> int:
+    return hash(self.handle)
+
+  def __repr__(self) -> str:
+    try:
+      return self.to_string()
+    except support.XlaError:
+      return f"<Memory {self.handle:#x}>"
+
+
+# --------------------------------------------------------------------------
+# Buffers.
+
+
+class Buffer(_Owned):
+  """A PJRT_Buffer: an array on a device."""
+
+  _destroy_slot = "Buffer_Destroy"
+  _destroy_field = "buffer"
+
+  def _call(self, slot: str, **fields: Any) -> Any:
+    return self._client.plugin.call(slot, buffer=self.handle, **fields)
+
+  @property
+  def client(self) -> "Client":
+    return self._client
+
+  @property
+  def element_type(self) -> abi.BufferType:
+    return abi.BufferType(self._call("Buffer_ElementType").type)
+
+  @property
+  def dtype(self) -> np.dtype:
+    return dtypes.numpy_dtype(self.element_type)
+
+  @property
+  def shape(self) -> tuple[int, ...]:
+    args = self._call("Buffer_Dimensions")
+    return tuple(args.dims[i] for i in range(args.num_dims))
+
+  @property
+  def on_device_size_in_bytes(self) -> int:
+    return self._call("Buffer_OnDeviceSizeInBytes").on_device_size_in_bytes
+
+  @property
+  def device(self) -> Device:
+    return self._client.device_from_handle(
+        self._call("Buffer_Device").device)
+
+  @property
+  def memory(self) -> Memory:
+    return self._client.memory_from_handle(
+        self._call("Buffer_Memory").memory)
+
+  @property
+  def is_on_cpu(self) -> bool:
+    return bool(self._call("Buffer_IsOnCpu").is_on_cpu)
+
+  def delete(self) -> None:
+    """Frees the device memory; the handle stays valid (`is_deleted`)."""
+    self._call("Buffer_Delete")
+
+  @property
+  def is_deleted(self) -> bool:
+    return bool(self._call("Buffer_IsDeleted").is_deleted)
+
+  def ready(self) -> Event:
+    """An event that fires when the buffer's data is ready (or failed)."""
+    return Event(self._client.plugin, self._call("Buffer_ReadyEvent").event)
+
+  def block_until_ready(self) -> "Buffer":
+    self.ready().wait()
+    return self
+
+  def to_numpy(self) -> np.ndarray:
+    """Copies the buffer to a new host array (dense, row-major)."""
+    dtype = self.dtype
+    out = np.empty(self.shape, dtype)
+    # Ask the plugin for the size it will write, and refuse a mismatch
+    # rather than let it write past `out` (sub-byte types may be packed).
+    size_args = abi.make_args(abi.PJRT_Buffer_ToHostBuffer_Args,
+                              src=self.handle)
+    self._client.plugin.call("Buffer_ToHostBuffer", size_args)
+    _take_event(self._client.plugin, size_args.event)
+    if size_args.dst_size != out.nbytes:
+      raise support.UnimplementedError(
+          f"buffer of {self.element_type.name}{list(self.shape)} needs "
+          f"{size_args.dst_size} host bytes, numpy uses {out.nbytes}")
+    args = abi.make_args(abi.PJRT_Buffer_ToHostBuffer_Args, src=self.handle,
+                         dst=out.ctypes.data, dst_size=out.nbytes)
+    self._client.plugin.call("Buffer_ToHostBuffer", args)
+    event = _take_event(self._client.plugin, args.event)
+    if event is not None:
+      event.wait()
+      event.close()
+    return out
+
+  def __repr__(self) -> str:
+    if not self._handle:
+      return "<Buffer destroyed>"
+    try:
+      return f"<Buffer {self.element_type.name}{list(self.shape)}>"
+    except support.XlaError:
+      return "<Buffer>"
+
+
+# --------------------------------------------------------------------------
+# Executables.
+
+
+class LoadedExecutable(_Owned):
+  """A PJRT_LoadedExecutable: compiled and loaded onto devices."""
+
+  _destroy_slot = "LoadedExecutable_Destroy"
+  _destroy_field = "executable"
+
+  def _call(self, slot: str, **fields: Any) -> Any:
+    return self._client.plugin.call(slot, executable=self.handle, **fields)
+
+  def _executable_call(self, slot: str, read: Callable[[Any], Any]) -> Any:
+    """Calls a PJRT_Executable_* slot on this executable's PJRT_Executable.
+
+    Outputs of such calls point into the PJRT_Executable, which is destroyed
+    on return, so `read` extracts them from the args struct first.
+    """
+    plugin = self._client.plugin
+    exe = plugin.call("LoadedExecutable_GetExecutable",
+                      loaded_executable=self.handle).executable
+    try:
+      return read(plugin.call(slot, executable=exe))
+    finally:
+      plugin.call("Executable_Destroy", executable=exe)
+
+  @property
+  def name(self) -> str:
+    return self._executable_call(
+        "Executable_Name", lambda a: loader.read_string(
+            a.executable_name, a.executable_name_size))
+
+  @property
+  def num_replicas(self) -> int:
+    return self._executable_call("Executable_NumReplicas",
+                                 lambda a: a.num_replicas)
+
+  @property
+  def num_partitions(self) -> int:
+    return self._executable_call("Executable_NumPartitions",
+                                 lambda a: a.num_partitions)
+
+  @property
+  def num_outputs(self) -> int:
+    return self._executable_call("Executable_NumOutputs",
+                                 lambda a: a.num_outputs)
+
+  def output_element_types(self) -> list[abi.BufferType]:
+    return self._executable_call(
+        "Executable_OutputElementTypes",
+        lambda a: [abi.BufferType(a.output_types[i])
+                   for i in range(a.num_output_types)])
+
+  def output_shapes(self) -> list[tuple[int, ...]]:
+    def read(a):
+      shapes, start = [], 0
+      for i in range(a.num_outputs):
+        rank = a.dim_sizes[i]
+        shapes.append(tuple(a.dims[start + j] for j in range(rank)))
+        start += rank
+      return shapes
+    return self._executable_call("Executable_OutputDimensions", read)
+
+  @property
+  def fingerprint(self) -> bytes:
+    """The plugin's fingerprint of the executable (may be empty)."""
+    def read(a):
+      if not a.executable_fingerprint:
+        return b""
+      return ctypes.string_at(a.executable_fingerprint,
+                              a.executable_fingerprint_size)
+    if self._client.plugin.has("Executable_Fingerprint"):
+      return self._executable_call("Executable_Fingerprint", read)
+    # The deprecated slot of older plugins.
+    return read(self._call("LoadedExecutable_Fingerprint"))
+
+  def addressable_devices(self) -> list[Device]:
+    args = self._call("LoadedExecutable_AddressableDevices")
+    return [self._client.device_from_handle(h)
+            for h in _handles(args.addressable_devices,
+                              args.num_addressable_devices)]
+
+  def device_assignment(self) -> list[list[int]]:
+    """Device ids indexed [replica][partition]."""
+    args = self._call("LoadedExecutable_GetDeviceAssignment")
+    try:
+      data = ctypes.string_at(args.serialized_bytes,
+                              args.serialized_bytes_size)
+    finally:
+      if args.serialized_device_assignment_deleter:
+        deleter = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(
+            args.serialized_device_assignment_deleter)
+        deleter(args.serialized_device_assignment)
+    return compile_options_lib.decode_device_assignment(data)
+
+  def delete(self) -> None:
+    self._call("LoadedExecutable_Delete")
+
+  @property
+  def is_deleted(self) -> bool:
+    return bool(self._call("LoadedExecutable_IsDeleted").is_deleted)
+
+  def execute(self, arguments: Sequence[Buffer], *,
+              device: Device | None = None) -> list[Buffer]:
+    """Runs on one device; returns the outputs once execution completed.
+
+    Args:
+      arguments: one buffer per parameter.
+      device: run on this device (only for executables compiled for one
+        device); None runs where the executable was compiled for.
+
+    Raises:
+      support.XlaError: the plugin's error (e.g. INVALID_ARGUMENT for a
+        wrong number or shape of arguments).
+    """
+    return self.execute_sharded([arguments], device=device)[0]
+
+  def execute_sharded(self, argument_lists: Sequence[Sequence[Buffer]], *,
+                      device: Device | None = None,
+                      launch_id: int = 0) -> list[list[Buffer]]:
+    """Runs on `len(argument_lists)` devices; outputs indexed [device][i]."""
+    plugin = self._client.plugin
+    num_devices = len(argument_lists)
+    num_args = len(argument_lists[0]) if num_devices else 0
+    if any(len(a) != num_args for a in argument_lists):
+      raise support.InvalidArgumentError(
+          "every device needs the same number of arguments")
+    num_outputs = self.num_outputs
+    inner_args = [(_Ptr * max(1, num_args))(*[b.handle for b in a])
+                  for a in argument_lists]
+    outer_args = (_Ptr * num_devices)(
+        *[ctypes.addressof(a) for a in inner_args])
+    inner_outputs = [(_Ptr * max(1, num_outputs))()
+                     for _ in range(num_devices)]
+    outer_outputs = (_Ptr * num_devices)(
+        *[ctypes.addressof(o) for o in inner_outputs])
+    events = (_Ptr * num_devices)()
+    options = abi.make_args(abi.PJRT_ExecuteOptions, launch_id=launch_id)
+    args = abi.make_args(
+        abi.PJRT_LoadedExecutable_Execute_Args, executable=self.handle,
+        options=options, argument_lists=outer_args, num_devices=num_devices,
+        num_args=num_args, output_lists=outer_outputs,
+        device_complete_events=events,
+        execute_device=device.handle if device is not None else None)
+    plugin.call("LoadedExecutable_Execute", args)
+    results = [[Buffer(self._client, inner_outputs[d][i])
+                for i in range(num_outputs)] for d in range(num_devices)]
+    completion = [_take_event(plugin, events[d]) for d in range(num_devices)]
+    try:
+      for event in completion:
+        if event is not None:
+          event.wait()
+    finally:
+      for event in completion:
+        if event is not None:
+          event.close()
+    return results
+
+
+# --------------------------------------------------------------------------
+# Client.
+
+
+class Client:
+  """A PJRT_Client of a plugin.
+
+  Args:
+    plugin: a `loader.Plugin`, a registered plugin name, or anything
+      `loader.load_plugin` accepts (e.g. a library path).
+    options: client create options: {name: str | int | float | bool |
+      list[int]}, passed as PJRT_NamedValues.
+  """
+
+  def __init__(self, plugin: Any, options: dict[str, Any] | None = None):
+    if isinstance(plugin, loader.Plugin):
+      self.plugin = loader.load_plugin(plugin)
+    elif isinstance(plugin, str) and not any(c in plugin for c in "/\\."):
+      self.plugin = loader.get_plugin(plugin)
+    else:
+      self.plugin = loader.load_plugin(plugin)
+    self._children: weakref.WeakSet[_Owned] = weakref.WeakSet()
+    self._devices: dict[int, Device] = {}
+    self._memories: dict[int, Memory] = {}
+    self.closed = True
+    named = loader.encode_named_values(options)
+    args = self.plugin.call(
+        "Client_Create", create_options=named,
+        num_options=len(options) if options else 0)
+    self._handle = args.client
+    self.closed = False
+
+  # -- Lifetime. ------------------------------------------------------------
+
+  @property
+  def handle(self) -> int:
+    if self.closed:
+      raise support.FailedPreconditionError("the client is closed")
+    return self._handle
+
+  def close(self) -> None:
+    """Destroys live buffers and executables, then the client (idempotent)."""
+    if self.closed:
+      return
+    for child in list(self._children):
+      try:
+        child.close()
+      except support.XlaError:
+        pass
+    self.closed = True
+    self.plugin.call("Client_Destroy", client=self._handle)
+
+  def __enter__(self) -> "Client":
+    return self
+
+  def __exit__(self, *exc_info) -> None:
+    self.close()
+
+  def __del__(self):
+    try:
+      self.close()
+    except Exception:  # pylint: disable=broad-except
+      pass
+
+  def _call(self, slot: str, **fields: Any) -> Any:
+    return self.plugin.call(slot, client=self.handle, **fields)
+
+  def device_from_handle(self, handle: int) -> Device:
+    """The Device object of a PJRT_Device* of this client (one per handle)."""
+    device = self._devices.get(handle)
+    if device is None:
+      device = self._devices[handle] = Device(self, handle)
+    return device
+
+  def memory_from_handle(self, handle: int) -> Memory:
+    """The Memory object of a PJRT_Memory* of this client (one per handle)."""
+    memory = self._memories.get(handle)
+    if memory is None:
+      memory = self._memories[handle] = Memory(self, handle)
+    return memory
+
+  # -- Platform. ------------------------------------------------------------
+
+  @property
+  def platform_name(self) -> str:
+    args = self._call("Client_PlatformName")
+    return loader.read_string(args.platform_name, args.platform_name_size)
+
+  @property
+  def platform_version(self) -> str:
+    args = self._call("Client_PlatformVersion")
+    return loader.read_string(args.platform_version,
+                              args.platform_version_size)
+
+  @property
+  def process_index(self) -> int:
+    return self._call("Client_ProcessIndex").process_index
+
+  # -- Devices and memories. ------------------------------------------------
+
+  def devices(self) -> list[Device]:
+    args = self._call("Client_Devices")
+    return [self.device_from_handle(h)
+            for h in _handles(args.devices, args.num_devices)]
+
+  def addressable_devices(self) -> list[Device]:
+    args = self._call("Client_AddressableDevices")
+    return [self.device_from_handle(h)
+            for h in _handles(args.addressable_devices,
+                              args.num_addressable_devices)]
+
+  def lookup_device(self, device_id: int) -> Device:
+    """The device with global id `device_id` (plugin's error otherwise)."""
+    args = self._call("Client_LookupDevice", id=device_id)
+    return self.device_from_handle(args.device)
+
+  def lookup_addressable_device(self, local_hardware_id: int) -> Device:
+    args = self._call("Client_LookupAddressableDevice",
+                      local_hardware_id=local_hardware_id)
+    return self.device_from_handle(args.addressable_device)
+
+  def memories(self) -> list[Memory]:
+    """Every memory addressable by this client (all devices)."""
+    args = self._call("Client_AddressableMemories")
+    return [self.memory_from_handle(h)
+            for h in _handles(args.addressable_memories,
+                              args.num_addressable_memories)]
+
+  def default_device_assignment(self, num_replicas: int,
+                                num_partitions: int) -> list[list[int]]:
+    """Device ids indexed [replica][partition]."""
+    size = num_replicas * num_partitions
+    out = (ctypes.c_int * max(1, size))()
+    self._call("Client_DefaultDeviceAssignment", num_replicas=num_replicas,
+               num_partitions=num_partitions, default_assignment_size=size,
+               default_assignment=out)
+    return [[out[r * num_partitions + p] for p in range(num_partitions)]
+            for r in range(num_replicas)]
+
+  # -- Buffers. -------------------------------------------------------------
+
+  def buffer_from_numpy(self, array: Any, device: Device | None = None, *,
+                        memory: Memory | None = None) -> Buffer:
+    """Copies a host array to `device` (default: first addressable device).
+
+    Every numpy dtype with a PJRT_Buffer_Type is accepted (bool, ints,
+    floats, complex, and the ml_dtypes bf16 / f8 / int4 ... types).
+
+    Raises:
+      support.InvalidArgumentError: unsupported dtype, or the plugin's error.
+    """
+    array = np.asarray(array)
+    element_type = dtypes.buffer_type(array.dtype)
+    byte_strides = None
+    if not array.flags.c_contiguous:
+      if element_type in dtypes.SUB_BYTE or array.size == 0:
+        array = np.ascontiguousarray(array)
+      else:
+        byte_strides = list(array.strides)
+    if device is None and memory is None:
+      device = self.addressable_devices()[0]
+    args = abi.make_args(
+        abi.PJRT_Client_BufferFromHostBuffer_Args, client=self.handle,
+        data=array.ctypes.data, type=element_type, dims=list(array.shape),
+        num_dims=array.ndim, byte_strides=byte_strides,
+        num_byte_strides=len(byte_strides) if byte_strides else 0,
+        host_buffer_semantics=(
+            abi.HostBufferSemantics.IMMUTABLE_UNTIL_TRANSFER_COMPLETES),
+        device=device.handle if device is not None else None,
+        memory=memory.handle if memory is not None else None)
+    self.plugin.call("Client_BufferFromHostBuffer", args)
+    buffer = Buffer(self, args.buffer)
+    # `array` must outlive the transfer: wait for the plugin to be done.
+    done = _take_event(self.plugin, args.done_with_host_buffer)
+    if done is not None:
+      try:
+        done.wait()
+      finally:
+        done.close()
+    return buffer
+
+  # -- Compilation. ---------------------------------------------------------
+
+  def compile(self, program: str | bytes,
+              format: str = "mlir",  # pylint: disable=redefined-builtin
+              compile_options: bytes | None = None) -> LoadedExecutable:
+    """Compiles and loads `program`.
+
+    Args:
+      program: MLIR text or bytecode (StableHLO, `format="mlir"`), or a
+        serialized HloModuleProto (`"hlo"`, `"hlo_with_config"`).
+      format: the PJRT_Program format.
+      compile_options: a serialized xla.CompileOptionsProto; default: one
+        replica, one partition (`compile_options.compile_options()`).
+
+    Raises:
+      support.XlaError: the plugin's error, e.g. INVALID_ARGUMENT for a
+        program that does not parse or verify.
+    """
+    code = program.encode("utf-8") if isinstance(program, str) else bytes(
+        program)
+    if compile_options is None:
+      compile_options = compile_options_lib.compile_options()
+    fmt = format.encode("utf-8")
+    prog = abi.make_args(abi.PJRT_Program, code=code, code_size=len(code),
+                         format=fmt, format_size=len(fmt))
+    args = self._call("Client_Compile", program=prog,
+                      compile_options=bytes(compile_options),
+                      compile_options_size=len(compile_options))
+    return LoadedExecutable(self, args.executable)
+
+  def __repr__(self) -> str:
+    if self.closed:
+      return "<Client closed>"
+    return f"<Client {self.plugin.name!r} {self.platform_name}>"
