@@ -1,0 +1,400 @@
+"""The remaining spec ops: constant, rng, fft, linear algebra, batch norm,
+tuples, custom_call and composite."""
+
+from __future__ import annotations
+
+from stablehlo._src.ir import attributes as a
+from stablehlo._src.ir import core
+from stablehlo._src.ir import types as t
+from stablehlo._src.ops import common as c
+from stablehlo._src.ops import registry as r
+from stablehlo._src.ops import typeutil as tu
+
+
+def _reg(name, verify, checks, operands, results=("result",), attributes=None,
+         regions=(), infer=None, traits=frozenset(), spec=True):
+  r.register(r.OpDef(
+      name="stablehlo." + name, spec=name if spec else None,
+      operands=operands, results=results, attributes=attributes or {},
+      regions=regions, verify=verify, infer=infer,
+      checks=tuple(f"{name}_{x}" for x in checks), traits=traits))
+
+
+# --- constant ----------------------------------------------------------------------
+
+
+def _verify_constant(ctx):
+  v = ctx.attr("value")
+  y = ctx.result_types[0]
+  vt = getattr(v, "type", None)
+  if vt is None:
+    ctx.fail("constant_schema", f"value must be a typed elements attribute, "
+             f"got {v!r}")
+  ok = tu.types_compatible(vt, y)
+  ey = tu.element_type(y)
+  if not ok and tu.is_quantized(ey):
+    # A quantized constant may spell its value with the storage type.
+    ok = (tu.element_type(vt) == ey.storage_type and
+          tu.shapes_compatible(tu.shape_of(vt), tu.shape_of(y)))
+  ctx.check(ok, "c1", lambda: f"value type {tu.fmt_type(vt)} differs from "
+            f"output type {tu.fmt_type(y)}")
+
+
+_reg("constant", _verify_constant, ("c1",), (), results=("output",),
+     attributes={"value": "elements"},
+     infer=lambda ctx: [ctx.attr("value").type])
+
+# --- rng ---------------------------------------------------------------------------------
+
+
+def _verify_rng(ctx):
+  a_, b_, shp = ctx.operand_types
+  y = ctx.result_types[0]
+  for ty, nm in ((a_, "a"), (b_, "b")):
+    c.check_tensor(ctx, ty, nm, "int|bool|float", rank=0)
+  c.check_tensor(ctx, shp, "shape", "int|index", rank=1)
+  c.same_element_type(ctx, "c1", [a_, b_, y], ["a", "b", "result"])
+  dist = ctx.enum("rng_distribution")
+  if dist == "NORMAL":
+    ctx.check(tu.is_float(tu.element_type(a_)), "c2", lambda: "NORMAL needs "
+              f"float operands, got {tu.fmt_type(a_)}")
+  vals = c.const_ints(ctx.op.operands[2])
+  if vals is not None:
+    ctx.check_result_shape(0, vals, "c3")
+  else:
+    n = (tu.shape_of(shp) or (None,))[0]
+    ry = tu.rank_of(y)
+    ctx.check(n is None or ry is None or n == ry, "c3",
+              f"result rank {ry} must be the size of shape ({n})")
+
+
+_reg("rng", _verify_rng, ("c1", "c2", "c3"), ("a", "b", "shape"),
+     attributes={"rng_distribution": "enum"},
+     traits=frozenset({r.DEPRECATED}))
+
+
+def _verify_rng_bit_generator(ctx):
+  st = ctx.operand_types[0]
+  ost, out = ctx.result_types
+  c.check_tensor(ctx, st, "initial_state", "uint", rank=1)
+  c.check_tensor(ctx, out, "output", "int|float")
+  c.same_type(ctx, "c1", [st, ost], ["initial_state", "output_state"])
+  algo = ctx.enum("rng_algorithm", "DEFAULT")
+  n = (tu.shape_of(st) or (None,))[0]
+  allowed = {"THREE_FRY": (2,), "PHILOX": (2, 3)}.get(algo)
+  if allowed is not None and n is not None:
+    ctx.check(n in allowed, "c2", f"{algo} needs a state of "
+              f"{' or '.join(map(str, allowed))} elements, got {n}")
+
+
+_reg("rng_bit_generator", _verify_rng_bit_generator, ("c1", "c2"),
+     ("initial_state",), results=("output_state", "output"),
+     attributes={"rng_algorithm": "enum"})
+
+# --- fft -------------------------------------------------------------------------------
+
+
+def _verify_fft(ctx):
+  x, y = ctx.operand_types[0], ctx.result_types[0]
+  c.check_kinds(ctx, "float|complex")
+  kind = ctx.enum("fft_type")
+  length = ctx.ints("fft_length")
+  rx = tu.rank_of(x)
+  if rx is not None:
+    ctx.check(len(length) <= rx, "c1", lambda: f"fft_length {list(length)} "
+              f"is longer than the operand rank {rx}")
+  ex, ey = tu.element_type(x), tu.element_type(y)
+  if kind in ("FFT", "IFFT"):
+    ok = tu.is_complex(ex) and ex == ey
+  elif kind == "RFFT":
+    ok = tu.is_float(ex) and ey == t.ComplexType(ex)
+  elif kind == "IRFFT":
+    ok = tu.is_complex(ex) and ex == t.ComplexType(ey)
+  else:
+    ctx.fail("fft_schema", f"unknown fft_type {kind!r}")
+  ctx.check(ok, "c2", lambda: f"{kind} cannot map {tu.fmt_elem(ex)} to "
+            f"{tu.fmt_elem(ey)}")
+  ctx.check(1 <= len(length) <= 3, "c3", lambda: f"fft_length "
+            f"{list(length)} must have 1 to 3 entries")
+  real = x if kind == "RFFT" else (y if kind == "IRFFT" else None)
+  sr = tu.shape_of(real) if real is not None else None
+  if sr is not None and len(sr) >= len(length):
+    tail = sr[len(sr) - len(length):]
+    ctx.check(tu.shapes_compatible(tail, length), "c4", lambda: "the real "
+              f"side's minor dims {tu.fmt_shape(tail)} must equal fft_length "
+              f"{list(length)}")
+  sx, sy = tu.shape_of(x), tu.shape_of(y)
+  if sx is not None and sy is not None and sx:
+    want = list(sx)
+    if kind == "RFFT":
+      want[-1] = None if sx[-1] is None else (0 if sx[-1] == 0 else
+                                              sx[-1] // 2 + 1)
+      ctx.check_result_shape(0, want, "c5")
+    elif kind == "IRFFT":
+      ok = len(sy) == len(sx) and tu.shapes_compatible(sx[:-1], sy[:-1]) and (
+          sy[-1] is None or sx[-1] is None or
+          sx[-1] == (0 if sy[-1] == 0 else sy[-1] // 2 + 1))
+      ctx.check(ok, "c5", lambda: f"IRFFT operand shape {tu.fmt_shape(sx)} "
+                f"does not match result shape {tu.fmt_shape(sy)}")
+    else:
+      ctx.check_result_shape(0, want, "c5")
+
+
+_reg("fft", _verify_fft, ("c1", "c2", "c3", "c4", "c5"), ("operand",),
+     attributes={"fft_type": "enum", "fft_length": "i64[]"})
+
+# --- linear algebra --------------------------------------------------------------------
+
+
+def _verify_cholesky(ctx):
+  x, y = ctx.operand_types[0], ctx.result_types[0]
+  c.check_kinds(ctx, "float|complex|quant")
+  c.same_baseline(ctx, "c1", [x, y], ["a", "result"])
+  s = tu.shape_of(x)
+  if s is not None:
+    ctx.check(len(s) >= 2, "c2", f"a must have rank >= 2, got {len(s)}")
+    ctx.check(tu.dims_compatible(s[-2], s[-1]), "c3", lambda: "the minor "
+              f"dims of a must be equal, got {tu.fmt_shape(s)}")
+
+
+_reg("cholesky", _verify_cholesky, ("c1", "c2", "c3"), ("a",),
+     attributes={"lower?": "bool"}, infer=lambda ctx: [ctx.operand_types[0]])
+
+
+def _verify_triangular_solve(ctx):
+  a_, b_ = ctx.operand_types
+  y = ctx.result_types[0]
+  c.check_kinds(ctx, "float|complex|quant")
+  c.same_baseline(ctx, "c1", [tu.tensor((), tu.element_type(a_)),
+                              tu.tensor((), tu.element_type(b_))], ["a", "b"])
+  sa, sb = tu.shape_of(a_), tu.shape_of(b_)
+  if sa is not None and sb is not None:
+    ctx.check(len(sa) == len(sb) and len(sa) >= 2, "c2", lambda: "a and b "
+              f"must have the same rank >= 2: {tu.fmt_shape(sa)}, "
+              f"{tu.fmt_shape(sb)}")
+    left = ctx.bool("left_side")
+    ok = (tu.shapes_compatible(sa[:-2], sb[:-2]) and
+          tu.dims_compatible(sa[-2], sa[-1]) and
+          tu.dims_compatible(sa[-1], sb[-2] if left else sb[-1]))
+    ctx.check(ok, "c3", lambda: f"a {tu.fmt_shape(sa)} must be square and "
+              f"match b {tu.fmt_shape(sb)} on its "
+              f"{'left' if left else 'right'} side")
+  c.same_baseline(ctx, "c4", [b_, y], ["b", "result"])
+
+
+_reg("triangular_solve", _verify_triangular_solve,
+     ("c1", "c2", "c3", "c4"), ("a", "b"),
+     attributes={"left_side": "bool", "lower": "bool",
+                 "unit_diagonal": "bool", "transpose_a": "enum"},
+     infer=lambda ctx: [ctx.operand_types[1]])
+
+# --- batch norm -------------------------------------------------------------------------
+
+
+def _check_feature_sizes(ctx, x, fi, pairs):
+  s = tu.shape_of(x)
+  size = s[fi] if s is not None and 0 <= fi < len(s) else None
+  for ty, nm, cid in pairs:
+    st = tu.shape_of(ty)
+    if st is None:
+      continue
+    ctx.check(len(st) == 1, ctx.short + "_schema",
+              f"{nm} must be 1-dimensional, got {tu.fmt_type(ty)}")
+    ctx.check(tu.dims_compatible(st[0], size), cid, lambda nm=nm, st=st:
+              f"{nm} has {st[0]} elements, feature dim {fi} has {size}")
+
+
+def _same_baseline_elems(ctx, cid, types, names):
+  c.same_baseline(ctx, cid, [tu.tensor((), tu.element_type(x)) for x in types],
+                  names)
+
+
+def _verify_bn_inference(ctx):
+  x, scale, offset, mean, var = ctx.operand_types
+  y = ctx.result_types[0]
+  c.check_kinds(ctx, "float|quant")
+  fi = ctx.int("feature_index")
+  c.check_axes(ctx, "c1", "feature_index", (fi,), tu.rank_of(x))
+  _same_baseline_elems(ctx, "c2", [x, scale, offset, mean, var, y],
+                       ["operand", "scale", "offset", "mean", "variance",
+                        "result"])
+  _check_feature_sizes(ctx, x, fi, [(scale, "scale", "c3"),
+                                    (offset, "offset", "c4"),
+                                    (mean, "mean", "c5"),
+                                    (var, "variance", "c6")])
+  c.same_baseline(ctx, "c7", [x, y], ["operand", "result"])
+
+
+_reg("batch_norm_inference", _verify_bn_inference,
+     tuple(f"c{i}" for i in range(1, 8)),
+     ("operand", "scale", "offset", "mean", "variance"),
+     attributes={"epsilon": "f32", "feature_index": "i64"},
+     infer=lambda ctx: [ctx.operand_types[0]])
+
+
+def _verify_bn_training(ctx):
+  x, scale, offset = ctx.operand_types
+  out, bmean, bvar = ctx.result_types
+  c.check_kinds(ctx, "float|quant")
+  fi = ctx.int("feature_index")
+  c.check_axes(ctx, "c1", "feature_index", (fi,), tu.rank_of(x))
+  _same_baseline_elems(ctx, "c2", [x, scale, offset, bmean, bvar, out],
+                       ["operand", "scale", "offset", "batch_mean",
+                        "batch_var", "output"])
+  _check_feature_sizes(ctx, x, fi, [(scale, "scale", "c3"),
+                                    (offset, "offset", "c4"),
+                                    (bmean, "batch_mean", "c5"),
+                                    (bvar, "batch_var", "c6")])
+  c.same_baseline(ctx, "c7", [out, x], ["output", "operand"])
+
+
+_reg("batch_norm_training", _verify_bn_training,
+     tuple(f"c{i}" for i in range(1, 8)), ("operand", "scale", "offset"),
+     results=("output", "batch_mean", "batch_var"),
+     attributes={"epsilon": "f32", "feature_index": "i64"})
+
+
+def _verify_bn_grad(ctx):
+  x, scale, mean, var, gout = ctx.operand_types
+  gx, gscale, goffset = ctx.result_types
+  c.check_kinds(ctx, "float|quant")
+  fi = ctx.int("feature_index")
+  c.check_axes(ctx, "c1", "feature_index", (fi,), tu.rank_of(x))
+  _same_baseline_elems(
+      ctx, "c2", [x, scale, mean, var, gout, gx, gscale, goffset],
+      ["operand", "scale", "mean", "variance", "grad_output", "grad_operand",
+       "grad_scale", "grad_offset"])
+  c.same_shape(ctx, "c3", [x, gout, gx],
+               ["operand", "grad_output", "grad_operand"])
+  c.same_shape(ctx, "c4", [scale, mean, var, gscale, goffset],
+               ["scale", "mean", "variance", "grad_scale", "grad_offset"])
+  _check_feature_sizes(ctx, x, fi, [(scale, "scale", "c5")])
+
+
+_reg("batch_norm_grad", _verify_bn_grad, tuple(f"c{i}" for i in range(1, 6)),
+     ("operand", "scale", "mean", "variance", "grad_output"),
+     results=("grad_operand", "grad_scale", "grad_offset"),
+     attributes={"epsilon": "f32", "feature_index": "i64"})
+
+# --- tuples ----------------------------------------------------------------------------
+
+
+def _verify_tuple(ctx):
+  y = ctx.result_types[0]
+  want = t.TupleType(tuple(ctx.operand_types))
+  ctx.check(tu.types_compatible(y, want), "c1", lambda: "result "
+            f"{tu.fmt_type(y)} must be {tu.fmt_type(want)}")
+
+
+_reg("tuple", _verify_tuple, ("c1",), ("val*",),
+     infer=lambda ctx: [t.TupleType(tuple(ctx.operand_types))],
+     traits=frozenset({r.DEPRECATED}))
+
+
+def _verify_get_tuple_element(ctx):
+  x = ctx.operand_types[0]
+  if not isinstance(x, t.TupleType):
+    ctx.fail("get_tuple_element_schema", f"operand must be a tuple, got "
+             f"{tu.fmt_type(x)}")
+  i = ctx.int("index")
+  ctx.check(0 <= i < len(x.types), "c1", f"index {i} out of range for "
+            f"{tu.fmt_type(x)}")
+  y = ctx.result_types[0]
+  ctx.check(tu.types_compatible(y, x.types[i]), "c2", lambda: f"result "
+            f"{tu.fmt_type(y)} must be {tu.fmt_type(x.types[i])}")
+
+
+_reg("get_tuple_element", _verify_get_tuple_element, ("c1", "c2"),
+     ("operand",), attributes={"index": "i32"},
+     infer=lambda ctx: [ctx.operand_types[0].types[ctx.int("index")]],
+     traits=frozenset({r.DEPRECATED}))
+
+# --- custom_call / composite --------------------------------------------------------------
+
+
+def _verify_custom_call(ctx):
+  name = ctx.attr("call_target_name")
+  ctx.check(isinstance(name, a.StringAttr), "custom_call_schema",
+            f"call_target_name must be a string, got {name!r}")
+  api = ctx.attr("api_version")
+  if api is not None:
+    v = tu.enum_value(api)
+    ctx.check(v is not None, "custom_call_schema", "bad api_version")
+
+
+_reg("custom_call", _verify_custom_call, (), ("inputs*",),
+     results=("results*",),
+     attributes={"call_target_name": "str", "has_side_effect?": "bool",
+                 "backend_config?": "str|dict", "api_version?": "i32",
+                 "called_computations?": "symbol[]",
+                 "output_operand_aliases?": "array",
+                 "operand_layouts?": "array", "result_layouts?": "array"},
+     traits=frozenset({r.SIDE_EFFECT}))
+
+
+def enclosing_symbol(op: core.Operation, name: str):
+  """The op named `name` (by sym_name) in the nearest enclosing symbol
+  table (module) of `op`, or None."""
+  block = op.parent
+  while block is not None:
+    region = block.parent
+    parent = region.parent if region is not None else None
+    if parent is None:
+      return None
+    if parent.name == "builtin.module":
+      for o in parent.regions[0].blocks[0].operations:
+        sym = o.attr("sym_name")
+        if isinstance(sym, a.StringAttr) and sym.value == name:
+          return o
+      return None
+    block = parent.parent
+  return None
+
+
+def function_type(fn: core.Operation):
+  ft = fn.attr("function_type")
+  if isinstance(ft, a.TypeAttr) and isinstance(ft.value, t.FunctionType):
+    return ft.value
+  if fn.regions and fn.regions[0].blocks:
+    return t.FunctionType(tuple(v.type for v in
+                                fn.regions[0].blocks[0].arguments), ())
+  return None
+
+
+def symbol_name(v) -> str:
+  if isinstance(v, a.SymbolRefAttr):
+    return v.root
+  if isinstance(v, a.StringAttr):
+    return v.value
+  return str(v)
+
+
+def _verify_composite(ctx):
+  name = ctx.attr("name")
+  nm = name.value if isinstance(name, a.StringAttr) else str(name)
+  ctx.check("." in nm and not nm.startswith(".") and not nm.endswith("."),
+            "c1", f"name {nm!r} must be namespaced (dialect.op)")
+  dec = symbol_name(ctx.attr("decomposition"))
+  fn = enclosing_symbol(ctx.op, dec)
+  if ctx.op.parent is None:
+    return  # a detached op has no scope to look in
+  ctx.check(fn is not None, "c2", f"decomposition @{dec} is not defined in "
+            "the enclosing module")
+  ft = function_type(fn)
+  if ft is None:
+    return
+  ins, outs = ctx.operand_types, ctx.result_types
+  ctx.check(len(ins) == len(ft.inputs) and all(
+      tu.types_compatible(p, q) for p, q in zip(ins, ft.inputs)), "c3",
+            lambda: f"input types {tu.fmt_types(ins)} differ from @{dec}'s "
+            f"{tu.fmt_types(ft.inputs)}")
+  ctx.check(len(outs) == len(ft.results) and all(
+      tu.types_compatible(p, q) for p, q in zip(outs, ft.results)), "c4",
+            lambda: f"result types {tu.fmt_types(outs)} differ from @{dec}'s "
+            f"{tu.fmt_types(ft.results)}")
+
+
+_reg("composite", _verify_composite, ("c1", "c2", "c3", "c4"), ("inputs*",),
+     results=("results*",),
+     attributes={"name": "str", "composite_attributes?": "dict",
+                 "decomposition": "symbol", "version?": "i32"})

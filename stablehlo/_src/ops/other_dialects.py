@@ -1,0 +1,292 @@
+"""Ops outside StableHLO that StableHLO programs use: builtin, func, chlo
+(the ops JAX emits), ml_program (stateful globals), and the test dialects of
+the conformance corpora (check.*, interpreter.*)."""
+
+from __future__ import annotations
+
+from stablehlo._src.ir import attributes as a
+from stablehlo._src.ir import types as t
+from stablehlo._src.ops import common as c
+from stablehlo._src.ops import misc
+from stablehlo._src.ops import registry as r
+from stablehlo._src.ops import typeutil as tu
+
+
+def _reg(name, verify=None, operands=None, results=None, attributes=None,
+         regions=(), traits=frozenset(), summary="", infer=None):
+  r.register(r.OpDef(name=name, operands=operands, results=results,
+                     attributes=attributes or {}, regions=regions,
+                     verify=verify, traits=traits, summary=summary,
+                     infer=infer))
+
+
+def _same_types(ctx, xs, ys, what):
+  ctx.check(len(xs) == len(ys) and all(
+      tu.types_compatible(p, q) for p, q in zip(xs, ys)), ctx.short +
+            "_schema", lambda: f"{what}: {tu.fmt_types(xs)} vs "
+            f"{tu.fmt_types(ys)}")
+
+
+# --- builtin ------------------------------------------------------------------------
+
+_reg("builtin.module", None, operands=(), results=(),
+     attributes={"sym_name?": "str"}, regions=("body",),
+     summary="top-level container of functions and globals")
+_reg("builtin.unrealized_conversion_cast", None, operands=("inputs*",),
+     results=("outputs*",), summary="a cast left by partial conversions")
+
+# --- func -----------------------------------------------------------------------------
+
+
+def _verify_func(ctx):
+  ft = ctx.attr("function_type")
+  ctx.check(isinstance(ft, a.TypeAttr) and
+            isinstance(ft.value, t.FunctionType), "func.func_schema",
+            f"function_type must be a function type, got {ft!r}")
+  ft = ft.value
+  if not ctx.op.regions or not ctx.op.regions[0].blocks:
+    return  # a declaration
+  args = [v.type for v in ctx.op.regions[0].blocks[0].arguments]
+  _same_types(ctx, args, ft.inputs, "entry block arguments must match the "
+              "function inputs")
+
+
+_reg("func.func", _verify_func, operands=(), results=(),
+     attributes={"sym_name": "str", "function_type": "type",
+                 "sym_visibility?": "str", "arg_attrs?": "array",
+                 "res_attrs?": "array"}, regions=("body?",),
+     summary="a function (spec 'Programs')")
+
+
+def _verify_func_return(ctx):
+  block = ctx.op.parent
+  region = block.parent if block is not None else None
+  fn = region.parent if region is not None else None
+  if fn is None or fn.name != "func.func":
+    return
+  ft = fn.attr("function_type")
+  if isinstance(ft, a.TypeAttr) and isinstance(ft.value, t.FunctionType):
+    _same_types(ctx, ctx.operand_types, ft.value.results,
+                "returned types must match the function results")
+
+
+_reg("func.return", _verify_func_return, operands=("operands*",),
+     results=(), traits=frozenset({r.TERMINATOR}))
+
+
+def _verify_call(ctx):
+  callee = misc.symbol_name(ctx.attr("callee"))
+  if ctx.op.parent is None:
+    return
+  fn = misc.enclosing_symbol(ctx.op, callee)
+  ctx.check(fn is not None, "func.call_schema", f"callee @{callee} is not "
+            "defined")
+  ft = misc.function_type(fn)
+  if ft is not None and ft.results is not None:
+    _same_types(ctx, ctx.operand_types, ft.inputs, f"operands of @{callee}")
+    if fn.attr("function_type") is not None:
+      _same_types(ctx, ctx.result_types, ft.results, f"results of @{callee}")
+
+
+_reg("func.call", _verify_call, operands=("operands*",), results=("results*",),
+     attributes={"callee": "symbol"})
+
+# --- chlo ----------------------------------------------------------------------------
+
+_CHLO_UNARY = ("acos", "acosh", "asin", "asinh", "atan", "atanh",
+               "bessel_i1e", "conj", "cosh", "digamma", "erf", "erf_inv",
+               "erfc", "lgamma", "sinh", "square", "tan")
+_CHLO_PREDICATES = ("is_inf", "is_neg_inf", "is_pos_inf")
+_CHLO_BINARY = ("next_after", "polygamma", "zeta", "mulhi")
+_CHLO_BROADCAST = ("broadcast_add", "broadcast_and", "broadcast_atan2",
+                   "broadcast_complex", "broadcast_compare",
+                   "broadcast_divide", "broadcast_maximum",
+                   "broadcast_minimum", "broadcast_multiply",
+                   "broadcast_next_after", "broadcast_or",
+                   "broadcast_polygamma", "broadcast_power",
+                   "broadcast_remainder", "broadcast_select",
+                   "broadcast_shift_left", "broadcast_shift_right_arithmetic",
+                   "broadcast_shift_right_logical", "broadcast_subtract",
+                   "broadcast_xor", "broadcast_zeta")
+
+
+def _chlo_same_type(ctx):
+  for i, x in enumerate(ctx.operand_types):
+    _same_types(ctx, [x], ctx.result_types[:1], f"operand #{i} and result")
+
+
+def _chlo_predicate(ctx):
+  x, y = ctx.operand_types[0], ctx.result_types[0]
+  c.check_tensor(ctx, x, "operand", "float")
+  c.check_tensor(ctx, y, "result", "bool")
+  c.same_shape(ctx, ctx.short + "_schema", [x, y], ["operand", "result"])
+
+
+for _n in _CHLO_UNARY:
+  _reg("chlo." + _n, _chlo_same_type, operands=("operand",),
+       results=("result",), traits=frozenset({r.ELEMENTWISE}),
+       infer=lambda ctx: [ctx.operand_types[0]])
+for _n in _CHLO_PREDICATES:
+  _reg("chlo." + _n, _chlo_predicate, operands=("operand",),
+       results=("result",), traits=frozenset({r.ELEMENTWISE}))
+for _n in _CHLO_BINARY:
+  _reg("chlo." + _n, _chlo_same_type, operands=("lhs", "rhs"),
+       results=("result",), traits=frozenset({r.ELEMENTWISE}),
+       infer=lambda ctx: [ctx.operand_types[0]])
+for _n in _CHLO_BROADCAST:
+  _reg("chlo." + _n, None, operands=None, results=("result",),
+       attributes={"broadcast_dimensions?": "i64[]"})
+_reg("chlo.constant", None, operands=(), results=("output",),
+     attributes={"value": "elements"})
+_reg("chlo.constant_like", None, operands=("operand",), results=("result",),
+     attributes={"value": "attr"})
+
+
+def _verify_top_k(ctx):
+  x = ctx.operand_types[0]
+  vals, idx = ctx.result_types
+  k = ctx.int("k")
+  s = tu.shape_of(x)
+  ctx.check(s is None or len(s) >= 1, "chlo.top_k_schema",
+            "operand must have rank >= 1")
+  ctx.check(k >= 0 and (s is None or s[-1] is None or k <= s[-1]),
+            "chlo.top_k_schema", f"k = {k} exceeds the last dimension of "
+            f"{tu.fmt_type(x)}")
+  c.check_tensor(ctx, idx, "indices", "int")
+  if s is not None:
+    want = s[:-1] + (k,)
+    ctx.check_result_shape(0, want, "chlo.top_k_schema", "values")
+    ctx.check_result_shape(1, want, "chlo.top_k_schema", "indices")
+  ctx.check(tu.element_type(vals) == tu.element_type(x), "chlo.top_k_schema",
+            "values must have the operand's element type")
+
+
+_reg("chlo.top_k", _verify_top_k, operands=("operand",),
+     results=("values", "indices"), attributes={"k": "i64"})
+
+
+def _verify_ragged_dot(ctx):
+  lhs, rhs, gs = ctx.operand_types
+  c.check_tensor(ctx, gs, "group_sizes", "int")
+  dn = ctx.dim_numbers("ragged_dot_dimension_numbers")
+  for side, ty in (("lhs", lhs), ("rhs", rhs)):
+    rank = tu.rank_of(ty)
+    dims = (dn.ints(f"{side}_batching_dimensions") +
+            dn.ints(f"{side}_contracting_dimensions"))
+    c.check_axes(ctx, "chlo.ragged_dot_schema", f"{side} dimensions", dims,
+                 rank)
+  c.check_axes(ctx, "chlo.ragged_dot_schema", "lhs_ragged_dimensions",
+               dn.ints("lhs_ragged_dimensions"), tu.rank_of(lhs))
+  c.check_axes(ctx, "chlo.ragged_dot_schema", "rhs_group_dimensions",
+               dn.ints("rhs_group_dimensions"), tu.rank_of(rhs))
+
+
+_reg("chlo.ragged_dot", _verify_ragged_dot, operands=("lhs", "rhs",
+                                                      "group_sizes"),
+     results=("result",),
+     attributes={"ragged_dot_dimension_numbers": "#chlo.ragged_dot",
+                 "precision_config?": "enum[]"})
+
+
+def _verify_scan(ctx):
+  dim = ctx.int("dimension")
+  ins = ctx.operand_types
+  if ins:
+    rank = tu.rank_of(ins[0])
+    c.check_axes(ctx, "chlo.scan_schema", "dimension", (dim,), rank)
+
+
+_reg("chlo.scan", _verify_scan, operands=("inputs*",), results=("results*",),
+     attributes={"dimension": "i64"}, regions=("body",))
+
+# --- ml_program -----------------------------------------------------------------------
+
+
+def _global_type(ctx):
+  name = misc.symbol_name(ctx.attr("global"))
+  if ctx.op.parent is None:
+    return None
+  g = misc.enclosing_symbol(ctx.op, name)
+  ctx.check(g is not None and g.name == "ml_program.global",
+            ctx.short + "_schema", f"@{name} is not an ml_program.global")
+  ty = g.attr("type")
+  return ty.value if isinstance(ty, a.TypeAttr) else None
+
+
+def _verify_global(ctx):
+  ty = ctx.attr("type")
+  ctx.check(isinstance(ty, a.TypeAttr), "ml_program.global_schema",
+            "type must be a type attribute")
+  v = ctx.attr("value")
+  vt = getattr(v, "type", None)
+  if vt is not None:
+    ctx.check(tu.types_compatible(vt, ty.value), "ml_program.global_schema",
+              lambda: f"initial value type {tu.fmt_type(vt)} differs from "
+              f"{tu.fmt_type(ty.value)}")
+
+
+def _verify_global_load(ctx):
+  gt = _global_type(ctx)
+  if gt is not None:
+    _same_types(ctx, ctx.result_types, [gt], "loaded type")
+
+
+def _verify_global_store(ctx):
+  gt = _global_type(ctx)
+  if gt is not None:
+    _same_types(ctx, ctx.operand_types, [gt], "stored type")
+
+
+_reg("ml_program.global", _verify_global, operands=(), results=(),
+     attributes={"sym_name": "str", "type": "type", "is_mutable?": "unit",
+                 "value?": "elements", "sym_visibility?": "str"})
+_reg("ml_program.global_load", _verify_global_load, operands=(),
+     results=("result",), attributes={"global": "symbol"},
+     traits=frozenset({r.SIDE_EFFECT}))
+_reg("ml_program.global_load_const", _verify_global_load, operands=(),
+     results=("result",), attributes={"global": "symbol"})
+_reg("ml_program.global_store", _verify_global_store, operands=("value",),
+     results=(), attributes={"global": "symbol"},
+     traits=frozenset({r.SIDE_EFFECT}))
+
+# --- check.* / interpreter.* (conformance corpora) -----------------------------------
+
+
+def _verify_expect_pair(ctx):
+  lhs, rhs = ctx.operand_types
+  ctx.check(tu.types_compatible(lhs, rhs, baseline=True),
+            ctx.short + "_schema", lambda: f"compared values differ in type: "
+            f"{tu.fmt_types([lhs, rhs])}")
+
+
+def _verify_expect_const(ctx):
+  x = ctx.operand_types[0]
+  v = ctx.attr("value")
+  vt = getattr(v, "type", None)
+  if vt is not None and tu.is_tensor(x):
+    ctx.check(tu.shapes_compatible(tu.shape_of(vt), tu.shape_of(x)),
+              ctx.short + "_schema", lambda: f"expected value type "
+              f"{tu.fmt_type(vt)} does not match {tu.fmt_type(x)}")
+
+
+_SIDE = frozenset({r.SIDE_EFFECT})
+for _n in ("expect_eq", "expect_almost_eq", "expect_close"):
+  _reg("check." + _n, _verify_expect_pair, operands=("lhs", "rhs"),
+       results=(), attributes={"tolerance?": "f64",
+                               "max_ulp_difference?": "i64",
+                               "min_ulp_difference?": "i64"}, traits=_SIDE)
+for _n in ("expect_eq_const", "expect_almost_eq_const"):
+  _reg("check." + _n, _verify_expect_const, operands=("operand",),
+       results=(), attributes={"value": "elements", "tolerance?": "f64"},
+       traits=_SIDE)
+_reg("check.expect_serialized_eq", None, operands=("operand",), results=(),
+     attributes={"probe_id": "str", "iter?": "i32"}, traits=_SIDE)
+_reg("interpreter.run_parallel", None, operands=("inputs*",),
+     results=("results*",), attributes={"programs": "array",
+                                        "infeed?": "array"},
+     traits=_SIDE)
+_reg("interpreter.probe", None, operands=("operand",), results=("result",),
+     attributes={"probe_id": "str"}, traits=_SIDE,
+     infer=lambda ctx: [ctx.operand_types[0]])
+_reg("interpreter.print", None, operands=("operand",), results=(),
+     traits=_SIDE)
