@@ -44,6 +44,8 @@ class FloatAttr(Attribute):
 @dataclasses.dataclass(frozen=True)
 class StringAttr(Attribute):
   value: str
+  # MLIR allows a typed string (`"foo" : tensor<3xf32>`); None when untyped.
+  type: Optional[t.Type] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,6 +138,9 @@ class DialectAttr(Attribute):
 
   name: str
   params: tuple[tuple[str, Any], ...] = ()
+  # True for the `#dialect<mnemonic VALUE>` spelling of enum attributes
+  # (e.g. `#stablehlo<comparison_direction EQ>`); printing detail only.
+  short_form: bool = dataclasses.field(default=False, compare=False)
 
   def get(self, key: str, default: Any = None) -> Any:
     for k, v in self.params:

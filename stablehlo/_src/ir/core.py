@@ -169,6 +169,9 @@ class Module:
   resources: dict = dataclasses.field(default_factory=dict)
   attribute_aliases: dict = dataclasses.field(default_factory=dict)
   type_aliases: dict = dataclasses.field(default_factory=dict)
+  # `#loc1 = loc(...)` definitions (name -> Location); uses are resolved at
+  # parse time, the printer re-emits these when printing locations.
+  location_aliases: dict = dataclasses.field(default_factory=dict)
 
   @property
   def body(self) -> Block:

@@ -1,0 +1,13 @@
+"""MLIR text format for StableHLO programs: parser, printer, diagnostics.
+
+    module = parse_module(text, filename="prog.mlir")
+    text = print_module(module)                  # pretty form, as upstream
+    text = print_module(module, generic=True)    # MLIR generic form
+"""
+
+from stablehlo._src.text.diagnostics import InputCase as InputCase
+from stablehlo._src.text.diagnostics import ParseError as ParseError
+from stablehlo._src.text.diagnostics import split_input_file as split_input_file
+from stablehlo._src.text.parser import parse_module as parse_module
+from stablehlo._src.text.pretty_ops import PRETTY_FORMS as PRETTY_FORMS
+from stablehlo._src.text.printer import print_module as print_module

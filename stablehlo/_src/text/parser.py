@@ -1,0 +1,447 @@
+"""MLIR text -> IR: operations (generic and pretty), regions, blocks, SSA
+values, symbol aliases, resource blocks and the module."""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from stablehlo._src.ir import attributes as a
+from stablehlo._src.ir import core
+from stablehlo._src.ir import types as t
+from stablehlo._src.text import attr_parser
+from stablehlo._src.text import diagnostics
+from stablehlo._src.text import lexer as lx
+
+_RESULT_GROUP_RE = re.compile(r":([0-9]+)")
+
+# Ops whose regions open a new default dialect for un-prefixed op names.
+DEFAULT_DIALECT = {"func.func": "func", "builtin.module": "builtin"}
+
+
+class _Scope:
+  __slots__ = ("values", "blocks", "forward_blocks")
+
+  def __init__(self):
+    self.values: dict[str, list[core.Value]] = {}
+    self.blocks: dict[str, core.Block] = {}
+    self.forward_blocks: dict[str, int] = {}  # label -> first use offset
+
+
+class Parser(attr_parser.AttrParser):
+  """Parses one MLIR source buffer into a `core.Module`."""
+
+  def __init__(self, text: str, filename: str = "<string>",
+               line_offset: int = 0):
+    super().__init__(text, filename, line_offset)
+    self._scopes: list[_Scope] = []
+    self._forward_values: dict[str, tuple[core.Value, int]] = {}
+    self._ops_with_forward_refs: list[core.Operation] = []
+    self._default_dialect: list[str] = [""]
+    self.resources: dict = {}
+    self._pending_alias_locs: list = []
+
+  # --- values ------------------------------------------------------------------
+
+  def parse_value_use_token(self) -> lx.Token:
+    return self.expect_kind(lx.PERCENT_ID, "SSA operand")
+
+  def at_value(self) -> bool:
+    return self.peek().kind == lx.PERCENT_ID
+
+  def resolve_value(self, tok: lx.Token, ty: t.Type) -> core.Value:
+    name, _, idx = tok.text[1:].partition("#")
+    index = int(idx) if idx else 0
+    for scope in reversed(self._scopes):
+      group = scope.values.get(name)
+      if group is not None:
+        if index >= len(group):
+          raise self.error(f"reference to invalid result number", tok.pos)
+        value = group[index]
+        if value.type != ty:
+          raise self.error(
+              f"use of value '{tok.text}' expects different type than prior "
+              f"uses: '{self.fmt_type(ty)}' vs '{self.fmt_type(value.type)}'",
+              tok.pos)
+        return value
+    key = tok.text[1:]
+    fwd = self._forward_values.get(key)
+    if fwd is not None:
+      if fwd[0].type != ty:
+        raise self.error(f"use of value '{tok.text}' expects different type "
+                         "than prior uses", tok.pos)
+      return fwd[0]
+    placeholder = core.Value(ty, None, index, name)
+    self._forward_values[key] = (placeholder, tok.pos)
+    return placeholder
+
+  def resolve_values(self, toks, types) -> list[core.Value]:
+    if len(toks) != len(types):
+      pos = toks[0].pos if toks else None
+      raise self.error(f"{len(toks)} operands present, but expected "
+                       f"{len(types)}", pos)
+    return [self.resolve_value(tok, ty) for tok, ty in zip(toks, types)]
+
+  def define_values(self, name: str, values: list[core.Value], pos: int):
+    scope = self._scopes[-1]
+    if name in scope.values:
+      raise self.error(f"redefinition of SSA value '%{name}'", pos)
+    scope.values[name] = values
+    for i, v in enumerate(values):
+      if not name.isdigit():
+        v.name_hint = name
+      key = name if len(values) == 1 and i == 0 else f"{name}#{i}"
+      for k in ((key, f"{name}#{i}") if i == 0 else (key,)):
+        fwd = self._forward_values.pop(k, None)
+        if fwd is not None:
+          self._replace_forward(fwd[0], v, pos)
+
+  def _replace_forward(self, old, new, pos):
+    if old.type != new.type:
+      raise self.error("definition of SSA value has a different type than "
+                       "its prior uses", pos)
+    for op in self._ops_with_forward_refs:
+      op.operands = [new if v is old else v for v in op.operands]
+
+  def fmt_type(self, ty) -> str:
+    from stablehlo._src.text import printer  # pylint: disable=g-import-not-at-top
+    return printer.format_type(ty)
+
+  # --- operations --------------------------------------------------------------
+
+  def parse_operation(self) -> core.Operation:
+    self.enter()
+    try:
+      return self._parse_operation()
+    finally:
+      self.leave()
+
+  def _parse_operation(self) -> core.Operation:
+    defs = []  # (name, count, pos)
+    start = self.lex.token_start()
+    if self.at_value():
+      while True:
+        tok = self.expect_kind(lx.PERCENT_ID, "SSA value name")
+        if "#" in tok.text:
+          raise self.error("expected SSA value name without result number",
+                           tok.pos)
+        count = 1
+        if self.at_punct(":"):
+          self.next()
+          ctok = self.expect_kind(lx.INTEGER, "number of results")
+          count = lx.int_value(ctok.text)
+          if count < 1:
+            raise self.error("expected named operation to have at least 1 "
+                             "result", ctok.pos)
+        defs.append((tok.text[1:], count, tok.pos))
+        if not self.consume_punct(","):
+          break
+      self.expect_punct("=", "after SSA names")
+    num_results = sum(c for _, c, _ in defs)
+    tok = self.peek()
+    name_pos = tok.pos
+    if tok.kind == lx.STRING:
+      op = self.parse_generic_operation()
+    elif tok.kind == lx.BARE_ID:
+      op = self._parse_custom_operation(num_results if defs else None)
+    else:
+      raise self.error("expected operation name in quotes", tok.pos)
+    loc = self.parse_optional_location()
+    # As in MLIR, an op without an explicit loc(...) is located where its
+    # name appears in the source, so verifier errors can point at it.
+    op.location = loc if loc is not None else self._source_location(name_pos)
+    if defs and num_results != len(op.results):
+      raise self.error(f"operation defines {len(op.results)} results but was "
+                       f"provided {num_results} to bind", start)
+    if any(v.owner is None for v in op.operands):
+      self._ops_with_forward_refs.append(op)
+    i = 0
+    for name, count, pos in defs:
+      self.define_values(name, op.results[i:i + count], pos)
+      i += count
+    return op
+
+  def _parse_custom_operation(self, num_results) -> core.Operation:
+    from stablehlo._src.text import pretty_ops  # pylint: disable=g-import-not-at-top
+    tok = self.next()
+    name = tok.text
+    form = pretty_ops.PRETTY_FORMS.get(name)
+    if form is None and "." not in name:
+      dd = self._default_dialect[-1]
+      for candidate in ((f"{dd}.{name}",) if dd else ()) + (
+          f"builtin.{name}",):
+        form = pretty_ops.PRETTY_FORMS.get(candidate)
+        if form is not None:
+          name = candidate
+          break
+    if form is None:
+      raise self.error(f"custom op '{name}' is unknown", tok.pos)
+    return form.parse(self, name, tok.pos)
+
+  def parse_generic_operation(self) -> core.Operation:
+    name_tok = self.next()
+    name = lx.unescape_string(name_tok.text[1:-1])
+    if not name:
+      raise self.error("empty operation name is invalid", name_tok.pos)
+    self.expect_punct("(", "to start operand list")
+    operand_toks = self.parse_comma_list(self.parse_value_use_token, ")")
+    self.expect_punct(")", "to end operand list")
+    successors = []
+    if self.at_punct("["):
+      successors = self.parse_delimited("[", "]", self.parse_successor)
+    properties = {}
+    if self.at_punct("<"):
+      self.next()
+      properties = dict(self.parse_attr_dict().entries)
+      self.expect_punct(">", "after properties")
+    regions = []
+    if self.at_punct("("):
+      self.next()
+      self._default_dialect.append(DEFAULT_DIALECT.get(name, ""))
+      try:
+        regions = self.parse_comma_list(self.parse_region)
+      finally:
+        self._default_dialect.pop()
+      self.expect_punct(")", "to end region list")
+    attributes = {}
+    if self.at_punct("{"):
+      attributes = dict(self.parse_attr_dict().entries)
+    tpos = self.lex.token_start()
+    self.expect_punct(":", "followed by operation type")
+    fn = self.parse_type()
+    if not isinstance(fn, t.FunctionType):
+      raise self.error("expected function type", tpos)
+    operands = self.resolve_values(operand_toks, fn.inputs)
+    return core.Operation(name, operands, fn.results, attributes, properties,
+                          regions, successors)
+
+  def parse_successor(self) -> core.Block:
+    tok = self.expect_kind(lx.CARET_ID, "block successor")
+    label = tok.text[1:]
+    scope = self._region_scope()
+    block = scope.blocks.get(label)
+    if block is None:
+      block = core.Block(label=label)
+      scope.blocks[label] = block
+      scope.forward_blocks[label] = tok.pos
+    return block
+
+  def _region_scope(self) -> _Scope:
+    if not self._scopes:
+      raise self.error("block reference outside of a region")
+    return self._scopes[-1]
+
+  # --- regions -------------------------------------------------------------------
+
+  def parse_region(self, entry_args=None, default_dialect: Optional[str] = None
+                   ) -> core.Region:
+    """`{ ops }` / `{ ^bb0(...): ops ^bb1: ... }`.
+
+    `entry_args`: [(name_token, type, loc)] the op's syntax already declared
+    for the entry block (func arguments, while iteration values).
+    """
+    self.enter()
+    if default_dialect is not None:
+      self._default_dialect.append(default_dialect)
+    self._scopes.append(_Scope())
+    try:
+      return self._parse_region_body(entry_args)
+    finally:
+      self._scopes.pop()
+      if default_dialect is not None:
+        self._default_dialect.pop()
+      self.leave()
+
+  def _parse_region_body(self, entry_args) -> core.Region:
+    region = core.Region()
+    self.expect_punct("{", "to begin a region")
+    scope = self._scopes[-1]
+    if entry_args is not None:
+      block = core.Block()
+      for tok, ty, loc in entry_args:
+        v = block.add_argument(ty, loc=loc)
+        self.define_values(tok.text[1:], [v], tok.pos)
+      region.append(block)
+      if self.at_punct("}") and not entry_args:
+        self.next()
+        return region
+      if self.peek().kind == lx.CARET_ID:
+        raise self.error("invalid block name in region with named arguments")
+      self._parse_block_ops(block)
+    elif self.at_punct("}"):
+      self.next()
+      return region
+    elif self.peek().kind != lx.CARET_ID:
+      block = core.Block()
+      region.append(block)
+      self._parse_block_ops(block)
+    while self.peek().kind == lx.CARET_ID:
+      region.append(self._parse_labeled_block(scope))
+    self.expect_punct("}", "to end region")
+    for label, pos in scope.forward_blocks.items():
+      if label not in scope.blocks or scope.blocks[label].parent is None:
+        raise self.error(f"reference to an undefined block", pos)
+    return region
+
+  def _parse_labeled_block(self, scope: _Scope) -> core.Block:
+    tok = self.next()
+    label = tok.text[1:]
+    block = scope.blocks.get(label)
+    if block is not None and block.parent is not None:
+      raise self.error(f"redefinition of block '^{label}'", tok.pos)
+    if block is None:
+      block = core.Block(label=label)
+      scope.blocks[label] = block
+    scope.forward_blocks.pop(label, None)
+    block.label = label
+    if self.consume_punct("("):
+      def arg():
+        vtok = self.expect_kind(lx.PERCENT_ID, "block argument name")
+        self.expect_punct(":", "and type for block argument")
+        ty = self.parse_type()
+        loc = self.parse_optional_location()
+        v = block.add_argument(ty, loc=loc)
+        self.define_values(vtok.text[1:], [v], vtok.pos)
+      self.parse_comma_list(arg, ")")
+      self.expect_punct(")", "to end block argument list")
+    self.expect_punct(":", "after block name")
+    scope.blocks[label] = block
+    block.parent = core.Region()  # marks the block defined; reset by append
+    self._parse_block_ops(block)
+    return block
+
+  def _parse_block_ops(self, block: core.Block) -> None:
+    while True:
+      tok = self.peek()
+      if tok.kind == lx.CARET_ID or (tok.kind == lx.PUNCT and tok.text == "}"):
+        return
+      if tok.kind == lx.EOF:
+        raise self.error("expected '}' to end region", tok.pos)
+      block.append(self.parse_operation())
+
+  # --- top level -------------------------------------------------------------------
+
+  def parse_top_level(self) -> core.Module:
+    ops = []
+    self._scopes.append(_Scope())
+    self._default_dialect.append("builtin")
+    while True:
+      tok = self.peek()
+      if tok.kind == lx.EOF:
+        break
+      if tok.kind == lx.HASH_ID and self._at_alias_def():
+        self._parse_attr_alias()
+      elif tok.kind == lx.BANG_ID and self._at_alias_def():
+        self._parse_type_alias()
+      elif tok.kind == lx.PUNCT and tok.text == "{-#":
+        self._parse_resources()
+      else:
+        ops.append(self.parse_operation())
+    for key, (_, pos) in self._forward_values.items():
+      raise self.error(f"use of undeclared SSA value name '%{key}'", pos)
+    if len(ops) == 1 and ops[0].name == "builtin.module":
+      module_op = ops[0]
+      if len(module_op.regions) != 1:
+        raise self.error("'builtin.module' needs exactly one region", 0)
+      if not module_op.regions[0].blocks:
+        module_op.regions[0].append(core.Block())
+    else:
+      block = core.Block()
+      for op in ops:
+        block.append(op)
+      module_op = core.Operation("builtin.module", regions=[
+          core.Region([block])])
+    module = core.Module(module_op, resources=self.resources,
+                         attribute_aliases=dict(self.attr_aliases),
+                         type_aliases=dict(self.type_aliases),
+                         location_aliases=dict(self.loc_aliases))
+    if self.uses_loc_aliases:
+      self._resolve_loc_aliases(module)
+    return module
+
+  def _at_alias_def(self) -> bool:
+    save = self.lex.token_start()
+    self.next()
+    is_def = self.at_punct("=")
+    self.lex.reset(save)
+    return is_def
+
+  def _parse_attr_alias(self):
+    tok = self.next()
+    name = tok.text[1:]
+    self.expect_punct("=")
+    if name in self.attr_aliases or name in self.loc_aliases:
+      raise self.error(f"redefinition of attribute alias id '{name}'", tok.pos)
+    if self.at_keyword("loc"):
+      loc = self.parse_optional_location()
+      self.loc_aliases[name] = loc
+      return
+    self.attr_aliases[name] = self.parse_attribute()
+
+  def _parse_type_alias(self):
+    tok = self.next()
+    name = tok.text[1:]
+    self.expect_punct("=")
+    if name in self.type_aliases:
+      raise self.error(f"redefinition of type alias id '{name}'", tok.pos)
+    self.type_aliases[name] = self.parse_type()
+
+  def _parse_resources(self):
+    self.expect_punct("{-#")
+    while True:
+      section = self.expect_bare_id("resource section name")
+      self.expect_punct(":")
+      self.expect_punct("{")
+      def group():
+        dialect = self.expect_bare_id("dialect name")
+        self.expect_punct(":")
+        self.expect_punct("{")
+        def entry():
+          tok = self.next()
+          if tok.kind not in (lx.BARE_ID, lx.STRING):
+            raise self.error("expected resource key", tok.pos)
+          key = tok.text
+          self.expect_punct(":")
+          vtok = self.next()
+          if vtok.kind not in (lx.STRING, lx.BARE_ID, lx.INTEGER):
+            raise self.error("expected resource value", vtok.pos)
+          self.resources.setdefault(section, {}).setdefault(
+              dialect, {})[key] = vtok.text
+        self.parse_comma_list(entry, "}")
+        self.expect_punct("}")
+      self.parse_comma_list(group, "}")
+      self.expect_punct("}")
+      if not self.consume_punct(","):
+        break
+    self.expect_punct("#-}", "to end resource block")
+
+  def _source_location(self, pos: int) -> a.Location:
+    line, col = self.source.line_col(pos)
+    quoted = self.source.filename.replace("\\", "\\\\").replace('"', '\\"')
+    return a.Location("file", self.source.filename, line, col,
+                      text=f'"{quoted}":{line}:{col}')
+
+  def _resolve_loc_aliases(self, module):
+    def resolve(loc, depth=0):
+      if loc is not None and loc.kind == "alias" and depth < 50:
+        target = self.loc_aliases.get(loc.text[1:])
+        if target is None:
+          raise self.error(f"undefined location alias '{loc.text}'", 0)
+        return resolve(target, depth + 1)
+      return loc
+    for op in module.walk():
+      op.location = resolve(op.location) or a.UNKNOWN_LOC
+      for region in op.regions:
+        for block in region.blocks:
+          block.argument_locations = [resolve(l) for l in
+                                      block.argument_locations]
+
+
+def parse_module(text: str, filename: str = "<string>",
+                 line_offset: int = 0) -> core.Module:
+  """Parses MLIR text into a Module; raises `diagnostics.ParseError`."""
+  parser = Parser(text, filename, line_offset)
+  try:
+    return parser.parse_top_level()
+  except RecursionError:
+    raise parser.error("nesting is too deep")

@@ -1,0 +1,178 @@
+"""Parser tests: structure, attributes, dense values and diagnostics."""
+
+import numpy as np
+import pytest
+
+import support
+from stablehlo._src import text
+from stablehlo._src.ir import attributes as a
+from stablehlo._src.ir import types as t
+
+
+def _only_func(module):
+  funcs = module.functions
+  assert len(funcs) == 1
+  return funcs[0]
+
+
+def _ops(module):
+  return [op for op in module.walk()]
+
+
+def test_generic_form_with_properties_regions_and_multi_results():
+  m = text.parse_module('''
+  func.func @f(%arg0: tensor<4xf32>, %arg1: tensor<f32>) -> tensor<f32> {
+    %r:2 = "stablehlo.reduce"(%arg0, %arg1) <{dimensions = array<i64: 0>}> ({
+    ^bb0(%x: tensor<f32>, %y: tensor<f32>):
+      %s = stablehlo.add %x, %y : tensor<f32>
+      "stablehlo.return"(%s) : (tensor<f32>) -> ()
+    }) {foo = "bar"} : (tensor<4xf32>, tensor<f32>) -> (tensor<f32>, tensor<f32>)
+    func.return %r#1 : tensor<f32>
+  }''')
+  f = _only_func(m)
+  reduce_op, ret = f.regions[0].entry.operations
+  assert reduce_op.name == "stablehlo.reduce"
+  assert reduce_op.properties["dimensions"] == a.DenseArrayAttr(t.i64, (0,))
+  assert reduce_op.attributes["foo"] == a.StringAttr("bar")
+  assert len(reduce_op.results) == 2
+  assert ret.operands[0] is reduce_op.results[1]
+  block = reduce_op.regions[0].entry
+  assert [v.type for v in block.arguments] == [
+      t.RankedTensorType((), t.f32)] * 2
+
+
+def test_func_signature_attrs_and_visibility():
+  m = text.parse_module('''
+  module @jit_main attributes {mhlo.num_partitions = 1 : i32} {
+    func.func private @g(%arg0: tensor<2xi8> {a.b = 1 : i64}) -> (tensor<2xi8> {jax.result_info = ""}) {
+      return %arg0 : tensor<2xi8>
+    }
+    func.func private @decl(tensor<f32>)
+  }''')
+  assert m.op.attr("sym_name") == a.StringAttr("jit_main")
+  g, decl = m.functions
+  assert g.attr("sym_visibility") == a.StringAttr("private")
+  assert g.attr("arg_attrs").elements[0].get("a.b") == a.IntegerAttr(1)
+  assert g.regions[0].entry.operations[0].name == "func.return"
+  assert not decl.regions[0].blocks
+
+
+def test_types():
+  m = text.parse_module('''
+  func.func @f(%a: tensor<?x3x!quant.uniform<i8:f32, 0.5:-20>>,
+               %b: tensor<2x!quant.uniform<i8:f32:0, {0.1:-30,0.5:-20}>>,
+               %c: !stablehlo.token, %d: tuple<tensor<i1>, tensor<ui4>>,
+               %e: tensor<3xcomplex<f64>>, %g: tensor<?xf32, #stablehlo.bounds<4>>,
+               %h: tensor<f8E4M3FN>, %i: tensor<*xf32>)''')
+  ins = _only_func(m).attr("function_type").value.inputs
+  q = ins[0].element_type
+  assert ins[0].shape == (None, 3)
+  assert (q.scales, q.zero_points, q.quantized_dimension) == ((0.5,), (-20,),
+                                                               None)
+  assert ins[1].element_type.quantized_dimension == 0
+  assert ins[1].element_type.zero_points == (-30, -20)
+  assert ins[2] == t.TokenType()
+  assert ins[3] == t.TupleType((t.RankedTensorType((), t.i1),
+                                t.RankedTensorType((), t.IntegerType(4, True))))
+  assert ins[4].element_type == t.ComplexType(t.f64)
+  assert ins[5].encoding.name == "stablehlo.bounds"
+  assert ins[6].element_type == t.FloatType("f8E4M3FN")
+  assert ins[7] == t.UnrankedTensorType(t.f32)
+
+
+def _constant(literal):
+  m = text.parse_module(f"%0 = stablehlo.constant {literal}")
+  return m.body.operations[0].attr("value")
+
+
+def test_dense_values():
+  assert _constant("dense<[[1, 2], [3, 4]]> : tensor<2x2xi32>").array.tolist(
+  ) == [[1, 2], [3, 4]]
+  splat = _constant("dense<0x7FC00000> : tensor<2xf32>")
+  assert np.isnan(splat.array).all() and splat.splat
+  hexb = _constant('dense<"0x0000803F00000040"> : tensor<2xf32>')
+  assert hexb.array.tolist() == [1.0, 2.0]
+  b = _constant('dense<"0x0100"> : tensor<2xi1>')
+  assert b.array.tolist() == [True, False]
+  c = _constant("dense<[(1.0, 2.0), (3.0, -4.0)]> : tensor<2xcomplex<f32>>")
+  assert c.array.tolist() == [1 + 2j, 3 - 4j]
+  u = _constant("dense<[-1, 7]> : tensor<2xi4>")
+  assert u.array.astype(int).tolist() == [-1, 7]
+  e = _constant("dense<> : tensor<0xf32>")
+  assert e.array.shape == (0,)
+  bf = _constant("dense<[1.5, 0xFF80]> : tensor<2xbf16>")
+  assert float(bf.array[1]) == float("-inf")
+
+
+def test_aliases_and_locations():
+  m = text.parse_module('''
+  #map = #stablehlo<comparison_direction EQ>
+  !T = tensor<2xf32>
+  func.func @f(%a: !T loc("x.py":3:4)) -> tensor<2xi1> {
+    %0 = stablehlo.compare EQ, %a, %a : (!T, !T) -> tensor<2xi1> loc(#loc1)
+    func.return %0 : tensor<2xi1> loc(unknown)
+  }
+  #loc1 = loc("a.py":10:2)''')
+  f = _only_func(m)
+  cmp = f.regions[0].entry.operations[0]
+  assert cmp.location.kind == "file" and cmp.location.line == 10
+  assert f.regions[0].entry.argument_locations[0].filename == "x.py"
+  assert m.attribute_aliases["map"].params == (("value", "EQ"),)
+
+
+def test_dialect_attributes_are_structured():
+  m = text.parse_module('''
+  %0 = "test.op"() {g = #stablehlo.gather<offset_dims = [1], index_vector_dim = 1>,
+    c = #stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>,
+    r = #stablehlo.result_accuracy<atol = 0.000000e+00, ulps = 1, mode = #stablehlo.result_accuracy_mode<DEFAULT>>,
+    o = #sparse_tensor.encoding<{ map = (d0) -> (d0 : compressed) }>} : () -> i32''')
+  op = m.body.operations[0]
+  assert op.attr("g").get("offset_dims") == (1,)
+  conv = op.attr("c")
+  assert conv.get("input_spatial_dimensions") == (1, 2)
+  assert conv.get("kernel_output_feature_dimension") == 3
+  assert op.attr("r").get("mode").params == (("value", "DEFAULT"),)
+  assert isinstance(op.attr("o"), a.OpaqueAttr)
+
+
+def test_split_input_file_keeps_line_numbers():
+  src = "func.func @a() {\n  func.return\n}\n// -----\nfunc.func @b() {\n  %x = \n}\n"
+  cases = text.split_input_file(src)
+  assert [c.first_line for c in cases] == [0, 4]
+  text.parse_module(cases[0].text)
+  with pytest.raises(text.ParseError) as e:
+    text.parse_module(cases[1].text, "in.mlir", cases[1].first_line)
+  assert str(e.value).startswith("in.mlir:7:1: error:")
+
+
+@pytest.mark.parametrize("src,position,what", [
+    ("%0 = stablehlo.add %a, %b : tensor<f32>", "1:20",
+     "use of undeclared SSA value name"),
+    ('"foo.bar"(%x) : () -> ()', "1:11", "1 operands present, but expected 0"),
+    ("func.func @f() {\n  %0 = stablehlo.bogus : tensor<f32>\n}", "2:8",
+     "custom op 'stablehlo.bogus' is unknown"),
+    ("%0 = stablehlo.constant dense<[1, 2]> : tensor<3xi32>", "1:39",
+     "inferred shape of elements literal ([2]) does not match type ([3])"),
+    ("%0 = stablehlo.constant dense<300> : tensor<i8>", "1:31",
+     "integer constant out of range for type"),
+    ("func.func @f(%a: tensor<f32>) {\n  %0 = stablehlo.add %a, %a : tensor<i32>\n}",
+     "2:22", "use of value '%a' expects different type than prior uses"),
+    ("%0 = stablehlo.constant dense<1> : tensor<2xf33>", "1:45",
+     "unknown type 'f33'"),
+    ("func.func @f() {", "1:17", "expected '}' to end region"),
+])
+def test_diagnostics(src, position, what):
+  with pytest.raises(text.ParseError) as e:
+    text.parse_module(src, "t.mlir")
+  message = str(e.value)
+  first, line, caret = message.split("\n")
+  assert first.startswith(f"t.mlir:{position}: error: {what}"), first
+  col = int(position.split(":")[1])
+  assert caret == " " * (col - 1) + "^"
+  assert isinstance(e.value, support.InvalidArgumentError)
+
+
+def test_deep_nesting_is_a_parse_error():
+  src = "%0 = \"t.op\"() {a = " + "[" * 5000 + "]" * 5000 + "} : () -> ()"
+  with pytest.raises(text.ParseError, match="nesting is too deep"):
+    text.parse_module(src)

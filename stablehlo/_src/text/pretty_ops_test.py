@@ -1,0 +1,42 @@
+"""Checks on the pretty-form table itself."""
+
+from stablehlo._src import text
+from stablehlo._src.text import pretty_common
+from stablehlo._src.text import pretty_ops
+
+
+def test_table_is_keyed_by_full_op_names():
+  assert text.PRETTY_FORMS is pretty_ops.PRETTY_FORMS
+  for name, form in pretty_ops.PRETTY_FORMS.items():
+    assert "." in name, name
+    assert isinstance(form, pretty_common.PrettyForm)
+    assert callable(form.parse) and callable(form.print)
+
+
+def test_core_ops_have_pretty_forms():
+  for name in ("stablehlo.add", "stablehlo.constant", "stablehlo.compare",
+               "stablehlo.reduce", "stablehlo.while", "stablehlo.convolution",
+               "stablehlo.dot_general", "stablehlo.custom_call",
+               "func.func", "func.return", "func.call", "builtin.module",
+               "check.expect_eq_const", "chlo.top_k", "stablehlo.composite"):
+    assert name in pretty_ops.PRETTY_FORMS, name
+
+
+def test_print_falls_back_to_generic_when_form_does_not_fit():
+  # A composite with a region has no pretty spelling.
+  src = '''func.func @f(%a: tensor<f32>) -> tensor<f32> {
+  %0 = "stablehlo.composite"(%a) ({
+  ^bb0(%x: tensor<f32>):
+    "stablehlo.return"(%x) : (tensor<f32>) -> ()
+  }) {name = "c", decomposition = @f} : (tensor<f32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}'''
+  out = text.print_module(text.parse_module(src))
+  assert '"stablehlo.composite"(%a) ({' in out
+  # broadcast_in_dim whose dims are not an i64 array stays generic.
+  src = '''func.func @g(%a: tensor<f32>) -> tensor<2xf32> {
+  %0 = "stablehlo.broadcast_in_dim"(%a) {broadcast_dimensions = 1 : i64} : (tensor<f32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}'''
+  out = text.print_module(text.parse_module(src))
+  assert '"stablehlo.broadcast_in_dim"(%a)' in out

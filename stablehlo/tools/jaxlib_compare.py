@@ -1,0 +1,151 @@
+"""Differential check of our MLIR text against jaxlib's (StableHLO 1.17.0).
+
+For every corpus case that jaxlib can parse:
+  * jaxlib's parser must accept the text our printer produces (`accepted`);
+  * we report how often our pretty text equals jaxlib's own print of the
+    same module (`identical`), both without locations.
+With --bench it also times parsing the whole corpus with our parser and with
+jaxlib's, and prints the ratio (a benchmark, never a test assertion).
+
+Usage:
+  python -m stablehlo.tools.jaxlib_compare --suite testdata [--sample N]
+  python -m stablehlo.tools.jaxlib_compare --suite interpret --bench
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import pathlib
+import sys
+import time
+
+import support
+from stablehlo._src import text as shlo_text
+from stablehlo._src.testing import jaxlib_oracle
+from support._src import env
+
+SUITES = ("interpret", "testdata", "vhlo")
+
+
+@dataclasses.dataclass
+class Result:
+  cases: int = 0
+  jaxlib_parsed: int = 0
+  accepted: int = 0
+  identical: int = 0
+  rejected: list = dataclasses.field(default_factory=list)
+  ours_errors: list = dataclasses.field(default_factory=list)
+  first_diffs: list = dataclasses.field(default_factory=list)
+
+
+def corpus_cases(suite: str, sample: int = 1):
+  """Yields (name, text) per case: interpret files are split at `// -----`,
+  vhlo contributes its `.mlir` inputs."""
+  root = env.stablehlo_corpus(suite)
+  if root is None:
+    raise support.NotFoundError(env.missing_corpus_reason(suite))
+  files = sorted(root.rglob("*.mlir"))[::max(sample, 1)]
+  for path in files:
+    content = path.read_text()
+    rel = path.relative_to(root).as_posix()
+    if suite == "interpret":
+      for i, case in enumerate(shlo_text.split_input_file(content)):
+        yield f"{rel}#{i}", case.text
+    else:
+      yield rel, content
+
+
+def compare(suite: str, sample: int = 1, progress=True) -> Result:
+  res = Result()
+  for n, (name, source) in enumerate(corpus_cases(suite, sample)):
+    res.cases += 1
+    if progress and n % 100 == 0:
+      print(f"\r[{suite}] {n} cases...", end="", file=sys.stderr, flush=True)
+    theirs = jaxlib_oracle.canonical_text(source)
+    if theirs is None:
+      continue
+    res.jaxlib_parsed += 1
+    try:
+      ours = shlo_text.print_module(shlo_text.parse_module(source, name))
+    except support.XlaError as e:
+      res.ours_errors.append((name, str(e).splitlines()[0]))
+      continue
+    reparsed = jaxlib_oracle.canonical_text(ours)
+    if reparsed is None:
+      res.rejected.append((name, jaxlib_oracle.parse(ours)[1][:300]))
+      continue
+    res.accepted += 1
+    if ours.strip() == theirs.strip():
+      res.identical += 1
+    elif len(res.first_diffs) < 5:
+      res.first_diffs.append((name, _first_diff(ours, theirs)))
+  if progress:
+    print(file=sys.stderr)
+  return res
+
+
+def _first_diff(ours: str, theirs: str) -> str:
+  for a, b in zip(ours.splitlines(), theirs.splitlines()):
+    if a != b:
+      return f"ours:   {a.strip()}\n    jaxlib: {b.strip()}"
+  return "(line count differs)"
+
+
+def bench(suite: str, sample: int = 1) -> tuple[float, float, int]:
+  cases = list(corpus_cases(suite, sample))
+  t0 = time.perf_counter()
+  for name, source in cases:
+    try:
+      shlo_text.parse_module(source, name)
+    except support.XlaError:
+      pass
+  ours = time.perf_counter() - t0
+  t0 = time.perf_counter()
+  for _, source in cases:
+    jaxlib_oracle.parse(source)
+  theirs = time.perf_counter() - t0
+  return ours, theirs, len(cases)
+
+
+def main(argv=None) -> int:
+  parser = argparse.ArgumentParser(
+      prog="python -m stablehlo.tools.jaxlib_compare",
+      description="Compare our StableHLO text parser/printer with jaxlib's.")
+  parser.add_argument("--suite", choices=SUITES, default="testdata")
+  parser.add_argument("--sample", type=int, default=1,
+                      help="take every N-th file (default: all)")
+  parser.add_argument("--bench", action="store_true",
+                      help="time parsing with ours vs jaxlib; print the ratio")
+  args = parser.parse_args(argv)
+  reason = jaxlib_oracle.skip_reason()
+  if reason:
+    print(f"error: {reason}", file=sys.stderr)
+    return 2
+  try:
+    if args.bench:
+      ours, theirs, n = bench(args.suite, args.sample)
+      print(f"parse {n} {args.suite} cases: ours {ours:.2f} s, jaxlib "
+            f"{theirs:.2f} s, ratio ours/jaxlib = {ours / theirs:.1f}x")
+      return 0
+    res = compare(args.suite, args.sample)
+  except support.XlaError as e:
+    print(f"error: {e}", file=sys.stderr)
+    return 2
+  for name, err in res.ours_errors:
+    print(f"OURS FAILED {name}: {err}")
+  for name, err in res.rejected:
+    print(f"JAXLIB REJECTED our print of {name}: {err}")
+  for name, diff in res.first_diffs:
+    print(f"first difference in {name}:\n    {diff}")
+  pct = 100.0 * res.identical / max(res.accepted, 1)
+  print(f"{res.cases} cases, jaxlib parses {res.jaxlib_parsed}; it accepts "
+        f"our print of {res.accepted}; identical text: {res.identical} "
+        f"({pct:.1f}%)")
+  failed = len(res.rejected) + len(res.ours_errors)
+  print(f"{res.accepted} passed, {failed} failed")
+  return 1 if failed else 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())
