@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import pathlib
 import sys
 import time
 
 import support
 from stablehlo._src import text as shlo_text
 from stablehlo._src.testing import jaxlib_oracle
+from stablehlo.tools import conformance
 from support._src import env
 
 SUITES = ("interpret", "testdata", "vhlo")
@@ -40,20 +40,15 @@ class Result:
 
 
 def corpus_cases(suite: str, sample: int = 1):
-  """Yields (name, text) per case: interpret files are split at `// -----`,
-  vhlo contributes its `.mlir` inputs."""
+  """Yields (name, text) per case, split as the conformance runner does."""
   root = env.stablehlo_corpus(suite)
   if root is None:
     raise support.NotFoundError(env.missing_corpus_reason(suite))
-  files = sorted(root.rglob("*.mlir"))[::max(sample, 1)]
-  for path in files:
-    content = path.read_text()
+  for path in conformance.suite_files(suite, root)[::max(sample, 1)]:
     rel = path.relative_to(root).as_posix()
-    if suite == "interpret":
-      for i, case in enumerate(shlo_text.split_input_file(content)):
-        yield f"{rel}#{i}", case.text
-    else:
-      yield rel, content
+    cases = conformance.split_cases(suite, path)
+    for i, (text, _) in enumerate(cases):
+      yield (f"{rel}#{i}" if len(cases) > 1 else rel), text
 
 
 def compare(suite: str, sample: int = 1, progress=True) -> Result:
