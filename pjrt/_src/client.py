@@ -93,6 +93,11 @@ def _on_ready_trampoline(error: int, user_arg: int) -> None:
 
 _ON_READY_THUNK = abi.EVENT_ON_READY_CALLBACK(_on_ready_trampoline)
 
+_C_INT_MIN, _C_INT_MAX = -(1 << 31), (1 << 31) - 1
+# Upper bound on replicas x partitions accepted before asking the plugin:
+# the result buffer is allocated here, so a huge product must not reach it.
+_MAX_ASSIGNMENT = 1 << 20
+
 
 class Event:
   """A PJRT_Event: completion of asynchronous work, with an error or not."""
@@ -655,7 +660,11 @@ class Client:
 
   def lookup_device(self, device_id: int) -> Device:
     """The device with global id `device_id` (plugin's error otherwise)."""
-    args = self._call("Client_LookupDevice", id=device_id)
+    if not isinstance(device_id, (int, np.integer)) or not (
+        _C_INT_MIN <= int(device_id) <= _C_INT_MAX):
+      raise support.InvalidArgumentError(
+          f"device id {device_id!r} is not a valid PJRT device id (a C int)")
+    args = self._call("Client_LookupDevice", id=int(device_id))
     return self.device_from_handle(args.device)
 
   def lookup_addressable_device(self, local_hardware_id: int) -> Device:
@@ -673,7 +682,16 @@ class Client:
   def default_device_assignment(self, num_replicas: int,
                                 num_partitions: int) -> list[list[int]]:
     """Device ids indexed [replica][partition]."""
-    size = num_replicas * num_partitions
+    for what, n in (("num_replicas", num_replicas),
+                    ("num_partitions", num_partitions)):
+      if not isinstance(n, (int, np.integer)) or n < 1:
+        raise support.InvalidArgumentError(
+            f"{what} must be a positive integer, got {n!r}")
+    size = int(num_replicas) * int(num_partitions)
+    if size > _MAX_ASSIGNMENT:
+      raise support.InvalidArgumentError(
+          f"a device assignment of {num_replicas} x {num_partitions} = "
+          f"{size} entries is too large (at most {_MAX_ASSIGNMENT})")
     out = (ctypes.c_int * max(1, size))()
     self._call("Client_DefaultDeviceAssignment", num_replicas=num_replicas,
                num_partitions=num_partitions, default_assignment_size=size,

@@ -82,7 +82,7 @@ def test_devices(client):
     assert client.lookup_addressable_device(device.local_hardware_id) is device
 
 
-@pytest.mark.parametrize("bad_id", [-1, 10_000])
+@pytest.mark.parametrize("bad_id", [-1, 10_000, 1 << 32, -(1 << 40)])
 def test_lookup_bad_device_id(client, bad_id):
   with pytest.raises(support.InvalidArgumentError, match=str(bad_id)):
     client.lookup_device(bad_id)
@@ -105,6 +105,14 @@ def test_default_device_assignment(client):
   assert client.default_device_assignment(1, 1) == [[0]]
   assignment = client.default_device_assignment(n, 1)
   assert sorted(row[0] for row in assignment) == list(range(n))
+
+
+@pytest.mark.parametrize("replicas,partitions", [
+    (0, 1), (1, 0), (-1, 2), (1 << 20, 1 << 20)])
+def test_default_device_assignment_rejects_bad_counts(client, replicas,
+                                                      partitions):
+  with pytest.raises(support.InvalidArgumentError):
+    client.default_device_assignment(replicas, partitions)
 
 
 _DTYPES = [

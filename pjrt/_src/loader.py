@@ -522,7 +522,10 @@ def parse_library_path_env(value: str) -> list[tuple[str, str]]:
     if not item:
       continue
     name, sep, path = item.partition(":")
-    if sep and name and os.sep not in name and "." not in name:
+    # "name:path" unless the whole item is itself an existing file (a path
+    # may contain ':'); plugin names may contain dots ("my.plugin:/x.so").
+    if (sep and name and path and os.sep not in name and "/" not in name and
+        not os.path.exists(item)):
       result.append((name, path))
     else:
       result.append((_name_from_path(item), item))

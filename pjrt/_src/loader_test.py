@@ -232,6 +232,9 @@ def test_parse_library_path_env():
       ("a", "/x/y.so"), ("foo", "/p/libfoo.so.1"), ("b", "rel/p.so"),
       ("xla_cpu_pjrt", "xla_cpu_pjrt.so")]
   assert loader.parse_library_path_env("") == []
+  # Plugin names may contain dots.
+  assert loader.parse_library_path_env("my.plugin:/x/lib.so") == [
+      ("my.plugin", "/x/lib.so")]
 
 
 def test_registry():
