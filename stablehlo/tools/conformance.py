@@ -1,8 +1,17 @@
-r"""Runs the StableHLO conformance corpora through the text tools.
+r"""Runs the StableHLO conformance corpora through our tools.
 
   python -m stablehlo.tools.conformance --suite interpret --mode roundtrip
   python -m stablehlo.tools.conformance --suite testdata --mode parse \
       --sample 10 --jobs 8
+  python -m stablehlo.tools.conformance --suite interpret --mode interpret \
+      --xfail stablehlo/tools/testdata/interpret_xfail.txt
+
+`--mode interpret` runs each file as its RUN lines invoke
+`stablehlo-translate --interpret` (see `interpreter/lit.py`); files with no
+enabled interpreter RUN line are skipped. `--xfail FILE` lists expected
+failures (`suite/path:line  reason`): they are reported but not counted as
+failures, and a listed case that passes is a failure (so the list can only
+shrink).
 
 Modes are registered in `MODES` (name -> function(text, filename,
 line_offset) raising on failure); new modes add an entry there.
@@ -20,7 +29,9 @@ import traceback
 from typing import Callable
 
 from stablehlo._src import text as mlir_text
+from stablehlo._src.interpreter import lit
 from stablehlo._src.text import structural
+import support
 from support._src import env
 
 SUITES = ("interpret", "testdata", "vhlo")
@@ -60,10 +71,21 @@ def _first_diff(a: str, b: str) -> str:
   return "(lengths differ)"
 
 
+def mode_interpret(src: str, filename: str, line_offset: int) -> None:
+  """Runs the case with the interpreter (@main or the only function);
+  used directly only for single cases - whole files go through their RUN
+  lines in `run_file`."""
+  from stablehlo._src.interpreter import conformance_run  # pylint: disable=g-import-not-at-top
+  conformance_run.run_case(src, filename, line_offset)
+
+
 MODES: dict[str, Callable[[str, str, int], None]] = {
     "parse": mode_parse,
     "roundtrip": mode_roundtrip,
+    "interpret": mode_interpret,
 }
+# Modes that run files by their RUN lines (per-case results, skips).
+_FILE_MODES = {"interpret"}
 
 
 def suite_files(suite: str, root: pathlib.Path | None = None
@@ -84,8 +106,47 @@ def split_cases(suite: str, path: pathlib.Path):
           for c in mlir_text.split_input_file(src)]
 
 
+def case_id(suite: str, path: str, offset: int) -> str:
+  """`suite/relative/path.mlir:LINE`, the key of the xfail lists."""
+  p = pathlib.Path(path)
+  parts = p.parts
+  if suite in parts:
+    rel = "/".join(parts[len(parts) - parts[::-1].index(suite) - 1:])
+  else:
+    rel = f"{suite}/{p.name}"
+  return f"{rel}:{offset + 1}"
+
+
+def run_file_by_run_lines(suite: str, path: str):
+  """(path, passed ids, failed [(id, message)], skipped) for one file."""
+  try:
+    src = pathlib.Path(path).read_text(encoding="utf-8",
+                                       errors="surrogateescape")
+  except OSError as e:
+    return path, [], [(case_id(suite, path, 0), str(e))], 0
+  if not lit.is_enabled(src):
+    return path, [], [], 1
+  passed, failed = [], []
+  try:
+    for offset, err in lit.run_file_cases(src, path):
+      cid = case_id(suite, path, offset)
+      if err is None:
+        passed.append(cid)
+      else:
+        msg = str(err).strip() or type(err).__name__
+        if not isinstance(err, (support.XlaError, AssertionError)):
+          msg = f"internal error: {type(err).__name__}: {msg}"
+        failed.append((cid, msg))
+  except Exception as e:  # pylint: disable=broad-except
+    failed.append((case_id(suite, path, 0),
+                   f"internal error: {type(e).__name__}: {e}"))
+  return path, passed, failed, 0
+
+
 def run_file(args) -> tuple[str, int, int, list[str]]:
   suite, mode, path = args
+  if mode in _FILE_MODES:
+    return run_file_by_run_lines(suite, path)
   fn = MODES[mode]
   passed = failed = 0
   errors = []
@@ -121,9 +182,16 @@ def main(argv=None) -> int:
                   help="take every Nth file (default: all)")
   ap.add_argument("--jobs", type=int, default=1,
                   help="worker processes (default 1)")
+  ap.add_argument("--xfail", default=None, metavar="FILE",
+                  help="expected failures: lines 'suite/path:line  reason'")
+  ap.add_argument("--list-failures", default=None, metavar="FILE",
+                  help="write the failing case ids with their first error "
+                  "line to FILE (a starting point for an xfail list)")
   ap.add_argument("paths", nargs="*", help="files to run instead of the "
                   "whole suite")
   args = ap.parse_args(argv)
+  if args.mode in _FILE_MODES:
+    return _main_by_cases(args)
   if args.paths:
     files = [pathlib.Path(p) for p in args.paths]
   else:
@@ -153,6 +221,87 @@ def main(argv=None) -> int:
   if pool is not None:
     pool.shutdown()
   print(file=sys.stderr)
+  print(f"{passed} passed, {failed} failed")
+  return 1 if failed else 0
+
+
+def read_xfail(path: str) -> dict[str, str]:
+  """id -> reason from an xfail list ('#' starts a comment line)."""
+  out = {}
+  with open(path, encoding="utf-8") as f:
+    for line in f:
+      line = line.strip()
+      if not line or line.startswith("#"):
+        continue
+      key, _, reason = line.partition(" ")
+      out[key] = reason.strip()
+  return out
+
+
+def _main_by_cases(args) -> int:
+  if args.paths:
+    files = [pathlib.Path(p) for p in args.paths]
+  else:
+    if env.stablehlo_corpus(args.suite) is None:
+      print(env.missing_corpus_reason(args.suite), file=sys.stderr)
+      return 2
+    files = suite_files(args.suite)
+  files = files[::max(1, args.sample)]
+  xfail = read_xfail(args.xfail) if args.xfail else {}
+  work = [(args.suite, args.mode, str(p)) for p in files]
+  start = time.monotonic()
+  pool = None
+  if args.jobs > 1:
+    pool = concurrent.futures.ProcessPoolExecutor(args.jobs)
+    results = pool.map(run_file, work, chunksize=4)
+  else:
+    results = map(run_file, work)
+  passed = failed = skipped = xfailed = 0
+  by_dir: dict[str, list[int]] = {}
+  failures = []
+  for i, (path, ok_ids, bad, skip) in enumerate(results):
+    skipped += skip
+    sub = pathlib.Path(path).parent.name
+    sub = sub if sub in ("dynamic", "quantized", "chlo") else "."
+    tally = by_dir.setdefault(sub, [0, 0, 0])
+    tally[2] += skip
+    for cid in ok_ids:
+      if cid in xfail:
+        failed += 1
+        tally[1] += 1
+        print(f"XPASS {cid}: listed as an expected failure but passes; "
+              "remove it from the list", flush=True)
+      else:
+        passed += 1
+        tally[0] += 1
+    for cid, msg in bad:
+      failures.append((cid, msg))
+      if cid in xfail:
+        xfailed += 1
+        continue
+      failed += 1
+      tally[1] += 1
+      print(f"FAIL {cid}: {msg}", flush=True)
+    if sys.stderr.isatty() or (i + 1) % 100 == 0 or i + 1 == len(work):
+      print(f"\r[{i + 1}/{len(work)}] {passed} passed, {failed} failed, "
+            f"{time.monotonic() - start:.1f}s", end="", file=sys.stderr,
+            flush=True)
+  if pool is not None:
+    pool.shutdown()
+  print(file=sys.stderr)
+  if args.list_failures:
+    with open(args.list_failures, "w", encoding="utf-8") as f:
+      for cid, msg in sorted(failures):
+        first = msg.splitlines()[0] if msg else ""
+        f.write(f"{cid}  {first[:200]}\n")
+  if len(by_dir) > 1:
+    for sub, (p, f, s) in sorted(by_dir.items()):
+      name = "(top level)" if sub == "." else sub + "/"
+      print(f"  {name}: {p} passed, {f} failed, {s} files not enabled")
+  if skipped:
+    print(f"{skipped} files skipped (no enabled interpreter RUN line)")
+  if xfail:
+    print(f"{xfailed} expected failures (listed in {args.xfail})")
   print(f"{passed} passed, {failed} failed")
   return 1 if failed else 0
 

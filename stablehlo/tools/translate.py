@@ -1,11 +1,16 @@
-"""Minimal `stablehlo-translate`: parse MLIR text, verify it, print it back.
+"""`stablehlo-translate`: parse MLIR text, verify it, then print it back or
+interpret it.
 
   python -m stablehlo.tools.translate FILE [FILE ...] [--split-input-file]
       [--print-generic] [--print-locations] [--no-verify]
+  python -m stablehlo.tools.translate --interpret [--split-input-file]
+      [--args="[dense<1> : tensor<2xi32>, ...]"] [--interpreter-print-dense]
+      [--probe-output-dir=DIR] [--max-while-iterations=N] [--timeout=S] FILE
 
+`--interpret` runs @main (or the only function) of each module and prints
+its results; a failing check exits 1 naming the check and its location.
 Diagnostics go to stderr as `file:line:col: error: ...` (no traceback) and
-the exit status is 1. Further modes (--interpret, --serialize, ...) come
-later.
+the exit status is 1.
 """
 
 from __future__ import annotations
@@ -25,7 +30,8 @@ def main(argv=None) -> int:
       description="Parse an MLIR file and print it (pretty or generic form).")
   ap.add_argument("files", nargs="+", metavar="FILE",
                   help="input .mlir file(s) ('-' for stdin)")
-  ap.add_argument("--split-input-file", action="store_true",
+  ap.add_argument("--split-input-file", "-split-input-file",
+                  action="store_true",
                   help="treat each '// -----' separated chunk as its own "
                   "module")
   ap.add_argument("--print-generic", action="store_true",
@@ -34,7 +40,33 @@ def main(argv=None) -> int:
                   help="print op locations")
   ap.add_argument("--no-verify", action="store_true",
                   help="skip the StableHLO verifier (spec constraints)")
+  g = ap.add_argument_group("interpreter")
+  g.add_argument("--interpret", "-interpret", action="store_true",
+                 help="run @main (or the only function) and print its "
+                 "results")
+  g.add_argument("--args", default=None, metavar="ATTRS",
+                 help="arguments of the function: an array of dense "
+                 "attributes, e.g. \"[dense<1> : tensor<2xi32>]\"")
+  g.add_argument("--interpreter-print-dense", action="store_true",
+                 help="print values as dense<...> attributes")
+  g.add_argument("--probe-output-dir", default=None, metavar="DIR",
+                 help="where interpreter.probe writes its .npy records")
+  g.add_argument("--max-while-iterations", type=int, default=10_000_000,
+                 metavar="N", help="stop a while loop after N iterations "
+                 "(default: %(default)s; 0: no limit)")
+  g.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                 help="wall-clock limit per module")
   args = ap.parse_args(argv)
+  args.call_args = None
+  if args.args is not None:
+    if not args.interpret:
+      ap.error("--args needs --interpret")
+    from stablehlo._src.interpreter import cli_args  # pylint: disable=g-import-not-at-top
+    try:
+      args.call_args = cli_args.parse_args(args.args)
+    except support.XlaError as e:
+      print(f"error: {e}", file=sys.stderr)
+      return 1
   failed = False
   for path in args.files:
     failed |= not _translate_file(path, args)
@@ -71,15 +103,53 @@ def _translate_file(path: str, args) -> bool:
       print(_with_source_line(str(e), path, src), file=sys.stderr)
       failed = True
       continue
+    if args.interpret:
+      text, ok = _interpret(module, path, src, args)
+      failed |= not ok
+      outputs.append(text)
+      continue
     outputs.append(mlir_text.print_module(
         module, generic=args.print_generic,
         print_locations=args.print_locations))
+  sep = "" if args.interpret else "// -----\n"
   try:
-    sys.stdout.write("// -----\n".join(outputs))
+    sys.stdout.write(sep.join(outputs))
     sys.stdout.flush()
   except BrokenPipeError:  # e.g. piped into `head`
     sys.stderr.close()
   return not failed
+
+
+def _interpret(module, path, src, args) -> tuple[str, bool]:
+  """Runs one module; returns (printed results, success)."""
+  from stablehlo._src import interpreter  # pylint: disable=g-import-not-at-top
+  from stablehlo._src.interpreter import printing  # pylint: disable=g-import-not-at-top
+  opts = interpreter.Options(
+      max_while_iterations=args.max_while_iterations or None,
+      timeout_s=args.timeout, out=sys.stdout,
+      probe_dir=args.probe_output_dir,
+      print_dense=args.interpreter_print_dense)
+  interp = interpreter.Interpreter(module, opts)
+  if not any(op.name == "func.func" for op in module.body.operations):
+    return "", True
+  try:
+    name = interp.entry_function()
+    results = interp.run(name, args.call_args or ())
+  except support.XlaError as e:
+    print(_with_source_line(str(e), path, src), file=sys.stderr)
+    return "", False
+  except RecursionError:
+    print(f"{path}: error: the program recurses too deeply", file=sys.stderr)
+    return "", False
+  ok = True
+  for msg in interp.soft_failures:
+    print(_with_source_line(msg, path, src), file=sys.stderr)
+    ok = False
+  types = module.lookup(name).attr("function_type").value.results
+  text = "".join(
+      printing.format_value(v, ty, args.interpreter_print_dense) + "\n"
+      for v, ty in zip(results, types))
+  return text, ok
 
 
 def _with_source_line(message: str, path: str, src: str) -> str:

@@ -59,3 +59,59 @@ def test_several_files_and_missing_file(tmp_path, capsys):
   assert rc == 1
   assert out.count("func.func") == 2
   assert "cannot read" in err
+
+
+_INTERPRET = """func.func @main(%a: tensor<2xi32>) -> (tensor<2xi32>, tensor<i1>) {
+  %0 = stablehlo.constant dense<true> : tensor<i1>
+  check.expect_eq_const %a, dense<[1, 2]> : tensor<2xi32>
+  return %a, %0 : tensor<2xi32>, tensor<i1>
+}
+"""
+
+
+def test_interpret_prints_results(tmp_path, capsys):
+  rc, out, err, _ = _run(tmp_path, capsys, _INTERPRET, extra=[
+      "--interpret", "--args=[dense<[1, 2]> : tensor<2xi32>]"])
+  assert (rc, err) == (0, "")
+  assert out == "tensor<2xi32> {\n  [1, 2]\n}\ntensor<i1> {true}\n"
+
+
+def test_interpret_print_dense(tmp_path, capsys):
+  rc, out, _, _ = _run(tmp_path, capsys, _INTERPRET, extra=[
+      "--interpret", "--interpreter-print-dense",
+      "--args=[dense<[1, 2]> : tensor<2xi32>]"])
+  assert rc == 0
+  assert out.splitlines() == ["dense<[1, 2]> : tensor<2xi32>",
+                              "dense<true> : tensor<i1>"]
+
+
+def test_interpret_failing_check_exits_nonzero_with_location(tmp_path,
+                                                             capsys):
+  rc, out, err, paths = _run(tmp_path, capsys, _INTERPRET, extra=[
+      "--interpret", "--args=[dense<[1, 3]> : tensor<2xi32>]"])
+  assert rc == 1
+  assert f"{paths[0]}:3:3: error: check.expect_eq_const failed" in err
+  assert "check.expect_eq_const %a" in err  # the offending source line
+  assert "Traceback" not in err
+
+
+def test_interpret_bad_args_use_upstream_messages(tmp_path, capsys):
+  rc, _, err, _ = _run(tmp_path, capsys, _INTERPRET,
+                       extra=["--interpret", "--args=not_array"])
+  assert rc == 1 and "expectected array attribute string for args" in err
+  rc, _, err, _ = _run(tmp_path, capsys, _INTERPRET,
+                       extra=["--interpret", "--args=[4.0 : f32]"])
+  assert rc == 1 and "expected dense elements attribute for args" in err
+
+
+def test_interpret_split_input_file_runs_each_module(tmp_path, capsys):
+  two = ("func.func @a() -> tensor<i32> {\n"
+         "  %0 = stablehlo.constant dense<1> : tensor<i32>\n"
+         "  return %0 : tensor<i32>\n}\n// -----\n"
+         "func.func @b() -> tensor<i32> {\n"
+         "  %0 = stablehlo.constant dense<2> : tensor<i32>\n"
+         "  return %0 : tensor<i32>\n}\n")
+  rc, out, _, _ = _run(tmp_path, capsys, two,
+                       extra=["--interpret", "-split-input-file"])
+  assert rc == 0
+  assert out == "tensor<i32> {1}\ntensor<i32> {2}\n"

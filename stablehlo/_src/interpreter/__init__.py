@@ -1,0 +1,35 @@
+"""The StableHLO reference interpreter: numpy kernels registered in the op
+registry, run by the dispatch loop in `evaluator`.
+
+Importing this package registers every kernel family.
+"""
+
+import importlib
+
+from stablehlo._src.interpreter import checks as _checks  # registers
+from stablehlo._src.interpreter import program as _program  # registers
+from stablehlo._src.interpreter.evaluator import CheckFailure
+from stablehlo._src.interpreter.evaluator import Interpreter
+from stablehlo._src.interpreter.evaluator import InterpreterError
+from stablehlo._src.interpreter.evaluator import Options
+from stablehlo._src.interpreter.evaluator import ResourceExhausted
+from stablehlo._src.interpreter.program import register_custom_call
+
+# Kernel families; each registers its kernels when imported. A family that
+# is not present yet is skipped so the package stays importable while it is
+# being built.
+_FAMILIES = (
+    "elementwise",
+    "shape",
+    "control",
+    "reduce",
+    "linalg",
+    "quantization",
+    "collectives",
+)
+for _f in _FAMILIES:
+  try:
+    importlib.import_module(f"stablehlo._src.interpreter.kernels_{_f}")
+  except ModuleNotFoundError as _e:
+    if _e.name != f"stablehlo._src.interpreter.kernels_{_f}":
+      raise

@@ -1,0 +1,1 @@
+"""Module-to-module transformations run by `stablehlo-opt`."""
