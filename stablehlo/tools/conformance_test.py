@@ -41,7 +41,7 @@ def test_translate_prints_and_reports_errors(tmp_path, capsys):
   rc = translate.main([str(f), "--split-input-file"])
   captured = capsys.readouterr()
   assert rc == 1
-  assert "%0 = stablehlo.abs %a : tensor<f32>" in captured.out
+  assert "%0 = stablehlo.abs %arg0 : tensor<f32>" in captured.out
   assert f"{f}:7:8: error: custom op 'stablehlo.nope' is unknown" in \
       captured.err
   assert "Traceback" not in captured.err

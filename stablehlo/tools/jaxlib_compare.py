@@ -3,12 +3,14 @@
 For every corpus case that jaxlib can parse:
   * jaxlib's parser must accept the text our printer produces (`accepted`);
   * we report how often our pretty text equals jaxlib's own print of the
-    same module (`identical`), both without locations.
+    same module (`identical`), both without locations, and list the first
+    differing line of the first few cases that differ (`--show N`).
 With --bench it also times parsing the whole corpus with our parser and with
 jaxlib's, and prints the ratio (a benchmark, never a test assertion).
 
 Usage:
   python -m stablehlo.tools.jaxlib_compare --suite testdata [--sample N]
+  python -m stablehlo.tools.jaxlib_compare --suite interpret --strip-checks
   python -m stablehlo.tools.jaxlib_compare --suite interpret --bench
 """
 
@@ -51,13 +53,31 @@ def corpus_cases(suite: str, sample: int = 1):
       yield (f"{rel}#{i}" if len(cases) > 1 else rel), text
 
 
-def compare(suite: str, sample: int = 1, progress=True) -> Result:
+def _without_checks(name: str, source: str):
+  """The case with its check ops turned into results (jaxlib has no `check`
+  dialect), or None."""
+  from stablehlo._src.testing import interpreter_oracle  # pylint: disable=g-import-not-at-top
+  try:
+    return interpreter_oracle.strip_checks(source, name)
+  except support.XlaError:
+    return None
+
+
+def compare(suite: str, sample: int = 1, progress=True, show: int = 5,
+            strip_checks: bool = False) -> Result:
+  """With `strip_checks`, a case jaxlib cannot parse is retried with its
+  check ops rewritten into results (most of the interpret suite)."""
   res = Result()
   for n, (name, source) in enumerate(corpus_cases(suite, sample)):
     res.cases += 1
     if progress and n % 100 == 0:
       print(f"\r[{suite}] {n} cases...", end="", file=sys.stderr, flush=True)
     theirs = jaxlib_oracle.canonical_text(source)
+    if theirs is None and strip_checks:
+      stripped = _without_checks(name, source)
+      if stripped is not None:
+        theirs = jaxlib_oracle.canonical_text(stripped)
+        source = stripped
     if theirs is None:
       continue
     res.jaxlib_parsed += 1
@@ -73,7 +93,7 @@ def compare(suite: str, sample: int = 1, progress=True) -> Result:
     res.accepted += 1
     if ours.strip() == theirs.strip():
       res.identical += 1
-    elif len(res.first_diffs) < 5:
+    elif len(res.first_diffs) < show:
       res.first_diffs.append((name, _first_diff(ours, theirs)))
   if progress:
     print(file=sys.stderr)
@@ -110,6 +130,11 @@ def main(argv=None) -> int:
   parser.add_argument("--suite", choices=SUITES, default="testdata")
   parser.add_argument("--sample", type=int, default=1,
                       help="take every N-th file (default: all)")
+  parser.add_argument("--show", type=int, default=5,
+                      help="list the first difference of this many cases")
+  parser.add_argument("--strip-checks", action="store_true",
+                      help="retry cases jaxlib cannot parse with their "
+                      "check ops rewritten into results")
   parser.add_argument("--bench", action="store_true",
                       help="time parsing with ours vs jaxlib; print the ratio")
   args = parser.parse_args(argv)
@@ -123,7 +148,8 @@ def main(argv=None) -> int:
       print(f"parse {n} {args.suite} cases: ours {ours:.2f} s, jaxlib "
             f"{theirs:.2f} s, ratio ours/jaxlib = {ours / theirs:.1f}x")
       return 0
-    res = compare(args.suite, args.sample)
+    res = compare(args.suite, args.sample, show=args.show,
+                  strip_checks=args.strip_checks)
   except support.XlaError as e:
     print(f"error: {e}", file=sys.stderr)
     return 2

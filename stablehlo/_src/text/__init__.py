@@ -3,6 +3,11 @@
     module = parse_module(text, filename="prog.mlir")
     text = print_module(module)                  # pretty form, as upstream
     text = print_module(module, generic=True)    # MLIR generic form
+    text = print_module(module, keep_source_names=True)  # %x, not %arg0
+
+The printer names values as upstream MLIR does (`%0`, `%arg0`, `%cst_1`,
+`%iterArg`) and spells numbers as it does, so its text equals jaxlib's
+print of the same module.
 """
 
 from stablehlo._src.text.diagnostics import InputCase as InputCase

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import dataclasses
+
 import numpy as np
 
 from stablehlo._src.ir import attributes as a
@@ -9,6 +13,7 @@ from stablehlo._src.ir import types as t
 from stablehlo._src.text import dense
 from stablehlo._src.text import dialect_attrs
 from stablehlo._src.text import lexer as lx
+from stablehlo._src.text import op_defaults
 
 
 def format_type(ty: t.Type) -> str:
@@ -108,13 +113,53 @@ def format_attr(attr: a.Attribute) -> str:
   if isinstance(attr, a.DenseArrayAttr):
     return _format_dense_array(attr)
   if isinstance(attr, a.DialectAttr):
+    params = op_defaults.canonical_params(attr)
+    if not params and attr.name in op_defaults.STRUCT_DIMS:
+      return f"#{attr.name}<>"
+    if params is not attr.params:
+      attr = dataclasses.replace(attr, params=params)
     return dialect_attrs.format_dialect_attr(
         attr, format_type, format_attr, lambda v: format_float(v, t.f64))
   if isinstance(attr, a.DenseResourceAttr):
     return f"dense_resource<{attr.key}> : {format_type(attr.type)}"
   if isinstance(attr, a.OpaqueAttr):
-    return attr.text
+    return _alias_for(attr.text)
   raise TypeError(f"cannot print attribute {attr!r}")
+
+
+# Builtin attributes MLIR always prints through an alias (`#map`, `#map1`,
+# ...), numbered in the order the printer meets them.
+_ALIAS_PREFIXES = (("affine_map<", "map"), ("affine_set<", "set"))
+_aliases: contextvars.ContextVar = contextvars.ContextVar("aliases",
+                                                          default=None)
+
+
+@contextlib.contextmanager
+def collecting_aliases():
+  """Within the block, affine maps / sets print as aliases; yields the list
+  of (alias, text) definitions, filled in as they are first printed."""
+  table: dict[str, str] = {}
+  token = _aliases.set(table)
+  defs: list[tuple[str, str]] = []
+  try:
+    yield defs
+  finally:
+    _aliases.reset(token)
+    defs.extend((name, text) for text, name in table.items())
+
+
+def _alias_for(text: str) -> str:
+  table = _aliases.get()
+  if table is None:
+    return text
+  for prefix, stem in _ALIAS_PREFIXES:
+    if text.startswith(prefix):
+      name = table.get(text)
+      if name is None:
+        n = sum(1 for v in table.values() if v.rstrip("0123456789") == stem)
+        name = table[text] = f"{stem}{n or ''}"
+      return "#" + name
+  return text
 
 
 def format_dict(entries) -> str:
@@ -162,11 +207,9 @@ def format_dense(attr: a.DenseElementsAttr) -> str:
     return "dense<>"  # MLIR prints every empty tensor this way
   flat = arr.reshape(-1)
   first = flat[0]
-  if arr.size > 1 and _all_equal(flat):
+  # MLIR stores (and prints) a one-element or all-equal tensor as a splat.
+  if arr.size == 1 or _all_equal(flat):
     return f"dense<{_format_elem(first, et)}>"
-  if arr.size == 1:
-    return f"dense<{_format_elem(first, et)}>" if arr.ndim == 0 else \
-        "dense<" + "[" * arr.ndim + _format_elem(first, et) + "]" * arr.ndim + ">"
   if arr.size > dense.HEX_THRESHOLD:
     return f'dense<"{dense.encode_hex_blob(arr)}">'
   return "dense<" + _nested(arr, et) + ">"

@@ -7,7 +7,7 @@ literals and hex blobs) and the printer (spelling floats the way MLIR's
 
 from __future__ import annotations
 
-import decimal
+import fractions
 import math
 from typing import Optional
 
@@ -37,14 +37,6 @@ _FLOAT_DTYPES = {
     "f32": np.float32,
     "f64": np.float64,
     "tf32": np.float32,  # no numpy tf32; stored widened (documented limit)
-}
-
-# Significand precision in bits (APFloat `precision`, implicit bit included).
-_FLOAT_PRECISION = {
-    "f4E2M1FN": 2, "f6E2M3FN": 4, "f6E3M2FN": 3, "f8E3M4": 5, "f8E4M3": 4,
-    "f8E4M3FN": 4, "f8E4M3FNUZ": 4, "f8E4M3B11FNUZ": 4, "f8E5M2": 3,
-    "f8E5M2FNUZ": 3, "f8E8M0FNU": 1, "bf16": 8, "f16": 11, "f32": 24,
-    "f64": 53, "tf32": 11,
 }
 
 # Bit width of each float type's encoding (the width of its hex spelling).
@@ -164,83 +156,165 @@ def encode_hex_blob(array: np.ndarray) -> str:
   return "0x" + data.hex().upper()
 
 
-def _decimal_digits(value: float, digits: int) -> tuple[str, int]:
-  """`value` (> 0, finite) rounded half-up to `digits` significant digits,
-  as APFloat::toString rounds its exact decimal expansion.
+# (precision in bits with the implicit bit, smallest normal exponent): what
+# APFloat's fltSemantics say of each type, for the round-trip check below.
+_FLOAT_FORMAT = {
+    "f4E2M1FN": (2, 0), "f6E2M3FN": (4, 0), "f6E3M2FN": (3, -2),
+    "f8E3M4": (5, -2), "f8E4M3": (4, -6), "f8E4M3FN": (4, -6),
+    "f8E4M3FNUZ": (4, -7), "f8E4M3B11FNUZ": (4, -10), "f8E5M2": (3, -14),
+    "f8E5M2FNUZ": (3, -15), "f8E8M0FNU": (1, -127), "bf16": (8, -126),
+    "f16": (11, -14), "f32": (24, -126), "f64": (53, -1022),
+    "tf32": (11, -126),
+}
 
-  Returns (digit string without trailing zeros, exponent of its last digit).
+
+def _decimal_digits(value: fractions.Fraction,
+                    format_precision: int) -> tuple[str, int]:
+  """APFloat::toString's digit generation for a finite `value` > 0.
+
+  The exact decimal expansion is first cut (floor) to roughly
+  `format_precision` digits by a bit-count estimate, then rounded half-up to
+  at most `format_precision` digits. The cut can leave exactly that many
+  digits, in which case the result is truncated, not rounded: upstream
+  prints f16 0.83642578125 as 8.364250e-01 for this reason.
+
+  Returns (digits without trailing zeros, exponent of the last digit).
   """
-  with decimal.localcontext() as ctx:
-    ctx.prec = 1100  # exact for every binary64 value
-    d = decimal.Decimal(value)
-    msd = d.adjusted()
-    q = d.scaleb(digits - 1 - msd).quantize(decimal.Decimal(1),
-                                             rounding=decimal.ROUND_HALF_UP)
-    ds = str(int(q))
-  if len(ds) > digits:  # rounded up to the next power of ten
-    msd += 1
-    ds = ds[:digits]
-  ds = ds.rstrip("0") or "0"
-  return ds, msd - (len(ds) - 1)
+  num, den = value.numerator, value.denominator
+  exp = 0
+  if den != 1:  # den == 2**k:  num / 2**k == num * 5**k / 10**k
+    k = den.bit_length() - 1
+    num *= 5 ** k
+    exp = -k
+  bits_required = (format_precision * 196 + 58) // 59
+  bits = num.bit_length()
+  if bits > bits_required:
+    removable = (bits - bits_required) * 59 // 196
+    if removable:
+      exp += removable
+      num //= 10 ** removable
+  digits = str(num)
+  stripped = digits.rstrip("0")
+  exp += len(digits) - len(stripped)
+  digits = stripped
+  n = len(digits)
+  if n > format_precision:
+    kept = digits[:format_precision]
+    exp += n - format_precision
+    if digits[format_precision] >= "5":
+      bumped = str(int(kept) + 1)
+      if len(bumped) > len(kept):  # all nines carried through
+        return "1", exp + format_precision
+      kept = bumped
+    stripped = kept.rstrip("0")
+    exp += len(kept) - len(stripped)
+    digits = stripped
+  return digits, exp
 
 
-def _format_exponential6(value: float) -> str:
-  """APFloat::toString(precision=6, padding=0, TruncateZero=false)."""
-  if value == 0:
-    return ("-" if math.copysign(1.0, value) < 0 else "") + "0.000000e+00"
-  sign = "-" if value < 0 else ""
-  ds, exp = _decimal_digits(abs(value), 6)
-  e = exp + len(ds) - 1
-  return (f"{sign}{ds[0]}.{ds[1:].ljust(6, '0')}e"
-          f"{'+' if e >= 0 else '-'}{abs(e):02d}")
-
-
-def apfloat_to_string(value: float, precision_bits: int) -> str:
-  """llvm::APFloat::toString with its defaults (FormatPrecision=0,
-  FormatMaxPadding=3, TruncateZero=true) for a finite value."""
-  if value == 0:
-    return "-0.0E+0" if math.copysign(1.0, value) < 0 else "0.0E+0"
-  sign = "-" if value < 0 else ""
-  value = abs(value)
-  precision = 2 + precision_bits * 59 // 196
-  ds, exp = _decimal_digits(value, precision)
-  n = len(ds)
-  if exp >= 0:
-    scientific = exp > 3 or n + exp > precision
+def apfloat_to_string(value, precision_bits: int, format_precision: int = 0,
+                      max_padding: int = 3, truncate_zero: bool = True) -> str:
+  """llvm::APFloat::toString of a finite value of a type whose significand
+  has `precision_bits` bits (defaults as upstream's: natural precision,
+  padding 3, TruncateZero)."""
+  v = fractions.Fraction(float(value))
+  negative = v < 0 or (v == 0 and math.copysign(1.0, float(value)) < 0)
+  sign = "-" if negative else ""
+  if v == 0:
+    if max_padding:
+      return sign + "0"
+    if truncate_zero:
+      return sign + "0.0E+0"
+    return sign + "0." + "0" * max(format_precision, 1) + "e+00"
+  if not format_precision:
+    format_precision = 2 + precision_bits * 59 // 196
+  digits, exp = _decimal_digits(abs(v), format_precision)
+  n = len(digits)
+  if not max_padding:
+    scientific = True
+  elif exp >= 0:
+    scientific = exp > max_padding or n + exp > format_precision
   else:
     msd = exp + n - 1
-    scientific = msd < 0 and -msd > 3
+    scientific = msd < 0 and -msd > max_padding
   if scientific:
     e = exp + n - 1
-    frac = ds[1:] or "0"
-    return f"{sign}{ds[0]}.{frac}E{'+' if e >= 0 else '-'}{abs(e)}"
+    frac = digits[1:]
+    if n == 1 and truncate_zero:
+      frac = "0"
+    if not truncate_zero and format_precision > n - 1:
+      frac += "0" * (format_precision - n + 1)
+    e_digits = str(abs(e))
+    if not truncate_zero and len(e_digits) < 2:
+      e_digits = "0" + e_digits
+    return (f"{sign}{digits[0]}.{frac}{'E' if truncate_zero else 'e'}"
+            f"{'+' if e >= 0 else '-'}{e_digits}")
   if exp >= 0:
-    return sign + ds + "0" * exp
-  point = n + exp
-  if point > 0:
-    return sign + ds[:point] + "." + ds[point:]
-  return sign + "0." + "0" * (-point) + ds
+    return sign + digits + "0" * exp
+  whole = n + exp
+  if whole > 0:
+    return sign + digits[:whole] + "." + digits[whole:]
+  return sign + "0." + "0" * (-whole) + digits
+
+
+def _rounds_back(text: str, value: float, precision_bits: int,
+                 min_exponent: int) -> bool:
+  """Whether parsing `text` into the type (round to nearest, ties to even)
+  gives back exactly `value` (finite, same sign; text has the same sign)."""
+  target = abs(fractions.Fraction(value))
+  parsed = abs(fractions.Fraction(text))
+  if target == 0:
+    return parsed == 0
+  # target == m * 2**q with m an integer of at most precision_bits bits.
+  e = max(target.numerator.bit_length() - target.denominator.bit_length(),
+          min_exponent)
+  if fractions.Fraction(2) ** e > target:
+    e -= 1
+  e = max(e, min_exponent)
+  ulp = fractions.Fraction(2) ** (e - precision_bits + 1)
+  m = target / ulp
+  if m.denominator != 1:  # not a value of the type (tf32 held as f32)
+    return False
+  above = target + ulp / 2
+  below = target - ulp / 2
+  if m == 2 ** (precision_bits - 1) and e > min_exponent:
+    below = target - ulp / 4  # the next value down has a finer spacing
+  if below < parsed < above:
+    return True
+  return (parsed == above or parsed == below) and m.numerator % 2 == 0
+
+
+def round_to_type(value, ft: t.Type) -> float:
+  """`value` rounded to the float type `ft` (the value an MLIR attribute of
+  that type holds); unchanged when `ft` has no numpy dtype."""
+  dtype = numpy_dtype(ft) if isinstance(ft, t.FloatType) else None
+  if dtype is None:
+    return float(value)
+  with np.errstate(over="ignore", invalid="ignore"):
+    return float(np.asarray(value, dtype=np.float64).astype(dtype)[()])
 
 
 def format_float(value, ft: t.FloatType) -> str:
-  """A float element spelled as MLIR's printFloatValue does."""
+  """A float element spelled as MLIR's printFloatValue does: the 6-digit
+  exponent form if it reads back exactly, else APFloat's natural-precision
+  form if it has a '.', else the bits in hex."""
   dtype = numpy_dtype(ft)
+  if dtype is not None and np.asarray(value).dtype != dtype:
+    # The IR may hold the literal as written (a Python float); upstream
+    # holds, and prints, the value rounded to the type.
+    with np.errstate(over="ignore", invalid="ignore"):
+      value = np.asarray(value, dtype=np.float64).astype(dtype)[()]
   v = float(value)
   if math.isfinite(v):
-    s = _format_exponential6(v)
-    if _same_value(s, v, dtype):
+    precision, min_exp = _FLOAT_FORMAT.get(ft.name, (24, -126))
+    s = apfloat_to_string(v, precision, format_precision=6, max_padding=0,
+                          truncate_zero=False)
+    if _rounds_back(s, v, precision, min_exp):
       return s
-    precision = _FLOAT_PRECISION.get(ft.name, 24)
     s = apfloat_to_string(v, precision)
     if "." in s:
       return s
   return "0x%X" % float_to_bits(value, ft)
-
-
-def _same_value(s: str, v: float, dtype) -> bool:
-  parsed = np.array([float(s)]).astype(dtype)[0]
-  return float(parsed) == v and (math.copysign(1.0, float(parsed)) ==
-                                 math.copysign(1.0, v))
 
 
 def format_scale(value: float) -> str:

@@ -10,6 +10,7 @@ from stablehlo._src.ir import attributes as a
 from stablehlo._src.ir import types as t
 from stablehlo._src.text import attr_parser
 from stablehlo._src.text import dialect_attrs
+from stablehlo._src.text import op_defaults
 from stablehlo._src.text import pretty_common as pc
 from stablehlo._src.text.pretty_common import PrettyForm
 from stablehlo._src.text.pretty_ops import register
@@ -87,7 +88,8 @@ def _print_dot_general(pr, op):
   d = dict(dims.params)
   vals = [d.get(k, ()) for k in _DOT_FIELDS]
   if not all(isinstance(v, tuple) and all(isinstance(x, int) for x in v)
-             for v in vals) or _dot_dims_attr(*vals) != dims:
+             for v in vals) or op_defaults.canonical_params(
+                 _dot_dims_attr(*vals)) != op_defaults.canonical_params(dims):
     return None
   if len(op.operands) != 2:
     return None
@@ -258,12 +260,19 @@ register("func.call", _callee_form("callee", False))
 
 
 def _parse_composite(p, name, pos):
+  """`"name" %a, %b ( ({r1}, {r2}) )? attr-dict : functional-type`."""
   cname = p.parse_string("composite name")
   toks = pc.parse_operand_toks(p)
+  regions = []
+  if p.consume_punct("("):
+    regions.append(p.parse_region())
+    while p.consume_punct(","):
+      regions.append(p.parse_region())
+    p.expect_punct(")", "after composite regions")
   attrs = pc.parse_opt_attr_dict(p)
   operands, results = pc.parse_functional_type(p, toks)
   return pc.make_op(name, operands, results, attrs,
-                    {"name": a.StringAttr(cname)})
+                    {"name": a.StringAttr(cname)}, regions)
 
 
 def _print_composite(pr, op):
@@ -271,12 +280,15 @@ def _print_composite(pr, op):
   if not isinstance(cname, a.StringAttr):
     return None
   ops = pr.vs(op.operands)
-  return (f"{pr.string(cname.value)}{' ' if ops else ''}{ops} "
-          f"{pr.attr_dict(op, {'name'})}: "
+  text = f"{pr.string(cname.value)}{' ' if ops else ''}{ops} "
+  if op.regions:
+    text += "(" + ", ".join(pr.region(r) for r in op.regions) + ") "
+  return (text + f"{pr.attr_dict(op, {'name'})}: "
           f"{pr.fn_type(op.operand_types, op.result_types)}")
 
 
-register("stablehlo.composite", PrettyForm(_parse_composite, _print_composite))
+register("stablehlo.composite", PrettyForm(_parse_composite, _print_composite,
+                                          has_regions=True))
 
 
 # --- terminators and type-list ops: `op %a, %b attr-dict : T1, T2` ----------------
@@ -446,14 +458,69 @@ for _name in (
     "acos", "acosh", "asin", "asinh", "atan", "atanh", "bessel_i1e", "conj",
     "cosh", "digamma", "erf", "erf_inv", "erfc", "is_inf", "is_neg_inf",
     "is_pos_inf", "lgamma", "sinh", "square", "tan", "next_after",
-    "polygamma", "zeta", "broadcast_add", "broadcast_atan2",
-    "broadcast_divide", "broadcast_maximum", "broadcast_minimum",
-    "broadcast_multiply", "broadcast_next_after", "broadcast_polygamma",
-    "broadcast_power", "broadcast_remainder", "broadcast_shift_left",
-    "broadcast_shift_right_arithmetic", "broadcast_shift_right_logical",
-    "broadcast_subtract", "broadcast_zeta", "broadcast_and",
-    "broadcast_or", "broadcast_xor", "broadcast_complex"):
+    "polygamma", "zeta", "mulhi"):
   register("chlo." + _name, CHLO_FORM)
+
+
+def _parse_chlo_broadcast(p, name, pos):
+  """`op %a, %b attr-dict : (T1, T2) -> R`; also the `T1, T2 -> R` spelling
+  this printer used to write."""
+  toks = pc.parse_operand_toks(p)
+  attrs = pc.parse_opt_attr_dict(p)
+  tpos = p.lex.token_start()
+  p.expect_punct(":", "followed by types")
+  if p.at_punct("("):
+    p.lex.reset(tpos)
+    operands, results = pc.parse_functional_type(p, toks)
+    return pc.make_op(name, operands, results, attrs)
+  types = p.parse_type_list()
+  p.expect_punct("->")
+  results = p.parse_result_types()
+  return pc.make_op(name, p.resolve_values(toks, types), results, attrs)
+
+
+def _print_chlo_broadcast(pr, op):
+  if not op.operands or len(op.results) != 1:
+    return None
+  return (f"{pr.vs(op.operands)} {pr.attr_dict(op)}: "
+          f"{pr.fn_type(op.operand_types, op.result_types)}")
+
+
+CHLO_BROADCAST_FORM = PrettyForm(_parse_chlo_broadcast, _print_chlo_broadcast,
+                                 "op %a, %b attr-dict : (T1, T2) -> R")
+for _name in (
+    "broadcast_add", "broadcast_atan2", "broadcast_divide",
+    "broadcast_maximum", "broadcast_minimum", "broadcast_multiply",
+    "broadcast_next_after", "broadcast_polygamma", "broadcast_power",
+    "broadcast_remainder", "broadcast_shift_left",
+    "broadcast_shift_right_arithmetic", "broadcast_shift_right_logical",
+    "broadcast_subtract", "broadcast_zeta", "broadcast_and", "broadcast_or",
+    "broadcast_xor", "broadcast_complex", "broadcast_compare",
+    "broadcast_select"):
+  register("chlo." + _name, CHLO_BROADCAST_FORM)
+
+
+def _parse_chlo_constant(p, name, pos):
+  attrs = pc.parse_opt_attr_dict(p)
+  vpos = p.lex.token_start()
+  value = p.parse_attribute()
+  ty = getattr(value, "type", None)
+  if not isinstance(ty, t.Type):
+    raise p.error("expected a typed attribute", vpos)
+  return pc.make_op(name, [], [ty], attrs, {"value": value})
+
+
+def _print_chlo_constant(pr, op):
+  """`chlo.constant attr-dict <typed value>`."""
+  value = op.attr("value")
+  if (len(op.results) != 1 or op.operands or
+      getattr(value, "type", None) != op.results[0].type):
+    return None
+  return f"{pr.attr_dict(op, {'value'})}{pr.a(value)}"
+
+
+register("chlo.constant", PrettyForm(_parse_chlo_constant,
+                                     _print_chlo_constant))
 
 
 def _parse_top_k(p, name, pos):

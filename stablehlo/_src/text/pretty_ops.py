@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from stablehlo._src.ir import attributes as a
 from stablehlo._src.ir import types as t
+from stablehlo._src.text import op_defaults
 from stablehlo._src.text import pretty_common as pc
 from stablehlo._src.text.pretty_common import PrettyForm
 
@@ -33,11 +34,23 @@ def _parse_same_type(p, name, pos):
   return pc.make_op(name, operands, results, attrs)
 
 
+# Ops whose operand list is variadic: upstream's declarative printer writes
+# the space before it even when it is empty (`stablehlo.after_all  : T`).
+_VARIADIC_OPERANDS = frozenset(("stablehlo.after_all", "stablehlo.tuple"))
+
+
+def _operands_prefix(pr, op) -> str:
+  """`%a, %b ` before the attr-dict; ` ` for an empty variadic list."""
+  ops = pr.vs(op.operands)
+  if ops:
+    return ops + " "
+  return " " if op.name in _VARIADIC_OPERANDS else ""
+
+
 def _print_same_type(pr, op):
   if len(op.results) != 1:
     return None
-  ops = pr.vs(op.operands)
-  return f"{ops}{' ' if ops else ''}{pr.attr_dict(op)}: " + \
+  return f"{_operands_prefix(pr, op)}{pr.attr_dict(op)}: " + \
       pc.same_or_functional(pr, op)
 
 
@@ -53,11 +66,10 @@ _SAME_TYPE_OPS = (
     "round_nearest_even", "rsqrt", "shift_left", "shift_right_arithmetic",
     "shift_right_logical", "sign", "sine", "sqrt", "subtract", "tan", "tanh",
     "xor", "uniform_quantize", "uniform_dequantize", "after_all",
-    "replica_id", "partition_id", "create_token", "cholesky_unused",
+    "replica_id", "partition_id", "create_token",
 )
 for _op in _SAME_TYPE_OPS:
-  if not _op.endswith("_unused"):
-    register("stablehlo." + _op, SAME_TYPE)
+  register("stablehlo." + _op, SAME_TYPE)
 register("arith.addf", SAME_TYPE)
 register("arith.mulf", SAME_TYPE)
 register("arith.subf", SAME_TYPE)
@@ -211,6 +223,8 @@ register("stablehlo.constant", PrettyForm(_parse_constant, _print_constant))
 def _parse_arith_constant(p, name, pos):
   attrs = pc.parse_opt_attr_dict(p)
   value = p.parse_attribute()
+  if isinstance(value, a.BoolAttr):  # `arith.constant true` is an i1
+    value = a.IntegerAttr(int(value.value), t.i1)
   ty = getattr(value, "type", None)
   if not isinstance(ty, t.Type):
     raise p.error("expected typed attribute", pos)
@@ -222,6 +236,39 @@ def _print_arith_constant(pr, op):
   if getattr(value, "type", None) != op.results[0].type:
     return None
   return f"{pr.attr_dict(op, {'value'})}{pr.a(value)}"
+
+
+def _parse_cholesky(p, name, pos):
+  toks = pc.parse_operand_toks(p, allow_empty=False)
+  props = {}
+  if pc.parse_keyword_comma(p, "lower"):
+    if p.consume_keyword("true"):
+      props["lower"] = a.BoolAttr(True)
+    elif p.consume_keyword("false"):
+      props["lower"] = a.BoolAttr(False)
+    else:
+      raise p.error("expected 'true' or 'false' after 'lower ='")
+  attrs = pc.parse_opt_attr_dict(p)
+  operands, results = pc.parse_same_or_functional_type(p, toks)
+  return pc.make_op(name, operands, results, attrs, props)
+
+
+def _print_cholesky(pr, op):
+  """`%a (, lower = true)? attr-dict : T` (a false `lower` is elided)."""
+  if len(op.operands) != 1 or len(op.results) != 1:
+    return None
+  lower = op.attr("lower")
+  head = pr.v(op.operands[0])
+  if lower is not None and not op_defaults.is_default_attr(
+      op.name, "lower", lower):
+    if not isinstance(lower, a.BoolAttr):
+      return None
+    head += ", lower = true"
+  return (f"{head} {pr.attr_dict(op, {'lower'})}: "
+          f"{pc.same_or_functional(pr, op)}")
+
+
+register("stablehlo.cholesky", PrettyForm(_parse_cholesky, _print_cholesky))
 
 
 register("arith.constant", PrettyForm(_parse_arith_constant,
@@ -249,13 +296,12 @@ def _print_compare(pr, op):
   if not pc.is_enum(direction, "stablehlo.comparison_direction"):
     return None
   elide = {"comparison_direction"}
-  # Upstream's enum printer puts an extra space before each enum value.
-  head = f" {direction.params[0][1]}, {pr.vs(op.operands)}"
+  head = f"{direction.params[0][1]}, {pr.vs(op.operands)}"
   ctype = op.attr("compare_type")
   if ctype is not None:
     if not pc.is_enum(ctype, "stablehlo.comparison_type"):
       return None
-    head += f",  {ctype.params[0][1]}"
+    head += f", {ctype.params[0][1]}"
     elide.add("compare_type")
   fn_type = pr.fn_type(op.operand_types, op.result_types)
   return f"{head} {pr.attr_dict(op, elide)}: {fn_type}"
@@ -348,8 +394,7 @@ def _print_tuple(pr, op):
   ty = op.results[0].type if len(op.results) == 1 else None
   if not isinstance(ty, t.TupleType) or list(ty.types) != op.operand_types:
     return None
-  ops = pr.vs(op.operands)
-  return f"{ops}{' ' if ops else ''}{pr.attr_dict(op)}: {pr.t(ty)}"
+  return f"{_operands_prefix(pr, op)}{pr.attr_dict(op)}: {pr.t(ty)}"
 
 
 register("stablehlo.tuple", PrettyForm(_parse_tuple, _print_tuple))
@@ -464,8 +509,7 @@ def _print_rng_bit_generator(pr, op):
   alg = op.attr("rng_algorithm")
   if not pc.is_enum(alg, "stablehlo.rng_algorithm"):
     return None
-  # Upstream prints two spaces after '=' here (its enum printer adds one).
-  return (f"{pr.vs(op.operands)}, algorithm =  {alg.params[0][1]} "
+  return (f"{pr.vs(op.operands)}, algorithm = {alg.params[0][1]} "
           f"{pr.attr_dict(op, {'rng_algorithm'})}: "
           f"{pr.fn_type(op.operand_types, op.result_types)}")
 
@@ -479,7 +523,9 @@ def _parse_type_list_op(p, name, pos):
   toks = pc.parse_operand_toks(p)
   attrs = pc.parse_opt_attr_dict(p)
   types = []
-  if toks:
+  if not toks and p.consume_punct("("):  # no operands: upstream prints `()`
+    p.expect_punct(")")
+  elif toks:
     p.expect_punct(":", "followed by types")
     types = p.parse_type_list()
   operands = p.resolve_values(toks, types)
@@ -490,7 +536,7 @@ def _print_type_list_op(pr, op):
   if op.operand_types != op.result_types:
     return None
   if not op.operands:
-    return pr.attr_dict(op).rstrip()
+    return pr.attr_dict(op).rstrip() + "()"
   return (f"{pr.vs(op.operands)} {pr.attr_dict(op)}: "
           f"{pr.ts(op.operand_types)}")
 

@@ -346,7 +346,7 @@ def _print_while(pr, op):
   d = pr.attr_dict(op)
   if d:
     text += " attributes " + d.rstrip()
-  return (text + "\n" + pr.indent_str() + " cond " +
+  return (text + "\n" + pr.indent_str() + "cond " +
           pr.region(op.regions[0], entry_args=False) + " do " +
           pr.region(op.regions[1], entry_args=False))
 
@@ -385,8 +385,9 @@ def _print_scan(pr, op):
               dim, a.IntegerAttr) and len(op.regions) == 1):
     return None
   n = seg.values[0]
-  text = (f"({pr.vs(op.operands[:n])}) inits({pr.vs(op.operands[n:])}) "
-          f"dimension={dim.value}")
+  # Upstream's spelling: `inits (`, and two spaces after the dimension.
+  text = (f"({pr.vs(op.operands[:n])}) inits ({pr.vs(op.operands[n:])}) "
+          f"dimension={dim.value} ")
   d = pr.attr_dict(op, {"operandSegmentSizes", "dimension"})
   if d:
     text += " attributes " + d.rstrip()

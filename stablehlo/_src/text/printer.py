@@ -3,74 +3,26 @@ MLIR's generic form (`generic=True`)."""
 
 from __future__ import annotations
 
-import re
-
-from stablehlo._src.ir import attributes as a
 from stablehlo._src.ir import core
-from stablehlo._src.ir import types as t
 from stablehlo._src.text import attr_printer
+from stablehlo._src.text import op_defaults
 from stablehlo._src.text import parser as parser_lib
+from stablehlo._src.text import ssa_names
 
 format_type = attr_printer.format_type
 format_attr = attr_printer.format_attr
 
-_NAME_RE = re.compile(r"[A-Za-z_$.\-][A-Za-z0-9_$.\-]*")
-# Ops whose regions start a fresh value numbering (IsolatedFromAbove).
-_ISOLATED = frozenset(("builtin.module", "func.func", "vhlo.func_v1"))
 INDENT = "  "
-
-
-class _Names:
-  """SSA names of one scope; child scopes see (and never shadow) parents'."""
-
-  def __init__(self, parent=None):
-    self.parent = parent
-    self.used = set()
-    self.next_value = parent.next_value if parent else 0
-    self.next_arg = parent.next_arg if parent else 0
-
-  def is_used(self, name) -> bool:
-    s = self
-    while s is not None:
-      if name in s.used:
-        return True
-      s = s.parent
-    return False
-
-  def claim(self, hint) -> str:
-    if hint and _NAME_RE.fullmatch(hint) and not hint[0].isdigit():
-      name = hint
-      k = 0
-      while self.is_used(name):
-        name = f"{hint}_{k}"
-        k += 1
-      self.used.add(name)
-      return name
-    return None
-
-  def number(self) -> str:
-    while True:
-      name = str(self.next_value)
-      self.next_value += 1
-      if not self.is_used(name):
-        self.used.add(name)
-        return name
-
-  def arg(self) -> str:
-    while True:
-      name = f"arg{self.next_arg}"
-      self.next_arg += 1
-      if not self.is_used(name):
-        self.used.add(name)
-        return name
 
 
 class Printer:
   """Prints one module. Pretty forms call back into the `v`/`t`/`a`/... API."""
 
-  def __init__(self, generic: bool = False, print_locations: bool = False):
+  def __init__(self, generic: bool = False, print_locations: bool = False,
+               keep_source_names: bool = False):
     self.generic = generic
     self.print_locations = print_locations
+    self.keep_source_names = keep_source_names
     self.names: dict[int, str] = {}
     self.block_names: dict[int, str] = {}
     self.level = 0
@@ -116,7 +68,7 @@ class Printer:
       entries.extend(extra.items())
     for d in (op.properties, op.attributes):
       for k, val in d.items():
-        if k not in elide:
+        if k not in elide and not op_defaults.is_default_attr(op.name, k, val):
           entries.append((k, val))
     if not entries:
       return ""
@@ -127,11 +79,15 @@ class Printer:
       return ""
     return f" loc({loc.text if loc.text is not None else 'unknown'})"
 
-  def region(self, region: core.Region, entry_args: bool = True) -> str:
+  def region(self, region: core.Region, entry_args: bool = True,
+             empty_block_label: bool = False) -> str:
+    """`{ ... }`. `empty_block_label`: an empty entry block still prints its
+    `^bb0:` label (MLIR's generic form does this)."""
     lines = ["{"]
     self.level += 1
     for i, block in enumerate(region.blocks):
-      print_label = i > 0 or (entry_args and block.arguments)
+      print_label = i > 0 or (entry_args and (
+          block.arguments or (empty_block_label and not block.operations)))
       if print_label:
         lines.append(INDENT * (self.level - 1) + self._block_header(block))
       for op in block.operations:
@@ -188,14 +144,19 @@ class Printer:
     return parser_lib.DEFAULT_DIALECT.get(parent.name, "")
 
   def _results(self, op) -> str:
+    """`%0 = `, `%0:2 = `, `%a, %b:2 = ` (one entry per result group)."""
     if not op.results:
       return ""
-    names = [self.names.get(id(r), "?") for r in op.results]
-    if len(names) == 1:
-      return f"%{names[0]} = "
-    if "#" in names[0]:
-      return f"%{names[0].split('#')[0]}:{len(names)} = "
-    return ", ".join("%" + n for n in names) + " = "
+    groups = []  # [base, count]
+    for r in op.results:
+      name = self.names.get(id(r), "?")
+      base, sep, _ = name.partition("#")
+      if sep and groups and groups[-1][0] == base and groups[-1][2]:
+        groups[-1][1] += 1
+      else:
+        groups.append([base, 1, bool(sep)])
+    return ", ".join(f"%{b}:{n}" if hashed else f"%{b}"
+                     for b, n, hashed in groups) + " = "
 
   def _generic(self, op) -> str:
     from stablehlo._src.text import lexer as lx  # pylint: disable=g-import-not-at-top
@@ -203,78 +164,63 @@ class Printer:
     if op.successors:
       s += "[" + ", ".join("^" + self.block_names.get(id(b), "bb?")
                            for b in op.successors) + "]"
-    if op.properties:
-      s += " <" + attr_printer.format_dict(list(op.properties.items())) + ">"
+    props, attrs = _split_inherent(op)
+    if props:
+      s += " <" + attr_printer.format_dict(props) + ">"
     if op.regions:
-      s += " (" + ", ".join(self.region(r, entry_args=True)
+      s += " (" + ", ".join(self.region(r, entry_args=True,
+                                        empty_block_label=True)
                             for r in op.regions) + ")"
-    if op.attributes:
-      s += " " + attr_printer.format_dict(list(op.attributes.items()))
+    if attrs:
+      s += " " + attr_printer.format_dict(attrs)
     return s + " : " + self.fn_type(op.operand_types, op.result_types)
-
-  # --- naming ----------------------------------------------------------------------------
-
-  def assign_names(self, op: core.Operation, names: _Names) -> None:
-    """Names `op`'s results, then everything nested (MLIR's order: a
-    region's own values first, nested regions after; siblings reuse)."""
-    self._name_results(op, names)
-    self._name_regions(op, names)
-
-  def _name_regions(self, op: core.Operation, names: _Names) -> None:
-    isolated = op.name in _ISOLATED
-    shared = op.name in self._shared and not self.generic
-    first_args = None
-    for ri, region in enumerate(op.regions):
-      scope = _Names(None if isolated else names)
-      for bi, block in enumerate(region.blocks):
-        self.block_names[id(block)] = f"bb{bi}"
-        for ai, v in enumerate(block.arguments):
-          if (shared and ri > 0 and bi == 0 and first_args is not None and
-              ai < len(first_args)):
-            self.names[id(v)] = first_args[ai]
-            scope.used.add(first_args[ai])
-            continue
-          self.names[id(v)] = scope.claim(v.name_hint) or scope.arg()
-        if ri == 0 and bi == 0:
-          first_args = [self.names[id(v)] for v in block.arguments]
-      for block in region.blocks:
-        for inner in block.operations:
-          self._name_results(inner, scope)
-      for block in region.blocks:
-        for inner in block.operations:
-          if inner.regions:
-            self._name_regions(inner, scope)
-
-  def _name_results(self, op, names: _Names) -> None:
-    results = op.results
-    if not results:
-      return
-    hints = [r.name_hint for r in results]
-    if len(results) > 1 and len(set(hints)) == len(hints) and all(
-        h and _NAME_RE.fullmatch(h) and not h[0].isdigit() for h in hints):
-      for r in results:
-        self.names[id(r)] = names.claim(r.name_hint)
-      return
-    base = names.claim(hints[0]) or names.number()
-    if len(results) == 1:
-      self.names[id(results[0])] = base
-    else:
-      for i, r in enumerate(results):
-        self.names[id(r)] = f"{base}#{i}"
 
   def print_module(self, module: core.Module) -> str:
     from stablehlo._src.text import pretty_ops  # pylint: disable=g-import-not-at-top
     from stablehlo._src.text import pretty_region_ops  # pylint: disable=g-import-not-at-top
     self._forms = pretty_ops.PRETTY_FORMS
     self._shared = pretty_region_ops.SHARED_ARG_NAMES
-    self.assign_names(module.op, _Names())
-    out = self.op(module.op) + "\n"
+    state = ssa_names.NameState(self.generic, self.keep_source_names)
+    state.run(module.op, self._shared)
+    self.names, self.block_names = state.values, state.blocks
+    with attr_printer.collecting_aliases() as aliases:
+      out = self.op(module.op) + "\n"
+    out = "".join(f"#{name} = {text}\n" for name, text in aliases) + out
     if self.print_locations:
       for name, loc in module.location_aliases.items():
         out += f"#{name} = loc({loc.text})\n"
     if module.resources:
       out += _format_resources(module.resources)
     return out
+
+
+def _inherent_names(op_name: str) -> frozenset:
+  """The op's own (ODS) attribute names; MLIR keeps them as properties."""
+  names = _INHERENT_CACHE.get(op_name)
+  if names is None:
+    from stablehlo._src.ops import registry  # pylint: disable=g-import-not-at-top
+    opdef = registry.lookup(op_name)
+    names = frozenset(k.rstrip("?") for k in opdef.attributes) if (
+        opdef is not None and opdef.attributes) else frozenset()
+    names |= op_defaults.defaulted_names(op_name)
+    _INHERENT_CACHE[op_name] = names
+  return names
+
+
+_INHERENT_CACHE: dict[str, frozenset] = {}
+
+
+def _split_inherent(op) -> tuple[list, list]:
+  """(properties, discardable attributes) as the generic form prints them:
+  a registered op's inherent attributes print in `<{...}>` even when the
+  source gave them in the trailing `{...}`."""
+  props = list(op.properties.items())
+  attrs = list(op.attributes.items())
+  inherent = _inherent_names(op.name)
+  if inherent and attrs:
+    props += [(k, v) for k, v in attrs if k in inherent]
+    attrs = [(k, v) for k, v in attrs if k not in inherent]
+  return props, attrs
 
 
 def _format_resources(resources) -> str:
@@ -289,5 +235,10 @@ def _format_resources(resources) -> str:
 
 
 def print_module(module: core.Module, generic: bool = False,
-                 print_locations: bool = False) -> str:
-  return Printer(generic, print_locations).print_module(module)
+                 print_locations: bool = False,
+                 keep_source_names: bool = False) -> str:
+  """The module's text. Values are named as upstream MLIR names them
+  (`%0`, `%arg0`, `%cst_1`, `%iterArg`); `keep_source_names=True` keeps the
+  names the module was parsed with where they are valid and unique."""
+  return Printer(generic, print_locations,
+                 keep_source_names).print_module(module)

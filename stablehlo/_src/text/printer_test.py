@@ -3,6 +3,7 @@
 import pytest
 
 from stablehlo._src import text
+from stablehlo._src.testing import jaxlib_oracle
 from stablehlo._src.text import structural
 
 
@@ -26,7 +27,7 @@ def _roundtrip(src):
 PRETTY = [
     "%0 = stablehlo.add %arg0, %arg0 : tensor<2xf32>",
     "%0 = stablehlo.convert %arg0 : (tensor<2xf32>) -> tensor<2xi32>",
-    "%0 = stablehlo.compare  LT, %arg0, %arg0,  FLOAT : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xi1>",
+    "%0 = stablehlo.compare LT, %arg0, %arg0, FLOAT : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xi1>",
     "%0 = stablehlo.broadcast_in_dim %arg0, dims = [0] : (tensor<2xf32>) -> tensor<3x2xf32>",
     "%0 = stablehlo.transpose %arg0, dims = [0] : (tensor<2xf32>) -> tensor<2xf32>",
     "%0 = stablehlo.slice %arg0 [1:2] : (tensor<2xf32>) -> tensor<1xf32>",
@@ -66,8 +67,8 @@ def test_regions_while_reduce_convolution():
 func.func @main(%arg0: tensor<3x4xf32>, %arg1: tensor<f32>) -> tensor<3xf32> {
   %0 = stablehlo.reduce(%arg0 init: %arg1) applies stablehlo.add across dimensions = [1] : (tensor<3x4xf32>, tensor<f32>) -> tensor<3xf32>
   %1:2 = stablehlo.while(%iterArg = %0, %iterArg_0 = %arg1) : tensor<3xf32>, tensor<f32>
-   cond {
-    %4 = stablehlo.compare  LT, %iterArg_0, %iterArg_0 : (tensor<f32>, tensor<f32>) -> tensor<i1>
+  cond {
+    %4 = stablehlo.compare LT, %iterArg_0, %iterArg_0 : (tensor<f32>, tensor<f32>) -> tensor<i1>
     stablehlo.return %4 : tensor<i1>
   } do {
     stablehlo.return %iterArg, %iterArg_0 : tensor<3xf32>, tensor<f32>
@@ -114,5 +115,113 @@ def test_unknown_ops_print_generically():
   src = '%0 = "foo.bar"(%a) ({\n^bb0(%x: i32):\n  "foo.yield"(%x) : (i32) -> ()\n}) : (i32) -> i32'
   src = "func.func @f(%a: i32) {\n" + src + "\n}"
   out = text.print_module(text.parse_module(src))
-  assert '"foo.bar"(%a) ({' in out
+  assert '"foo.bar"(%arg0) ({' in out
   _roundtrip(src)
+
+
+# Spellings jaxlib (StableHLO 1.17) prints: default-valued attributes and zero
+# result_accuracy tolerances are elided, `lower = false` too; an empty
+# variadic operand list keeps its space; one-element / all-equal constants
+# are splats; a generic op's inherent attributes go in `<{...}>`.
+UPSTREAM_SRC = """func.func @main(%x: tensor<2x2xf32>, %t: !stablehlo.token) -> () {
+  %0 = stablehlo.custom_call @foo(%x) {has_side_effect = false, backend_config = "", api_version = 1 : i32, called_computations = [], output_operand_aliases = []} : (tensor<2x2xf32>) -> tensor<2x2xf32>
+  %1 = "stablehlo.cholesky"(%x) {lower = false} : (tensor<2x2xf32>) -> tensor<2x2xf32>
+  %2 = stablehlo.cholesky %x, lower = true : tensor<2x2xf32>
+  %3 = stablehlo.composite "a.b" %x {decomposition = @dec, version = 0 : i32, composite_attributes = {}} : (tensor<2x2xf32>) -> tensor<2x2xf32>
+  %4 = stablehlo.exponential %x {result_accuracy = #stablehlo.result_accuracy<atol = 0.0, rtol = 0.0, ulps = 0, mode = #stablehlo.result_accuracy_mode<DEFAULT>>} : tensor<2x2xf32>
+  %5 = stablehlo.exponential %x {result_accuracy = #stablehlo.result_accuracy<atol = 0.0, rtol = 0.0, ulps = 2, mode = #stablehlo.result_accuracy_mode<TOLERANCE>>} : tensor<2x2xf32>
+  %6 = stablehlo.after_all : !stablehlo.token
+  %7 = stablehlo.after_all %t, %6 : !stablehlo.token
+  %8 = stablehlo.tuple : tuple<>
+  "stablehlo.optimization_barrier"() : () -> ()
+  %9 = stablehlo.constant dense<[[1.5]]> : tensor<1x1xf32>
+  %10 = stablehlo.constant dense<[7, 7]> : tensor<2xi32>
+  %11 = stablehlo.compare GT, %x, %x, FLOAT : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xi1>
+  %12 = "stablehlo.sort"(%x) ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %c = stablehlo.compare GT, %a, %b : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    stablehlo.return %c : tensor<i1>
+  }) {dimension = 0 : i64, is_stable = true} : (tensor<2x2xf32>) -> tensor<2x2xf32>
+  return
+}
+func.func @dec(%x: tensor<2x2xf32>) -> tensor<2x2xf32> {
+  return %x : tensor<2x2xf32>
+}
+"""
+
+UPSTREAM_EXPECTED = """module {
+  func.func @main(%arg0: tensor<2x2xf32>, %arg1: !stablehlo.token) {
+    %0 = stablehlo.custom_call @foo(%arg0) {backend_config = ""} : (tensor<2x2xf32>) -> tensor<2x2xf32>
+    %1 = stablehlo.cholesky %arg0 : tensor<2x2xf32>
+    %2 = stablehlo.cholesky %arg0, lower = true : tensor<2x2xf32>
+    %3 = stablehlo.composite "a.b" %arg0 {decomposition = @dec} : (tensor<2x2xf32>) -> tensor<2x2xf32>
+    %4 = stablehlo.exponential %arg0 : tensor<2x2xf32>
+    %5 = stablehlo.exponential %arg0 {result_accuracy = #stablehlo.result_accuracy<ulps = 2, mode = #stablehlo.result_accuracy_mode<TOLERANCE>>} : tensor<2x2xf32>
+    %6 = stablehlo.after_all  : !stablehlo.token
+    %7 = stablehlo.after_all %arg1, %6 : !stablehlo.token
+    %8 = stablehlo.tuple  : tuple<>
+    stablehlo.optimization_barrier()
+    %cst = stablehlo.constant dense<1.500000e+00> : tensor<1x1xf32>
+    %c = stablehlo.constant dense<7> : tensor<2xi32>
+    %9 = stablehlo.compare GT, %arg0, %arg0, FLOAT : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xi1>
+    %10 = "stablehlo.sort"(%arg0) <{dimension = 0 : i64, is_stable = true}> ({
+    ^bb0(%arg2: tensor<f32>, %arg3: tensor<f32>):
+      %11 = stablehlo.compare GT, %arg2, %arg3 : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      stablehlo.return %11 : tensor<i1>
+    }) : (tensor<2x2xf32>) -> tensor<2x2xf32>
+    return
+  }
+  func.func @dec(%arg0: tensor<2x2xf32>) -> tensor<2x2xf32> {
+    return %arg0 : tensor<2x2xf32>
+  }
+}
+"""
+
+
+def test_print_matches_upstream_spelling():
+  module = text.parse_module(UPSTREAM_SRC)
+  out = text.print_module(module)
+  assert out == UPSTREAM_EXPECTED
+  _roundtrip(UPSTREAM_SRC)
+  # Eliding a default does not change the program.
+  again = text.parse_module(out)
+  assert structural.dump_module(again) == structural.dump_module(module)
+
+
+@pytest.mark.skipif(jaxlib_oracle.skip_reason() is not None,
+                    reason=str(jaxlib_oracle.skip_reason()))
+@pytest.mark.parametrize("generic", [False, True])
+def test_print_matches_jaxlib(generic):
+  ours = text.print_module(text.parse_module(UPSTREAM_SRC), generic=generic)
+  assert ours.strip() == jaxlib_oracle.canonical_text(
+      UPSTREAM_SRC, generic=generic).strip()
+
+
+def test_generic_empty_block_keeps_its_label():
+  m = text.parse_module("module {\n}\n")
+  assert text.print_module(m, generic=True) == (
+      '"builtin.module"() ({\n^bb0:\n}) : () -> ()\n')
+  assert text.print_module(m) == "module {\n}\n"
+
+
+# Float attributes print the literal rounded to their type, as upstream holds
+# them; the round trip keeps the (rounded) value.
+FLOAT_ATTRS_SRC = """func.func @main(%x: tensor<2x2xf32>, %s: tensor<2xf32>) -> () {
+  %b:3 = "stablehlo.batch_norm_training"(%x, %s, %s) {epsilon = 0.123456789 : f32, feature_index = 1 : i64, foo = array<f32: 0.123456789, 3.3>, bar = 0.1 : f16, baz = array<bf16: 0.3>} : (tensor<2x2xf32>, tensor<2xf32>, tensor<2xf32>) -> (tensor<2x2xf32>, tensor<2xf32>, tensor<2xf32>)
+  return
+}
+"""
+
+FLOAT_ATTRS_EXPECTED = """module {
+  func.func @main(%arg0: tensor<2x2xf32>, %arg1: tensor<2xf32>) {
+    %output, %batch_mean, %batch_var = "stablehlo.batch_norm_training"(%arg0, %arg1, %arg1) <{epsilon = 0.123456791 : f32, feature_index = 1 : i64}> {bar = 9.997550e-02 : f16, baz = array<bf16: 3.007810e-01>, foo = array<f32: 0.123456791, 3.300000e+00>} : (tensor<2x2xf32>, tensor<2xf32>, tensor<2xf32>) -> (tensor<2x2xf32>, tensor<2xf32>, tensor<2xf32>)
+    return
+  }
+}
+"""
+
+
+def test_float_attributes_print_rounded_to_their_type():
+  assert text.print_module(text.parse_module(FLOAT_ATTRS_SRC)) == (
+      FLOAT_ATTRS_EXPECTED)
+  _roundtrip(FLOAT_ATTRS_SRC)

@@ -1,9 +1,11 @@
 """A printer-independent structural dump of a module, for round-trip checks.
 
 Values are numbered by definition order; attributes are reduced to hashable
-keys (dense arrays by bit pattern, floats by their hex form so NaN == NaN);
-properties and attributes are merged, since a pretty form decides where an
-inherent attribute lives. Locations are left out.
+keys (dense arrays by bit pattern; floats rounded to their type, by their hex
+form so NaN == NaN); properties and attributes are merged, since a pretty form
+decides where an inherent attribute lives; attributes (and attribute
+parameters) holding their default are dropped, since pretty forms elide them.
+Locations are left out.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import numpy as np
 
 from stablehlo._src.ir import attributes as a
 from stablehlo._src.ir import core
+from stablehlo._src.text import dense
+from stablehlo._src.text import op_defaults
 
 
 def _attr_key(attr):
@@ -19,18 +23,21 @@ def _attr_key(attr):
     arr = np.ascontiguousarray(attr.array)
     return ("dense", attr.type, arr.shape, arr.dtype.str, arr.tobytes())
   if isinstance(attr, a.FloatAttr):
-    return ("float", float(attr.value).hex(), attr.type)
+    # The value the attribute holds is the literal rounded to its type.
+    return ("float", dense.round_to_type(attr.value, attr.type).hex(),
+            attr.type)
   if isinstance(attr, a.ArrayAttr):
     return ("array", tuple(_attr_key(e) for e in attr.elements))
   if isinstance(attr, a.DictionaryAttr):
     return ("dict", tuple(sorted((k, _attr_key(v)) for k, v in attr.entries)))
   if isinstance(attr, a.DialectAttr):
     return ("dialect", attr.name, attr.short_form,
-            tuple((k, _param_key(v)) for k, v in attr.params))
+            tuple((k, _param_key(v))
+                  for k, v in op_defaults.canonical_params(attr)))
   if isinstance(attr, a.DenseArrayAttr):
     return ("darray", attr.element_type,
-            tuple(float(v).hex() if isinstance(v, float) else v
-                  for v in attr.values))
+            tuple(dense.round_to_type(v, attr.element_type).hex()
+                  if isinstance(v, float) else v for v in attr.values))
   return ("attr", repr(attr))
 
 
@@ -56,6 +63,9 @@ def dump_module(module: core.Module) -> tuple:
   def dump_op(op):
     attrs = dict(op.attributes)
     attrs.update(op.properties)
+    # An attribute holding its default is the same op as one without it.
+    attrs = {k: v for k, v in attrs.items()
+             if not op_defaults.is_default_attr(op.name, k, v)}
     return (op.name, tuple(value_id(v) for v in op.operands),
             tuple(repr(v.type) for v in op.results),
             tuple((r, value_id(r)) [1] for r in op.results),
