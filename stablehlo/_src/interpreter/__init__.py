@@ -15,9 +15,7 @@ from stablehlo._src.interpreter.evaluator import Options
 from stablehlo._src.interpreter.evaluator import ResourceExhausted
 from stablehlo._src.interpreter.program import register_custom_call
 
-# Kernel families; each registers its kernels when imported. A family that
-# is not present yet is skipped so the package stays importable while it is
-# being built.
+# Kernel families; each registers its kernels when imported.
 _FAMILIES = (
     "elementwise",
     "shape",
@@ -28,8 +26,4 @@ _FAMILIES = (
     "collectives",
 )
 for _f in _FAMILIES:
-  try:
-    importlib.import_module(f"stablehlo._src.interpreter.kernels_{_f}")
-  except ModuleNotFoundError as _e:
-    if _e.name != f"stablehlo._src.interpreter.kernels_{_f}":
-      raise
+  importlib.import_module(f"stablehlo._src.interpreter.kernels_{_f}")

@@ -31,6 +31,7 @@ from stablehlo._src.interpreter import program
 from stablehlo._src.interpreter import runtime
 from stablehlo._src.ir import attributes as a
 from stablehlo._src.ir import types as t
+from stablehlo._src.text import ssa_names
 from stablehlo._src.ops import registry
 
 DEFAULT_TOLERANCE = 1e-4
@@ -62,8 +63,11 @@ def _mismatch(op, what: str, actual, expected, bad: np.ndarray, ty):
   exp = np.asarray(expected)[first] if np.ndim(expected) else expected
   total = int(np.asarray(bad).size)
   n = int(np.count_nonzero(bad))
+  name = op.name
+  if name == "stablehlo.custom_call":
+    name = "custom_call @" + op.attr("call_target_name").value
   return evaluator.CheckFailure(
-      f"{evaluator.location_of(op)}: error: {op.name} failed: {n} of "
+      f"{evaluator.location_of(op)}: error: {name} failed: {n} of "
       f"{total} elements differ ({what}); first at index "
       f"{list(first)}: actual {printing._scalar(act, et)}, expected "
       f"{printing._scalar(exp, et)}")
@@ -208,7 +212,7 @@ def _probe(ctx, op, args):
 
 def _expect_serialized_eq(ctx, op, args):
   key = _probe_key(op)
-  it = _int_attr(op, "iter", 0)
+  it = _int_attr(op, "iteration", _int_attr(op, "iter", 0))
   records = ctx.interp.probes.get(key, [])
   if it >= len(records):
     raise evaluator.CheckFailure(
@@ -218,9 +222,28 @@ def _expect_serialized_eq(ctx, op, args):
   return _check(op, eq_mask(args[0], exp), f"probe '{key}'", args[0], exp)
 
 
+def _printed_name(ctx, op, value):
+  """The name upstream's printer gives `value` in its function (`0`,
+  `arg1`, `cst`), as `interpreter.print` prefixes its output with it."""
+  fn = op
+  while fn is not None and fn.name != "func.func":
+    block = fn.parent
+    region = block.parent if block is not None else None
+    fn = region.parent if region is not None else None
+  if fn is None:
+    return value.name_hint
+  cache = ctx.interp.__dict__.setdefault("_print_names", {})
+  with ctx.interp.print_lock:
+    state = cache.get(id(fn))
+    if state is None:
+      state = ssa_names.NameState().run(fn)
+      cache[id(fn)] = state
+  return state.values.get(id(value), value.name_hint)
+
+
 def _print(ctx, op, args):
   ty = op.operands[0].type
-  name = op.operands[0].name_hint
+  name = _printed_name(ctx, op, op.operands[0])
   text = printing.format_value(args[0], ty, ctx.options.print_dense)
   prefix = f"%{name} = " if name else ""
   out = ctx.options.out

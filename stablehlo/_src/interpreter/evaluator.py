@@ -297,6 +297,11 @@ def region_binary_op(region: core.Region) -> Optional[str]:
   b = region.blocks[0]
   if len(b.arguments) != 2 or len(b.operations) != 2:
     return None
+  # A body on quantized scalars computes in the expressed type; a numpy op
+  # on the stored integers would be wrong.
+  if any(isinstance(t.element_type_of(v.type), t.QuantizedType)
+         for v in b.arguments):
+    return None
   op, ret = b.operations
   if ret.name not in _TERMINATORS or len(ret.operands) != 1:
     return None

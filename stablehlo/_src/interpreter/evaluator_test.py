@@ -131,3 +131,21 @@ def test_region_binary_op_detects_reduction_bodies():
   assert evaluator.region_binary_op(ops[0].regions[0]) == "stablehlo.maximum"
   # subtract with swapped operands is not commutative: no shortcut.
   assert evaluator.region_binary_op(ops[1].regions[0]) is None
+
+
+def test_quantized_reduction_body_is_not_vectorized_on_storage():
+  # Stored [12, 14, 16] with scale 0.5, zero point 10 are 1.0, 2.0, 3.0;
+  # their sum 6.0 (plus init 0.0) is stored as 6.0 / 0.5 + 10 = 22.
+  q = "!quant.uniform<i8:f32, 0.5:10>"
+  src = f"""func.func @main() -> tensor<{q}> {{
+    %0 = stablehlo.constant dense<[12, 14, 16]> : tensor<3xi8>
+    %1 = stablehlo.bitcast_convert %0 : (tensor<3xi8>) -> tensor<3x{q}>
+    %i = stablehlo.constant dense<10> : tensor<i8>
+    %ii = stablehlo.bitcast_convert %i : (tensor<i8>) -> tensor<{q}>
+    %2 = stablehlo.reduce(%1 init: %ii) applies stablehlo.add across dimensions = [0] : (tensor<3x{q}>, tensor<{q}>) -> tensor<{q}>
+    return %2 : tensor<{q}>
+  }}"""
+  m = text.parse_module(src, "q.mlir")
+  reduce_op = m.functions[0].regions[0].blocks[0].operations[4]
+  assert evaluator.region_binary_op(reduce_op.regions[0]) is None
+  assert int(interpreter.Interpreter(m).run()[0]) == 22

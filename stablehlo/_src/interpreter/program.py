@@ -107,10 +107,6 @@ def _global_store(ctx, op, args):
   return []
 
 
-def _func_func(ctx, op, args):
-  raise support.InternalError("func.func is not executable in a block")
-
-
 registry.register_interpreter("stablehlo.constant", _constant)
 registry.register_interpreter("chlo.constant", _constant)
 registry.register_interpreter("func.call", _call)
@@ -119,3 +115,20 @@ registry.register_interpreter("stablehlo.custom_call", _custom_call)
 registry.register_interpreter("ml_program.global_load", _global_load)
 registry.register_interpreter("ml_program.global_load_const", _global_load)
 registry.register_interpreter("ml_program.global_store", _global_store)
+
+# Ops the dispatch loop handles itself or that never execute, and ops
+# deliberately left out; the status table shows the reasons.
+_NOT_KERNELS = {
+    "builtin.module": "structural: holds the program, not executed",
+    "func.func": "structural: run through func.call or as the entry",
+    "func.return": "terminator: handled by the dispatch loop",
+    "stablehlo.return": "terminator: handled by the dispatch loop",
+    "ml_program.global": "declaration: read by global_load / global_store",
+    "builtin.unrealized_conversion_cast": "left by partial conversions; "
+                                          "not a runnable op",
+    "stablehlo.torch_index_select": "deprecated, not in the spec; use "
+                                    "gather",
+}
+for _name, _reason in _NOT_KERNELS.items():
+  if registry.lookup(_name) is not None:
+    registry.mark_unsupported(_name, "interpreter", _reason)

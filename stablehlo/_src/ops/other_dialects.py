@@ -280,7 +280,7 @@ for _n in ("expect_eq_const", "expect_almost_eq_const"):
        results=(), attributes={"value": "elements", "tolerance?": "f64"},
        traits=_SIDE)
 _reg("check.expect_serialized_eq", None, operands=("operand",), results=(),
-     attributes={"probe_id": "str", "iter?": "i32"}, traits=_SIDE)
+     attributes={"probe_id": "str", "iteration?": "i32"}, traits=_SIDE)
 _reg("interpreter.run_parallel", None, operands=("inputs*",),
      results=("results*",), attributes={"programs": "array",
                                         "infeed?": "array"},
