@@ -31,6 +31,7 @@ from typing import Callable
 from stablehlo._src import text as mlir_text
 from stablehlo._src.interpreter import lit
 from stablehlo._src.text import structural
+from stablehlo._src.vhlo import conformance_modes as vhlo_modes
 import support
 from support._src import env
 
@@ -84,6 +85,7 @@ MODES: dict[str, Callable[[str, str, int], None]] = {
     "roundtrip": mode_roundtrip,
     "interpret": mode_interpret,
 }
+MODES.update(vhlo_modes.MODES)  # deserialize, serialize, serialize_bytes
 # Modes that run files by their RUN lines (per-case results, skips).
 _FILE_MODES = {"interpret"}
 
@@ -164,6 +166,9 @@ def run_file(args) -> tuple[str, int, int, list[str]]:
     except RoundTripError as e:
       failed += 1
       errors.append(f"{path}:{offset + 1}: roundtrip: {e}")
+    except (support.XlaError, AssertionError) as e:
+      failed += 1
+      errors.append(f"{path}:{offset + 1}: {mode}: {e}")
     except Exception:  # pylint: disable=broad-except
       failed += 1
       errors.append(f"{path}:{offset + 1}: internal error:\n" +

@@ -7,6 +7,13 @@ interpret it.
       [--args="[dense<1> : tensor<2xi32>, ...]"] [--interpreter-print-dense]
       [--probe-output-dir=DIR] [--max-while-iterations=N] [--timeout=S] FILE
 
+  python -m stablehlo.tools.translate --serialize --target=X.Y.Z FILE > out.bc
+  python -m stablehlo.tools.translate --deserialize out.bc
+
+`--serialize` writes a portable artifact (VHLO bytecode at the target
+version, `current` or `minimum` also accepted) to stdout or `-o`;
+`--deserialize` reads one (or a raw jax.export `mlir_module_serialized`)
+and prints the StableHLO module.
 `--interpret` runs @main (or the only function) of each module and prints
 its results; a failing check exits 1 naming the check and its location.
 Diagnostics go to stderr as `file:line:col: error: ...` (no traceback) and
@@ -40,6 +47,18 @@ def main(argv=None) -> int:
                   help="print op locations")
   ap.add_argument("--no-verify", action="store_true",
                   help="skip the StableHLO verifier (spec constraints)")
+  sg = ap.add_argument_group("portable artifacts")
+  sg.add_argument("--serialize", "-serialize", action="store_true",
+                  help="write a portable artifact (VHLO bytecode)")
+  sg.add_argument("--target", default="current", metavar="X.Y.Z",
+                  help="StableHLO version of the artifact (default: "
+                  "current); also 'minimum'")
+  sg.add_argument("--strip-debuginfo", action="store_true",
+                  help="drop locations from the artifact")
+  sg.add_argument("--deserialize", "-deserialize", action="store_true",
+                  help="read a portable artifact and print it")
+  sg.add_argument("-o", "--output", default=None, metavar="FILE",
+                  help="write the artifact here instead of stdout")
   g = ap.add_argument_group("interpreter")
   g.add_argument("--interpret", "-interpret", action="store_true",
                  help="run @main (or the only function) and print its "
@@ -67,6 +86,8 @@ def main(argv=None) -> int:
     except support.XlaError as e:
       print(f"error: {e}", file=sys.stderr)
       return 1
+  if args.deserialize:
+    return _deserialize(args)
   failed = False
   for path in args.files:
     failed |= not _translate_file(path, args)
@@ -103,6 +124,10 @@ def _translate_file(path: str, args) -> bool:
       print(_with_source_line(str(e), path, src), file=sys.stderr)
       failed = True
       continue
+    if args.serialize:
+      ok = _serialize(module, args)
+      failed |= not ok
+      continue
     if args.interpret:
       text, ok = _interpret(module, path, src, args)
       failed |= not ok
@@ -118,6 +143,52 @@ def _translate_file(path: str, args) -> bool:
   except BrokenPipeError:  # e.g. piped into `head`
     sys.stderr.close()
   return not failed
+
+
+def _serialize(module, args) -> bool:
+  from stablehlo._src import vhlo  # pylint: disable=g-import-not-at-top
+  try:
+    data = vhlo.serialize_portable_artifact(
+        module, args.target, strip_debuginfo=args.strip_debuginfo)
+  except support.XlaError as e:
+    print(f"error: {e}", file=sys.stderr)
+    return False
+  try:
+    if args.output:
+      with open(args.output, "wb") as f:
+        f.write(data)
+    else:
+      sys.stdout.buffer.write(data)
+      sys.stdout.flush()
+  except OSError as e:
+    print(f"error: cannot write the artifact: {e}", file=sys.stderr)
+    return False
+  return True
+
+
+def _deserialize(args) -> int:
+  from stablehlo._src import vhlo  # pylint: disable=g-import-not-at-top
+  failed = False
+  for path in args.files:
+    try:
+      if path == "-":
+        data = sys.stdin.buffer.read()
+      else:
+        with open(path, "rb") as f:
+          data = f.read()
+      module = vhlo.deserialize_portable_artifact(data)
+    except OSError as e:
+      print(f"error: cannot read {path}: {e.strerror}", file=sys.stderr)
+      failed = True
+      continue
+    except support.XlaError as e:
+      print(f"{path}: error: {e}", file=sys.stderr)
+      failed = True
+      continue
+    sys.stdout.write(mlir_text.print_module(
+        module, generic=args.print_generic,
+        print_locations=args.print_locations))
+  return 1 if failed else 0
 
 
 def _interpret(module, path, src, args) -> tuple[str, bool]:
@@ -136,7 +207,10 @@ def _interpret(module, path, src, args) -> tuple[str, bool]:
     name = interp.entry_function()
     results = interp.run(name, args.call_args or ())
   except support.XlaError as e:
-    print(_with_source_line(str(e), path, src), file=sys.stderr)
+    msg = str(e)
+    if not re.match(r"\S+:\d+:\d+: error: ", msg):
+      msg = f"{path}: error: {msg}"
+    print(_with_source_line(msg, path, src), file=sys.stderr)
     return "", False
   except RecursionError:
     print(f"{path}: error: the program recurses too deeply", file=sys.stderr)

@@ -1,0 +1,65 @@
+"""Tests for builtin attributes and locations in portable artifacts."""
+
+import numpy as np
+import pytest
+
+import support
+from stablehlo._src.ir import attributes as a
+from stablehlo._src.ir import types as t
+from stablehlo._src.vhlo import builtin_conversion as bc
+
+
+@pytest.mark.parametrize("text", [
+    '"a"("f.py":1:2)',
+    'callsite("x" at fused["y", "z.py":3:4])',
+    'fused<"meta">["q"]',
+    '"n"',
+    "unknown",
+])
+def test_location_text_round_trip(text):
+  attr = bc.location_to_builtin(a.Location("name", text=text))
+  assert bc.location_text(attr) == text
+  assert bc.location_text(bc.location_to_builtin(
+      bc.location_from_builtin(attr))) == text
+
+
+def test_file_location_and_aliases():
+  loc = a.Location("file", "m.py", 3, 4, text='"m.py":3:4')
+  attr = bc.location_to_builtin(loc)
+  assert attr == bc.ba("FileLineColLoc", bc.string("m.py"), 3, 4)
+  back = bc.location_from_builtin(attr)
+  assert (back.kind, back.filename, back.line, back.col) == ("file", "m.py",
+                                                             3, 4)
+  aliased = bc.location_to_builtin(
+      a.Location("callsite", text="callsite(#loc1 at #loc2)"),
+      {"loc1": a.Location("name", text='"f"'),
+       "loc2": a.Location("file", "g.py", 1, 1, text='"g.py":1:1')})
+  assert bc.location_text(aliased) == 'callsite("f" at "g.py":1:1)'
+  assert bc.location_to_builtin(None) == bc.UNKNOWN_LOC
+  with pytest.raises(support.InvalidArgumentError):
+    bc.location_to_builtin(a.Location("callsite", text="callsite(#nope)"))
+
+
+def test_module_attributes():
+  cases = [
+      (a.IntegerAttr(1, t.i32),
+       bc.ba("IntegerAttr", bc.bt("IntegerType", 32 << 2), 1)),
+      (a.BoolAttr(True), bc.ba("IntegerAttr", bc.bt("IntegerType", 1 << 2),
+                               1)),
+      (a.UnitAttr(), bc.ba("UnitAttr")),
+      (a.StringAttr("{replicated}"), bc.string("{replicated}")),
+      (a.SymbolRefAttr("f"), bc.ba("FlatSymbolRefAttr", bc.string("f"))),
+      (a.FloatAttr(1.5, t.f32), bc.ba("FloatAttr", bc.bt("Float32Type"),
+                                      0x3FC00000)),
+  ]
+  for ours, builtin in cases:
+    assert bc.attr_to_builtin(ours) == builtin
+    assert bc.attr_from_builtin(builtin) == ours
+  dense = a.DenseElementsAttr(t.RankedTensorType((2,), t.i32),
+                              np.array([1, 2], np.int32))
+  back = bc.attr_from_builtin(bc.attr_to_builtin(dense))
+  assert back == dense
+  arr = a.DenseArrayAttr(t.i64, (1, -2))
+  assert bc.attr_from_builtin(bc.attr_to_builtin(arr)) == arr
+  with pytest.raises(support.UnimplementedError):
+    bc.attr_to_builtin(a.OpaqueAttr("#sdy.mesh<[]>"))

@@ -1,0 +1,443 @@
+"""StableHLO (our IR) -> VHLO at the current version.
+
+The rules are those of StableHLO's `StablehloLegalizeToVhlo.cpp`: every
+`stablehlo.*` op and `func.func` / `func.call` / `func.return` becomes the
+newest `vhlo.*_vN` op; attributes the StableHLO op leaves out get their
+default value (VHLO ops always carry every declared attribute); struct
+attributes such as dimension numbers are spread into one VHLO attribute per
+field; discardable attributes are converted generically and kept.
+
+VHLO has no CHLO ops (nor ops of other dialects): a module holding them is
+rejected, as upstream does; legalize CHLO to StableHLO first.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import support
+from stablehlo._src.bytecode import tree
+from stablehlo._src.ir import attributes as a
+from stablehlo._src.ir import core
+from stablehlo._src.ir import types as t
+from stablehlo._src.vhlo import attr_conversion as ac
+from stablehlo._src.vhlo import builtin_conversion as bc
+from stablehlo._src.vhlo import ops
+from stablehlo._src.vhlo import type_conversion as tc
+from stablehlo._src.vhlo import vhlo_ir
+
+
+class LegalizationError(support.InvalidArgumentError):
+  """The module holds something VHLO cannot express."""
+
+
+_COLLECTIVES = ("stablehlo.all_gather", "stablehlo.all_reduce",
+                "stablehlo.all_to_all", "stablehlo.collective_permute",
+                "stablehlo.reduce_scatter", "stablehlo.collective_broadcast",
+                "stablehlo.collective_reduce")
+RESULT_ACCURACY_OPS = (
+    "stablehlo.cbrt", "stablehlo.cosine", "stablehlo.exponential",
+    "stablehlo.exponential_minus_one", "stablehlo.log",
+    "stablehlo.log_plus_one", "stablehlo.logistic", "stablehlo.rsqrt",
+    "stablehlo.sine", "stablehlo.sqrt", "stablehlo.tan", "stablehlo.tanh")
+CONV_FIELDS = (
+    "input_batch_dimension", "input_feature_dimension",
+    "input_spatial_dimensions", "kernel_input_feature_dimension",
+    "kernel_output_feature_dimension", "kernel_spatial_dimensions",
+    "output_batch_dimension", "output_feature_dimension",
+    "output_spatial_dimensions")
+DOT_FIELDS = ("lhs_batching_dimensions", "rhs_batching_dimensions",
+              "lhs_contracting_dimensions", "rhs_contracting_dimensions")
+GATHER_FIELDS = ("offset_dims", "collapsed_slice_dims",
+                 "operand_batching_dims", "start_indices_batching_dims",
+                 "start_index_map", "index_vector_dim")
+SCATTER_FIELDS = ("update_window_dims", "inserted_window_dims",
+                  "input_batching_dims", "scatter_indices_batching_dims",
+                  "scatter_dims_to_operand_dims", "index_vector_dim")
+ALGORITHM_FIELDS = ("lhs_precision_type", "rhs_precision_type",
+                    "accumulation_type", "lhs_component_count",
+                    "rhs_component_count", "num_primitive_operations",
+                    "allow_imprecise_accumulation")
+# StableHLO's CustomCallApiVersion enum, by its integer value.
+API_VERSIONS = ("API_VERSION_UNSPECIFIED", "API_VERSION_ORIGINAL",
+                "API_VERSION_STATUS_RETURNING",
+                "API_VERSION_STATUS_RETURNING_UNIFIED",
+                "API_VERSION_TYPED_FFI")
+
+
+def _fail(op: core.Operation, what: str) -> LegalizationError:
+  return LegalizationError(f"failed to legalize operation '{op.name}': {what}")
+
+
+# --- struct attributes --------------------------------------------------------
+
+
+def _struct(attr, name: str, op, what: str) -> a.DialectAttr:
+  if isinstance(attr, a.DialectAttr) and attr.name == name:
+    return attr
+  raise _fail(op, f"{what} must be #{name}, got {attr!r}")
+
+
+def _int_field(attr: a.DialectAttr, field: str, op, default=None) -> tree.Attr:
+  value = attr.get(field, default)
+  if not isinstance(value, int) or isinstance(value, bool):
+    raise _fail(op, f"#{attr.name} field {field} must be an integer")
+  return ac.integer(value)
+
+
+def _dims_field(attr: a.DialectAttr, field: str, op) -> tree.Attr:
+  value = attr.get(field, ())
+  if not isinstance(value, (tuple, list)) or not all(
+      isinstance(v, int) and not isinstance(v, bool) for v in value):
+    raise _fail(op, f"#{attr.name} field {field} must be a list of integers")
+  return ac.i64_tensor(value)
+
+
+def _spread(attr: a.DialectAttr, fields, op, named: dict) -> None:
+  """Dimension numbers: one VHLO attribute per field (an omitted
+  index_vector_dim is 0, as StableHLO's parser reads it)."""
+  for field in fields:
+    if field.endswith(("_dims", "_dimensions", "_map")):
+      named[field] = _dims_field(attr, field, op)
+    else:
+      named[field] = _int_field(attr, field, op,
+                                0 if field == "index_vector_dim" else None)
+
+
+def _channel_handle(attr, op) -> a.DialectAttr:
+  return _struct(attr, "stablehlo.channel_handle", op, "channel_handle")
+
+
+def _true_flag(attr, op, name) -> tree.Attr:
+  if isinstance(attr, a.UnitAttr) or (isinstance(attr, a.BoolAttr) and
+                                      attr.value):
+    return ac.boolean(True)
+  if isinstance(attr, a.BoolAttr):
+    return ac.boolean(False)
+  raise _fail(op, f"{name} must be a unit attribute")
+
+
+def _symbol(attr, op, name) -> tree.Attr:
+  if isinstance(attr, a.SymbolRefAttr) and not attr.nested:
+    return ac.string(attr.root)
+  raise _fail(op, f"{name} must be a flat symbol reference")
+
+
+def _special(op: core.Operation, name: str, attr, named: dict) -> bool:
+  """Op-specific attribute rules; True when `attr` was handled."""
+  kind = op.name
+  if kind in _COLLECTIVES:
+    if name == "channel_handle":
+      named["channel_id"] = _int_field(_channel_handle(attr, op), "handle", op)
+      return True
+    if name in ("use_global_device_ids", "has_dynamic_root") and (
+        kind != "stablehlo.collective_broadcast" or
+        name == "has_dynamic_root"):
+      named[name] = _true_flag(attr, op, name)
+      return True
+  if kind in ("stablehlo.convolution", "stablehlo.dynamic_conv") and \
+      name == "dimension_numbers":
+    _spread(_struct(attr, "stablehlo.conv", op, name), CONV_FIELDS, op, named)
+    return True
+  if kind == "stablehlo.custom_call":
+    if name == "api_version":
+      if not isinstance(attr, a.IntegerAttr) or not 0 <= attr.value < len(
+          API_VERSIONS):
+        raise _fail(op, f"invalid api_version {attr!r}")
+      named[name] = ac.enum("CustomCallApiVersionV1Attr",
+                            API_VERSIONS[attr.value])
+      return True
+    if name == "called_computations":
+      if not isinstance(attr, a.ArrayAttr):
+        raise _fail(op, "called_computations must be an array")
+      named[name] = ac.array(_symbol(x, op, name) for x in attr.elements)
+      return True
+  if kind == "stablehlo.dot_general":
+    if name == "dot_dimension_numbers":
+      _spread(_struct(attr, "stablehlo.dot", op, name), DOT_FIELDS, op, named)
+      return True
+    if name == "algorithm":
+      alg = _struct(attr, "stablehlo.dot_algorithm", op, name)
+      for field in ALGORITHM_FIELDS[:3]:
+        ty = alg.get(field)
+        if not isinstance(ty, t.Type):
+          raise _fail(op, f"#stablehlo.dot_algorithm {field} must be a type")
+        named[field] = ac.to_vhlo(a.TypeAttr(ty))
+      for field in ALGORITHM_FIELDS[3:6]:
+        named[field] = _int_field(alg, field, op)
+      named[ALGORITHM_FIELDS[6]] = ac.boolean(bool(alg.get(ALGORITHM_FIELDS[6])))
+      return True
+  if kind in ("stablehlo.gather", "stablehlo.dynamic_gather") and \
+      name == "dimension_numbers":
+    _spread(_struct(attr, "stablehlo.gather", op, name), GATHER_FIELDS, op,
+            named)
+    return True
+  if kind in ("stablehlo.send", "stablehlo.recv") and name == "channel_handle":
+    handle = _channel_handle(attr, op)
+    named["channel_id"] = _int_field(handle, "handle", op)
+    named["channel_type"] = _int_field(handle, "type", op)
+    return True
+  if kind == "stablehlo.scatter" and name == "scatter_dimension_numbers":
+    _spread(_struct(attr, "stablehlo.scatter", op, name), SCATTER_FIELDS, op,
+            named)
+    return True
+  if kind == "func.call" and name == "callee":
+    named[name] = _symbol(attr, op, name)
+    return True
+  return False
+
+
+# --- defaults -------------------------------------------------------------------
+
+
+def _i64_ones(n: int) -> tree.Attr:
+  return ac.i64_tensor([1] * n)
+
+
+def _zero_padding(n: int) -> tree.Attr:
+  return ac.i64_tensor(np.zeros((n, 2), np.int64), shape=(n, 2))
+
+
+def _default_precision() -> tree.Attr:
+  return ac.array([ac.enum("PrecisionV1Attr", "DEFAULT")] * 2)
+
+
+def _num_spatial(op, attrs) -> int:
+  dims = attrs.get("dimension_numbers")
+  if not isinstance(dims, a.DialectAttr):
+    raise _fail(op, "missing dimension_numbers")
+  return len(dims.get("input_spatial_dimensions", ()))
+
+
+def _num_window_dims(op, attrs) -> int:
+  dims = attrs.get("window_dimensions")
+  if not isinstance(dims, a.DenseArrayAttr):
+    if isinstance(dims, a.DenseElementsAttr):
+      return int(np.asarray(dims.array).size)
+    raise _fail(op, "missing window_dimensions")
+  return len(dims.values)
+
+
+def _defaults(op: core.Operation, attrs: dict) -> dict:
+  """The VHLO attributes that stand for absent StableHLO attributes."""
+  kind = op.name
+  d = {}
+
+  def missing(name):
+    return name not in attrs
+
+  if kind == "func.func":
+    if missing("sym_visibility"):
+      d["sym_visibility"] = ac.string("")
+    if missing("arg_attrs"):
+      d["arg_attrs"] = ac.array(())
+    if missing("res_attrs"):
+      d["res_attrs"] = ac.array(())
+  if kind in _COLLECTIVES and missing("channel_handle"):
+    d["channel_id"] = ac.integer(0)
+  if kind in ("stablehlo.all_gather", "stablehlo.all_reduce",
+              "stablehlo.reduce_scatter", "stablehlo.collective_reduce"):
+    if missing("use_global_device_ids"):
+      d["use_global_device_ids"] = ac.boolean(False)
+  if kind in ("stablehlo.collective_broadcast", "stablehlo.collective_reduce"):
+    if missing("has_dynamic_root"):
+      d["has_dynamic_root"] = ac.boolean(False)
+  if kind == "stablehlo.cholesky" and missing("lower"):
+    d["lower"] = ac.boolean(False)
+  if kind == "stablehlo.compare" and missing("compare_type"):
+    d["compare_type"] = ac.enum("ComparisonTypeV1Attr", "NOTYPE")
+  if kind == "stablehlo.composite":
+    if missing("version"):
+      d["version"] = ac.integer(0)
+    if missing("composite_attributes"):
+      d["composite_attributes"] = ac.va("DictionaryV1Attr", ())
+  if kind in ("stablehlo.convolution", "stablehlo.dynamic_conv"):
+    n = _num_spatial(op, attrs)
+    if missing("window_strides"):
+      d["window_strides"] = _i64_ones(n)
+    if kind == "stablehlo.convolution" and missing("padding"):
+      d["padding"] = _zero_padding(n)
+    if missing("lhs_dilation"):
+      d["lhs_dilation"] = _i64_ones(n)
+    if missing("rhs_dilation"):
+      d["rhs_dilation"] = _i64_ones(n)
+    if missing("window_reversal"):
+      d["window_reversal"] = ac.dense_to_vhlo(
+          t.RankedTensorType((n,), t.i1), np.zeros(n, np.bool_))
+    if missing("precision_config"):
+      d["precision_config"] = _default_precision()
+  if kind == "stablehlo.custom_call":
+    if missing("has_side_effect"):
+      d["has_side_effect"] = ac.boolean(False)
+    if missing("backend_config"):
+      api = attrs.get("api_version")
+      typed_ffi = isinstance(api, a.IntegerAttr) and api.value == 4
+      d["backend_config"] = (ac.va("DictionaryV1Attr", ()) if typed_ffi
+                             else ac.string(""))
+    if missing("api_version"):
+      d["api_version"] = ac.enum("CustomCallApiVersionV1Attr",
+                                 "API_VERSION_ORIGINAL")
+    for name in ("called_computations", "operand_layouts", "result_layouts",
+                 "output_operand_aliases", "result_tilings"):
+      if missing(name):
+        d[name] = ac.array(())
+  if kind in ("stablehlo.dot_general", "stablehlo.dot") and \
+      missing("precision_config"):
+    d["precision_config"] = _default_precision()
+  if kind == "stablehlo.dot_general" and missing("algorithm"):
+    for name in ALGORITHM_FIELDS:
+      d[name] = ac.none_type_attr()
+  if kind in RESULT_ACCURACY_OPS and missing("result_accuracy"):
+    d["result_accuracy"] = ac.default_result_accuracy()
+  if kind == "stablehlo.dynamic_broadcast_in_dim":
+    for name in ("known_expanding_dimensions",
+                 "known_nonexpanding_dimensions"):
+      if missing(name):
+        d[name] = ac.i64_tensor(())
+  if kind in ("stablehlo.gather", "stablehlo.dynamic_gather") and \
+      missing("indices_are_sorted"):
+    d["indices_are_sorted"] = ac.boolean(False)
+  if kind == "stablehlo.infeed":
+    if missing("infeed_config"):
+      d["infeed_config"] = ac.string("")
+    if missing("layout"):
+      d["layout"] = ac.array(())
+  if kind == "stablehlo.outfeed" and missing("outfeed_config"):
+    d["outfeed_config"] = ac.string("")
+  if kind in ("stablehlo.send", "stablehlo.recv"):
+    if missing("is_host_transfer"):
+      d["is_host_transfer"] = ac.boolean(False)
+    if missing("source_target_pairs"):
+      d["source_target_pairs"] = ac.i64_tensor(())
+  if kind == "stablehlo.reduce_window":
+    n = _num_window_dims(op, attrs)
+    for name in ("window_strides", "base_dilations", "window_dilations"):
+      if missing(name):
+        d[name] = _i64_ones(n)
+    if missing("padding"):
+      d["padding"] = _zero_padding(n)
+  if kind == "stablehlo.scatter":
+    for name in ("indices_are_sorted", "unique_indices"):
+      if missing(name):
+        d[name] = ac.boolean(False)
+  if kind == "stablehlo.select_and_scatter":
+    n = _num_window_dims(op, attrs)
+    if missing("window_strides"):
+      d["window_strides"] = _i64_ones(n)
+    if missing("padding"):
+      d["padding"] = _zero_padding(n)
+  if kind == "stablehlo.sort":
+    if missing("dimension"):
+      d["dimension"] = ac.integer(-1)
+    if missing("is_stable"):
+      d["is_stable"] = ac.boolean(False)
+  return d
+
+
+# --- ops --------------------------------------------------------------------------
+
+
+class _Legalizer:
+  """Converts one module; keeps the value and block maps."""
+
+  def __init__(self, module: core.Module):
+    self.module = module
+    self.values: dict = {}
+    self.blocks: dict = {}
+    self.type_cache: dict = {}
+
+  def type(self, ty: t.Type) -> tree.Type:
+    try:
+      cached = self.type_cache.get(ty)
+    except TypeError:
+      cached = None
+    if cached is None:
+      cached = ac.type_to_vhlo(ty)
+      try:
+        self.type_cache[ty] = cached
+      except TypeError:
+        pass
+    return cached
+
+  def loc(self, loc) -> tree.Attr:
+    return bc.location_to_builtin(loc, self.module.location_aliases)
+
+  def value(self, v: core.Value, op) -> tree.Value:
+    mapped = self.values.get(id(v))
+    if mapped is None:
+      raise _fail(op, "uses a value that is not defined before it")
+    return mapped
+
+  def module_op(self) -> vhlo_ir.VhloOp:
+    mod = self.module.op
+    named = {}
+    for name, attr in list(mod.attributes.items()) + list(
+        mod.properties.items()):
+      named[name] = bc.attr_to_builtin(attr)
+    root = vhlo_ir.VhloOp(name=vhlo_ir.MODULE, location=self.loc(mod.location),
+                          named=named)
+    root.regions = [self.region(r, mod) for r in mod.regions]
+    return root
+
+  def region(self, region: core.Region, parent) -> tree.Region:
+    out = tree.Region()
+    for block in region.blocks:
+      out.blocks.append(self.blocks.setdefault(id(block), tree.Block()))
+    for block, new in zip(region.blocks, out.blocks):
+      locs = block.argument_locations
+      for i, arg in enumerate(block.arguments):
+        loc = locs[i] if i < len(locs) else None
+        value = tree.Value(self.type(arg.type), loc=self.loc(loc))
+        self.values[id(arg)] = value
+        new.args.append(value)
+      for op in block.operations:
+        new.ops.append(self.op(op))
+    return out
+
+  def op(self, op: core.Operation) -> vhlo_ir.VhloOp:
+    base = ops.vhlo_base(op.name)
+    if base is None:
+      if op.dialect == "chlo":
+        raise _fail(op, "VHLO has no CHLO ops; legalize CHLO to StableHLO "
+                    "before serializing (CHLO -> StableHLO decomposition)")
+      raise _fail(op, f"'{op.dialect}' ops have no VHLO counterpart (only "
+                  "stablehlo and func ops can be serialized)")
+    definition = ops.latest(base)
+    attrs = dict(op.attributes)
+    attrs.update(op.properties)
+    try:
+      named = _defaults(op, attrs)
+      for name in sorted(attrs):
+        attr = attrs[name]
+        if _special(op, name, attr, named):
+          continue
+        named[name] = ac.to_vhlo(attr)
+    except tc.ConversionError as e:
+      raise _fail(op, str(e)) from e
+    try:
+      result_types = [self.type(r.type) for r in op.results]
+    except tc.ConversionError as e:
+      raise _fail(op, str(e)) from e
+    new = vhlo_ir.VhloOp(
+        name=definition.full_name, location=self.loc(op.location),
+        operands=[self.value(v, op) for v in op.operands], named=named)
+    new.results = [tree.Value(ty) for ty in result_types]
+    for old, value in zip(op.results, new.results):
+      self.values[id(old)] = value
+    new.regions = [self.region(r, op) for r in op.regions]
+    new.successors = [self.blocks.setdefault(id(b), tree.Block())
+                      for b in op.successors]
+    missing = [n for n in definition.attributes if n not in named]
+    if missing:
+      raise _fail(op, f"missing required attribute(s) {', '.join(missing)}")
+    return new
+
+
+def module_to_vhlo(module: core.Module) -> vhlo_ir.VhloOp:
+  """The `builtin.module` root of the VHLO form of `module` (current ops)."""
+  if not isinstance(module, core.Module):
+    raise support.InvalidArgumentError(
+        f"expected a stablehlo Module, got {type(module).__name__}")
+  if module.op.name != "builtin.module":
+    raise support.InvalidArgumentError("the root op must be builtin.module")
+  return _Legalizer(module).module_op()

@@ -1,0 +1,153 @@
+"""VHLO ops with named attributes, on top of the generic bytecode tree.
+
+The bytecode tree stores an op's attributes either as native properties
+(bytecode >= 5: the declared attributes, sorted by name, then a dictionary of
+the discardable rest) or as one attribute dictionary (older versions). The
+conversions in this package want one view: `VhloOp.named`, a dict from
+attribute name to VHLO attribute holding both kinds, as MLIR's
+`op->getAttrs()` does. `from_file` builds that view from a file read by
+`bytecode.reader`; `to_file` splits it again for the target bytecode version.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import support
+from stablehlo._src.bytecode import encoding
+from stablehlo._src.bytecode import tree
+from stablehlo._src.vhlo import builtin_conversion as bc
+from stablehlo._src.vhlo import ops
+
+MODULE = "builtin.module"
+# builtin.module's properties: OptionalAttr sym_name, sym_visibility.
+MODULE_PROPERTIES = ("sym_name", "sym_visibility")
+
+
+@dataclasses.dataclass(eq=False)
+class VhloOp(tree.Op):
+  """A tree op plus its attributes by name (inherent and discardable)."""
+  named: dict = dataclasses.field(default_factory=dict)
+
+  @property
+  def definition(self) -> ops.OpDef | None:
+    return ops.lookup(self.name)
+
+
+def _dict_entries(attr) -> list:
+  if attr is None:
+    return []
+  if not (isinstance(attr, tree.Attr) and attr.dialect == "builtin" and
+          attr.kind == "DictionaryAttr"):
+    raise support.DataLossError(
+        f"op attributes must be a builtin dictionary, got {attr!r}")
+  out = []
+  for key, value in attr.fields[0]:
+    if not (isinstance(key, tree.Attr) and key.kind == "StringAttr"):
+      raise support.DataLossError("attribute names must be strings")
+    out.append((key.fields[0], value))
+  return out
+
+
+def _named_of(op: tree.Op) -> dict:
+  named = {}
+  props = op.properties
+  if props is not None:
+    if isinstance(props, tree.RawProperties):
+      raise support.DataLossError(f"{op.name}: undecodable properties")
+    if op.name == MODULE:
+      names = MODULE_PROPERTIES
+    else:
+      definition = ops.lookup(op.name)
+      if definition is None:
+        raise support.InvalidArgumentError(
+            f"unregistered operation '{op.name}' found in dialect "
+            f"('{op.dialect}')")
+      names = definition.property_names
+    if len(props.values) != len(names):
+      raise support.DataLossError(
+          f"{op.name}: expected {len(names)} properties, found "
+          f"{len(props.values)}")
+    for name, value in zip(names, props.values):
+      if value is not None:
+        named[name] = value
+  for name, value in _dict_entries(op.attrs):
+    named[name] = value
+  return named
+
+
+def from_file(f: tree.BytecodeFile) -> VhloOp:
+  """The root op of `f` with every op turned into a `VhloOp`."""
+
+  def convert_op(op: tree.Op) -> VhloOp:
+    new = VhloOp(name=op.name, location=op.location, results=op.results,
+                 operands=op.operands, successors=op.successors,
+                 regions=[], named=_named_of(op),
+                 use_list_orders=op.use_list_orders)
+    new.regions = [tree.Region([convert_block(b) for b in r.blocks])
+                   for r in op.regions]
+    return new
+
+  block_map = {}
+
+  def convert_block(block: tree.Block) -> tree.Block:
+    new = block_map.setdefault(id(block), tree.Block())
+    new.args = block.args
+    new.use_list_orders = block.use_list_orders
+    new.ops = [convert_op(o) for o in block.ops]
+    return new
+
+  root = convert_op(f.root)
+  # Successors refer to blocks by identity: remap them.
+  for op in root.walk():
+    op.successors = [block_map.get(id(b), b) for b in op.successors]
+  return root
+
+
+def _dictionary(entries) -> tree.Attr | None:
+  if not entries:
+    return None
+  pairs = sorted(entries, key=lambda e: e[0])
+  return tree.Attr("builtin", "DictionaryAttr",
+                   (tuple((bc.string(k), v) for k, v in pairs),))
+
+
+def finalize(root: VhloOp, bytecode_version: int) -> None:
+  """Sets `attrs` / `properties` of every op from `named`."""
+  native = bytecode_version >= encoding.V_NATIVE_PROPERTIES
+  for op in root.walk():
+    if not isinstance(op, VhloOp):
+      continue
+    if op.name == MODULE:
+      declared = MODULE_PROPERTIES
+      kinds = ("opt_attr", "opt_attr")
+      required = False
+    else:
+      definition = op.definition
+      if definition is None:
+        raise support.InternalError(f"no VHLO definition for {op.name}")
+      declared = definition.property_names
+      kinds = ("attr",) * len(declared)
+      required = True
+    if required:
+      missing = [n for n in declared if n not in op.named]
+      if missing:
+        raise support.InternalError(
+            f"{op.name} lacks required attributes {missing}")
+    if native:
+      inherent = tuple(op.named.get(n) for n in declared)
+      # Ops with declared attributes carry a properties blob (ODS gives
+      # them a properties struct); the others carry none.
+      op.properties = tree.Properties(kinds, inherent) if declared else None
+      op.attrs = _dictionary([(k, v) for k, v in op.named.items()
+                              if k not in declared])
+    else:
+      op.properties = None
+      op.attrs = _dictionary(list(op.named.items()))
+
+
+def to_file(root: VhloOp, bytecode_version: int,
+            producer: str) -> tree.BytecodeFile:
+  finalize(root, bytecode_version)
+  return tree.BytecodeFile(version=bytecode_version, producer=producer,
+                           root=root)
