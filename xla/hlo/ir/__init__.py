@@ -1,0 +1,1 @@
+"""HLO IR: opcodes, instructions, computations, modules and the printer."""

@@ -1,0 +1,1 @@
+"""The HLO text parser (`hlo_parser`) and its lexer."""

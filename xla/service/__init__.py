@@ -1,0 +1,1 @@
+"""Compiler services: shape inference, the HLO verifier, name uniquing."""
