@@ -108,6 +108,21 @@ def test_stablehlo_wheel_works_alone_in_fresh_venv(wheels, tmp_path):
   assert result["functions"] == 0
   assert result["error_is_value_error"]
   assert not result["xla"] and not result["pjrt"]
+  # The console script runs the interpreter from the installed wheel.
+  prog = tmp_path / "p.mlir"
+  prog.write_text("func.func @main() -> tensor<2xi32> {\n"
+                  "  %0 = stablehlo.constant dense<[1, 2]> : tensor<2xi32>\n"
+                  "  %1 = stablehlo.add %0, %0 : tensor<2xi32>\n"
+                  "  return %1 : tensor<2xi32>\n}\n")
+  proc = subprocess.run(
+      [str(venv_dir / "bin" / "stablehlo-translate"), "--interpret",
+       str(prog)], capture_output=True, text=True, env=clean_env,
+      cwd=tmp_path)
+  assert proc.returncode == 0, proc.stderr
+  assert proc.stdout == "tensor<2xi32> {\n  [2, 4]\n}\n"
+  proc = subprocess.run([str(venv_dir / "bin" / "stablehlo-opt"), "--help"],
+                        capture_output=True, text=True, env=clean_env)
+  assert proc.returncode == 0 and "--inline" in proc.stdout
   listed = subprocess.run([str(py), "-m", "pip", "list"], check=True,
                           capture_output=True, text=True, env=clean_env)
   assert "openxla-support" in listed.stdout
