@@ -21,6 +21,8 @@ from stablehlo._src.interpreter import runtime
 from stablehlo._src.ir import attributes as a
 from stablehlo._src.ir import core
 from stablehlo._src.ir import types as t
+from stablehlo._src.transforms import chlo_decompositions
+from stablehlo._src.transforms import chlo_expr
 from stablehlo._src.transforms import rewrite
 import support
 
@@ -185,10 +187,14 @@ def _conj(b, op):
 def _mulhi(b, op):
   lhs, rhs, result = _broadcast_operands(b, op)
   et = result.element_type
-  if not isinstance(et, t.IntegerType) or et.width > 32:
+  if not isinstance(et, t.IntegerType) or et.width > 64:
     raise support.UnimplementedError(
-        f"chlo.mulhi: legalization supports integers up to 32 bits, got "
+        f"chlo.mulhi: legalization supports integers up to 64 bits, got "
         f"{et}")
+  if et.width == 64:
+    fn = (chlo_decompositions.mulhi_u64 if et.unsigned else
+          chlo_decompositions.mulhi_i64)
+    return [fn(chlo_expr.E(b, lhs), chlo_expr.E(b, rhs)).v]
   wide_et = t.IntegerType(et.width * 2, et.unsigned)
   wide = rewrite.with_element_type(result, wide_et)
   l = b.one("stablehlo.convert", [lhs], wide)
@@ -199,6 +205,9 @@ def _mulhi(b, op):
       "stablehlo.shift_right_arithmetic"
   hi = b.one(kind, [p, shift], wide)
   return [b.one("stablehlo.convert", [hi], result)]
+
+
+_RULES.update(chlo_decompositions.RULES)
 
 
 def run(module: core.Module) -> bool:
