@@ -1,0 +1,1 @@
+"""HLO-to-HLO transformations (XLA's xla/hlo/transforms/)."""
