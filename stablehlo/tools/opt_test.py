@@ -37,11 +37,12 @@ def test_without_passes_prints_unchanged(tmp_path, capsys):
 
 def test_unlegalizable_chlo_is_a_clean_error(tmp_path, capsys):
   src = ("func.func @f(%a: tensor<2xf32>) -> tensor<2xf32> {\n"
-         "  %0 = chlo.erf %a : tensor<2xf32> -> tensor<2xf32>\n"
+         '  %0 = "chlo.zeta"(%a, %a) : (tensor<2xf32>, tensor<2xf32>) -> '
+         "tensor<2xf32>\n"
          "  return %0 : tensor<2xf32>\n}\n")
   rc, out, err = _run(tmp_path, capsys, src, "--chlo-legalize-to-stablehlo")
   assert rc == 1 and out == ""
-  assert "in.mlir:2:8: chlo.erf has no legalization" in err
+  assert "in.mlir:2:8: chlo.zeta has no legalization" in err
   assert "Traceback" not in err
 
 

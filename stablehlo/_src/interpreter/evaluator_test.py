@@ -87,10 +87,10 @@ def test_check_failure_names_check_and_location():
 
 def test_globals_persist_across_calls_of_one_instance():
   it = _interp("""
-  "ml_program.global"() {sym_name = "state", sym_visibility = "private", type = tensor<i32>, is_mutable, value = dense<5> : tensor<i32>} : () -> ()
+  ml_program.global private mutable @state(dense<5> : tensor<i32>) : tensor<i32>
   func.func @swap(%x: tensor<i32>) -> tensor<i32> {
-    %0 = "ml_program.global_load"() {global = @state} : () -> tensor<i32>
-    "ml_program.global_store"(%x) {global = @state} : (tensor<i32>) -> ()
+    %0 = ml_program.global_load @state : tensor<i32>
+    ml_program.global_store @state = %x : tensor<i32>
     return %0 : tensor<i32>
   }""")
   seen = [int(it.run("swap", [np.array(v, np.int32)])[0]) for v in (7, 8, 9)]

@@ -19,10 +19,16 @@ _RESULT_GROUP_RE = re.compile(r":([0-9]+)")
 DEFAULT_DIALECT = {"func.func": "func", "builtin.module": "builtin"}
 
 
-class _Scope:
-  __slots__ = ("values", "blocks", "forward_blocks")
+# Ops whose regions are isolated from above: values defined outside cannot
+# be named inside, and forward references must resolve within the region.
+ISOLATED_OPS = frozenset(("builtin.module", "func.func", "vhlo.func_v1"))
 
-  def __init__(self):
+
+class _Scope:
+  __slots__ = ("values", "blocks", "forward_blocks", "isolated")
+
+  def __init__(self, isolated: bool = False):
+    self.isolated = isolated
     self.values: dict[str, list[core.Value]] = {}
     self.blocks: dict[str, core.Block] = {}
     self.forward_blocks: dict[str, int] = {}  # label -> first use offset
@@ -38,6 +44,9 @@ class Parser(attr_parser.AttrParser):
     self._forward_values: dict[str, tuple[core.Value, int]] = {}
     self._ops_with_forward_refs: list[core.Operation] = []
     self._default_dialect: list[str] = [""]
+    # Names of the ops being parsed, innermost last (to tell which regions
+    # are isolated from above).
+    self._op_names: list[str] = []
     self.resources: dict = {}
     self._pending_alias_locs: list = []
 
@@ -64,6 +73,8 @@ class Parser(attr_parser.AttrParser):
               f"uses: '{self.fmt_type(ty)}' vs '{self.fmt_type(value.type)}'",
               tok.pos)
         return value
+      if scope.isolated:
+        break
     key = tok.text[1:]
     fwd = self._forward_values.get(key)
     if fwd is not None:
@@ -176,7 +187,11 @@ class Parser(attr_parser.AttrParser):
           break
     if form is None:
       raise self.error(f"custom op '{name}' is unknown", tok.pos)
-    return form.parse(self, name, tok.pos)
+    self._op_names.append(name)
+    try:
+      return form.parse(self, name, tok.pos)
+    finally:
+      self._op_names.pop()
 
   def parse_generic_operation(self) -> core.Operation:
     name_tok = self.next()
@@ -198,9 +213,11 @@ class Parser(attr_parser.AttrParser):
     if self.at_punct("("):
       self.next()
       self._default_dialect.append(DEFAULT_DIALECT.get(name, ""))
+      self._op_names.append(name)
       try:
         regions = self.parse_comma_list(self.parse_region)
       finally:
+        self._op_names.pop()
         self._default_dialect.pop()
       self.expect_punct(")", "to end region list")
     attributes = {}
@@ -243,11 +260,19 @@ class Parser(attr_parser.AttrParser):
     self.enter()
     if default_dialect is not None:
       self._default_dialect.append(default_dialect)
-    self._scopes.append(_Scope())
+    isolated = bool(self._op_names) and self._op_names[-1] in ISOLATED_OPS
+    self._scopes.append(_Scope(isolated))
+    outer_forward = self._forward_values
+    if isolated:
+      self._forward_values = {}
     try:
-      return self._parse_region_body(entry_args)
+      region = self._parse_region_body(entry_args)
+      if isolated:
+        self._check_no_forward_values()
+      return region
     finally:
       self._scopes.pop()
+      self._forward_values = outer_forward
       if default_dialect is not None:
         self._default_dialect.pop()
       self.leave()
@@ -282,6 +307,10 @@ class Parser(attr_parser.AttrParser):
       if label not in scope.blocks or scope.blocks[label].parent is None:
         raise self.error(f"reference to an undefined block", pos)
     return region
+
+  def _check_no_forward_values(self) -> None:
+    for key, (_, pos) in self._forward_values.items():
+      raise self.error(f"use of undeclared SSA value name '%{key}'", pos)
 
   def _parse_labeled_block(self, scope: _Scope) -> core.Block:
     tok = self.next()
@@ -337,8 +366,7 @@ class Parser(attr_parser.AttrParser):
         self._parse_resources()
       else:
         ops.append(self.parse_operation())
-    for key, (_, pos) in self._forward_values.items():
-      raise self.error(f"use of undeclared SSA value name '%{key}'", pos)
+    self._check_no_forward_values()
     if len(ops) == 1 and ops[0].name == "builtin.module":
       module_op = ops[0]
       if len(module_op.regions) != 1:

@@ -160,6 +160,15 @@ def test_split_input_file_keeps_line_numbers():
     ("%0 = stablehlo.constant dense<1> : tensor<2xf33>", "1:45",
      "unknown type 'f33'"),
     ("func.func @f() {", "1:17", "expected '}' to end region"),
+    # A function body cannot name a value of a later function: func.func is
+    # isolated from above (found by the mutation fuzzer).
+    ("func.func @a() -> tensor<i32> {\n  return %t : tensor<i32>\n}\n"
+     "func.func @b(%t: tensor<i32>) -> tensor<i32> {\n"
+     "  return %t : tensor<i32>\n}", "2:10",
+     "use of undeclared SSA value name '%t'"),
+    ('func.func @a(%x: tensor<i32>) {\n  "func.func"() ({\n'
+     '    "t.use"(%x) : (tensor<i32>) -> ()\n  }) : () -> ()\n  return\n}',
+     "3:13", "use of undeclared SSA value name '%x'"),
 ])
 def test_diagnostics(src, position, what):
   with pytest.raises(text.ParseError) as e:

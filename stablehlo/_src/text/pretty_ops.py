@@ -547,3 +547,4 @@ register("stablehlo.optimization_barrier",
 # Importing registers the remaining forms into PRETTY_FORMS.
 from stablehlo._src.text import pretty_misc_ops  # pylint: disable=g-import-not-at-top,g-bad-import-order,unused-import,wrong-import-position
 from stablehlo._src.text import pretty_region_ops  # pylint: disable=g-import-not-at-top,g-bad-import-order,unused-import,wrong-import-position
+from stablehlo._src.text import pretty_ml_program  # pylint: disable=g-import-not-at-top,g-bad-import-order,unused-import,wrong-import-position

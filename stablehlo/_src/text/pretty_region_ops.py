@@ -374,7 +374,15 @@ def _parse_scan(p, name, pos):
   operands, results = pc.parse_functional_type(p, inputs + inits)
   props["operandSegmentSizes"] = a.DenseArrayAttr(t.i32, (len(inputs),
                                                           len(inits)))
+  # As upstream: one carry per init, the other results are the outputs.
+  if len(results) >= len(inits):
+    props["resultSegmentSizes"] = _scan_result_segments(len(results),
+                                                        len(inits))
   return pc.make_op(name, operands, results, attrs, props, [region])
+
+
+def _scan_result_segments(num_results: int, num_inits: int):
+  return a.DenseArrayAttr(t.i32, (num_results - num_inits, num_inits))
 
 
 def _print_scan(pr, op):
@@ -385,10 +393,18 @@ def _print_scan(pr, op):
               dim, a.IntegerAttr) and len(op.regions) == 1):
     return None
   n = seg.values[0]
+  # The pretty form cannot carry result segments other than the ones its
+  # parser derives (upstream drops them); keep such ops generic.
+  rseg = op.attr("resultSegmentSizes")
+  num_inits = len(op.operands) - n
+  if rseg is not None and (len(op.results) < num_inits or rseg != (
+      _scan_result_segments(len(op.results), num_inits))):
+    return None
   # Upstream's spelling: `inits (`, and two spaces after the dimension.
   text = (f"({pr.vs(op.operands[:n])}) inits ({pr.vs(op.operands[n:])}) "
           f"dimension={dim.value} ")
-  d = pr.attr_dict(op, {"operandSegmentSizes", "dimension"})
+  d = pr.attr_dict(op, {"operandSegmentSizes", "resultSegmentSizes",
+                       "dimension"})
   if d:
     text += " attributes " + d.rstrip()
   return (text + " " + pr.region(op.regions[0], entry_args=True) + " : " +
