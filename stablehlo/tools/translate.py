@@ -59,6 +59,13 @@ def main(argv=None) -> int:
                   help="read a portable artifact and print it")
   sg.add_argument("-o", "--output", default=None, metavar="FILE",
                   help="write the artifact here instead of stdout")
+  sg.add_argument("--externalize-threshold", type=int, default=None,
+                  metavar="BYTES", help="with --serialize: write constants "
+                  "larger than BYTES to the --sidecar file")
+  sg.add_argument("--sidecar", default=None, metavar="FILE",
+                  help="the external-constants file written by --serialize "
+                  "or read by --deserialize (format: "
+                  "stablehlo/_src/vhlo/EXTERN_CONSTANTS.md)")
   g = ap.add_argument_group("interpreter")
   g.add_argument("--interpret", "-interpret", action="store_true",
                  help="run @main (or the only function) and print its "
@@ -148,8 +155,12 @@ def _translate_file(path: str, args) -> bool:
 def _serialize(module, args) -> bool:
   from stablehlo._src import vhlo  # pylint: disable=g-import-not-at-top
   try:
+    extra = {}
+    if args.externalize_threshold is not None or args.sidecar:
+      extra = dict(externalize_threshold_bytes=args.externalize_threshold,
+                   sidecar_path=args.sidecar)
     data = vhlo.serialize_portable_artifact(
-        module, args.target, strip_debuginfo=args.strip_debuginfo)
+        module, args.target, strip_debuginfo=args.strip_debuginfo, **extra)
   except support.XlaError as e:
     print(f"error: {e}", file=sys.stderr)
     return False
@@ -176,7 +187,8 @@ def _deserialize(args) -> int:
       else:
         with open(path, "rb") as f:
           data = f.read()
-      module = vhlo.deserialize_portable_artifact(data)
+      module = vhlo.deserialize_portable_artifact(data,
+                                                  sidecar_path=args.sidecar)
     except OSError as e:
       print(f"error: cannot read {path}: {e.strerror}", file=sys.stderr)
       failed = True

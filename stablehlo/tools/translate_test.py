@@ -145,3 +145,24 @@ def test_serialize_bad_target_is_an_error(tmp_path, capsys):
   src.write_text(_GOOD)
   assert translate.main(["--serialize", "--target=banana", str(src)]) == 1
   assert "Traceback" not in capsys.readouterr().err
+
+
+def test_serialize_with_external_constants(tmp_path, capsys):
+  src = tmp_path / "big.mlir"
+  values = ", ".join(str(i) for i in range(64))
+  src.write_text("func.func @main() -> tensor<64xi32> {\n"
+                 f"  %0 = stablehlo.constant dense<[{values}]> : "
+                 "tensor<64xi32>\n  return %0 : tensor<64xi32>\n}\n")
+  art, side = tmp_path / "big.bc", tmp_path / "big.consts"
+  assert translate.main(["--serialize", str(src), "-o", str(art),
+                         "--externalize-threshold=16",
+                         f"--sidecar={side}"]) == 0
+  assert side.stat().st_size >= 64 * 4
+  capsys.readouterr()
+  assert translate.main(["--deserialize", str(art),
+                         f"--sidecar={side}"]) == 0
+  assert "dense<[0, 1, 2" in capsys.readouterr().out
+  # Without the sidecar the artifact cannot be read, and says why.
+  assert translate.main(["--deserialize", str(art)]) == 1
+  err = capsys.readouterr().err
+  assert "sidecar" in err and "Traceback" not in err

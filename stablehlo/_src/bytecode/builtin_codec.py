@@ -90,6 +90,10 @@ _ATTRS = {
     20: ("SparseElementsAttr", (("type", "type"), ("indices", "attr"),
                                 ("values", "attr"))),
     21: ("DistinctAttr", (("referencedAttr", "attr"),)),
+    # A `file:line:col to line:col` range; MLIR writes 0-4 numbers: none,
+    # [line], [line, col], [line, col, end col] (same line) or
+    # [line, col, end line, end col].
+    22: ("FileLineColRange", (("filename", "attr"), ("rawLocData", "varints"))),
 }
 
 _TYPES = {

@@ -13,7 +13,8 @@ Field encodings (`kind` in a `(name, kind)` field spec):
   flag_attr                   varint 0, or varint 1 then a reference
   string                      a string-section reference
   blob                        varint size + bytes
-  svarints, attrs, types      varint count + elements
+  varints, svarints, attrs, types
+                              varint count + elements
   attr_pairs                  varint count + (attr, attr) pairs
   resource                    a dialect resource handle reference
   apint:<fn>                  an APInt whose width `fn(fields)` gives
@@ -176,6 +177,8 @@ def _read_field(codec, kind, r, ctx, values):
     return r.bytes(r.varint("blob size"), "blob")
   if kind == "resource":
     return ctx.resource(r.varint("resource reference"), r)
+  if kind == "varints":
+    return tuple(r.varint() for _ in range(r.count("list size")))
   if kind == "svarints":
     return tuple(r.svarint() for _ in range(r.count("list size")))
   if kind == "attrs":
@@ -247,6 +250,10 @@ def _write_field(codec, kind, value, e, ctx, done):
     e.raw(value)
   elif kind == "resource":
     e.varint(ctx.resource_index(value))
+  elif kind == "varints":
+    e.varint(len(value))
+    for v in value:
+      e.varint(v)
   elif kind == "svarints":
     e.varint(len(value))
     for v in value:

@@ -152,13 +152,20 @@ class DialectAttr(Attribute):
 @dataclasses.dataclass(frozen=True)
 class Location:
   """A source location. `kind` is one of: unknown, file, name, callsite,
-  fused, opaque. `text` is the verbatim `loc(...)` body for printing."""
+  fused, opaque. `text` is the verbatim `loc(...)` body for printing.
+
+  A "file" location with `end_line` / `end_col` set is a range
+  (`"f":line:col to end_line:end_col`, MLIR's FileLineColRange); both None
+  is a plain `"f":line:col`.
+  """
 
   kind: str = "unknown"
   filename: Optional[str] = None
   line: int = 0
   col: int = 0
   text: Optional[str] = None
+  end_line: Optional[int] = None
+  end_col: Optional[int] = None
 
 
 UNKNOWN_LOC = Location()

@@ -294,7 +294,14 @@ class _LocParser:
         self.expect(":")
         col = self._int()
         if self.peek().is_keyword("to"):
-          self.fail("file location ranges are not supported")
+          self.next()
+          if self.punct(":"):
+            end_line, end_col = line, self._int()
+          else:
+            end_line = self._int()
+            self.expect(":")
+            end_col = self._int()
+          return file_range(name, line, col, end_line, end_col)
         return ba("FileLineColLoc", string(name), line, col)
       if self.punct("("):
         child = self.parse()
@@ -340,10 +347,59 @@ class _LocParser:
     return string(lx.unescape_string(tok.text[1:-1]))
 
 
+def file_range(filename: str, line: int, col: int, end_line: int,
+               end_col: int):
+  """A builtin FileLineColRange; the fewest numbers that keep the range.
+
+  The bytecode stores 0-4 numbers: none (all zero), [line] (column 0, end
+  = start line, column 0), [line, col] (end = start), [line, col, end col]
+  (one line) or [line, col, end line, end col]. MLIR's writer picks the
+  same forms, except that it also writes [line] for a one-line range that
+  starts at column 0 and loses the end column there; this keeps it.
+  """
+  nums = tuple(int(x) for x in (line, col, end_line, end_col))
+  if any(x < 0 for x in nums):
+    raise ConversionError(f"negative line or column in {nums}")
+  if nums == (0, 0, 0, 0):
+    raw = ()
+  elif (col, end_line, end_col) == (0, line, 0):
+    raw = (line,)
+  elif (end_line, end_col) == (line, col):
+    raw = (line, col)
+  elif end_line == line:
+    raw = (line, col, end_col)
+  else:
+    raw = nums
+  return ba("FileLineColRange", string(filename), tuple(int(x) for x in raw))
+
+
+def range_numbers(attr) -> tuple:
+  """(line, col, end line, end col) of a builtin FileLineColRange."""
+  raw = attr.fields[1]
+  if len(raw) == 0:
+    return 0, 0, 0, 0
+  if len(raw) == 1:
+    return raw[0], 0, raw[0], 0
+  if len(raw) == 2:
+    return raw[0], raw[1], raw[0], raw[1]
+  if len(raw) == 3:
+    return raw[0], raw[1], raw[0], raw[2]
+  if len(raw) == 4:
+    return tuple(raw)
+  raise ConversionError(
+      f"file location range with {len(raw)} numbers (at most 4)")
+
+
 def location_to_builtin(loc, aliases=None, depth: int = 0):
   """The builtin location attribute of one of our `Location`s."""
   if loc is None or loc.kind == "unknown":
     return UNKNOWN_LOC
+  if loc.kind == "file" and (loc.end_line is not None or
+                             loc.end_col is not None):
+    end_line = loc.line if loc.end_line is None else loc.end_line
+    end_col = loc.col if loc.end_col is None else loc.end_col
+    return file_range(loc.filename or "", loc.line, loc.col, end_line,
+                      end_col)
   if loc.kind == "file" and (loc.text is None or
                              re.fullmatch(r'".*":[0-9]+:[0-9]+', loc.text,
                                           re.S)):
@@ -368,6 +424,14 @@ def location_text(attr) -> str:
     return "unknown"
   if kind == "FileLineColLoc":
     return f"{attr_printer.format_string(f[0].fields[0])}:{f[1]}:{f[2]}"
+  if kind == "FileLineColRange":
+    line, col, end_line, end_col = range_numbers(attr)
+    text = f"{attr_printer.format_string(f[0].fields[0])}:{line}:{col}"
+    if (end_line, end_col) == (line, col):
+      return text
+    if end_line == line:
+      return f"{text} to :{end_col}"
+    return f"{text} to {end_line}:{end_col}"
   if kind == "NameLoc":
     name = attr_printer.format_string(f[0].fields[0])
     if f[1].kind == "UnknownLoc":
@@ -395,6 +459,11 @@ def location_from_builtin(attr) -> a.Location:
     f = attr.fields
     return a.Location("file", f[0].fields[0], f[1], f[2],
                       text=location_text(attr))
+  if isinstance(attr, tree.Attr) and attr.kind == "FileLineColRange":
+    line, col, end_line, end_col = range_numbers(attr)
+    return a.Location("file", attr.fields[0].fields[0], line, col,
+                      text=location_text(attr), end_line=end_line,
+                      end_col=end_col)
   text = location_text(attr)
   kind = {"NameLoc": "name", "CallSiteLoc": "callsite", "FusedLoc": "fused",
           "FusedLocWithMetadata": "fused"}.get(attr.kind, "opaque")

@@ -17,9 +17,8 @@ from stablehlo._src import interpreter  # pylint: disable=g-import-not-at-top
 
 @contextlib.contextmanager
 def _no_source_locations():
-  # jax writes `file:line:col to line:col` ranges (builtin FileLineColRange),
-  # which our bytecode reader does not decode yet; without traceback frames
-  # it writes name locations only.
+  # Without traceback frames jax writes name locations only (smaller
+  # blobs for the truncation / bit-flip sweeps).
   old = jax.config.jax_traceback_in_locations_limit
   jax.config.update("jax_traceback_in_locations_limit", 0)
   try:
@@ -111,11 +110,50 @@ def test_symbolic_shapes_and_vjp():
   assert got.vjp.mlir_module_serialized
 
 
-@pytest.mark.xfail(strict=True, raises=support.XlaError,
-                   reason="builtin FileLineColRange locations not decoded")
+def _jaxlib_locations(data):
+  """Location spellings of every op below the module, as jaxlib reads them."""
+  from jaxlib.mlir import ir  # pylint: disable=g-import-not-at-top
+  from jaxlib.mlir.dialects import stablehlo as jstablehlo  # pylint: disable=g-import-not-at-top
+  out = []
+
+  def walk(op):
+    out.append((op.name, str(op.location)))
+    for region in op.regions:
+      for block in region.blocks:
+        for child in block.operations:
+          walk(child.operation)
+
+  with ir.Context() as ctx:
+    jstablehlo.register_dialect(ctx)
+    module = jstablehlo.deserialize_portable_artifact(ctx, data)
+    for op in module.body.operations:
+      walk(op.operation)
+  return out
+
+
+def _sin_cos(x):
+  y = jnp.sin(x)
+  return y * 2.0 + jnp.cos(
+      x)
+
+
 def test_default_locations():
-  exp = jax.export.export(jax.jit(jnp.sin))(np.zeros(3, np.float32))
-  jax_export.read_jax_exported(bytes(exp.serialize())).module()
+  # Default exports carry `file:line:col to line:col` ranges.
+  exp = jax.export.export(jax.jit(_sin_cos))(np.zeros(3, np.float32))
+  raw = bytes(exp.mlir_module_serialized)
+  module = jax_export.read_jax_exported(bytes(exp.serialize())).module()
+  from stablehlo._src import vhlo  # pylint: disable=g-import-not-at-top
+  ours = [(op.name, f"loc({op.location.text or 'unknown'})")
+          for op in module.walk() if op.name != "builtin.module"]
+  assert ours == _jaxlib_locations(raw)
+  assert any(" to " in text for _, text in ours)
+  again = vhlo.serialize_portable_artifact(
+      module, vhlo.get_portable_artifact_version(raw),
+      producer_version="1.17.0")
+  assert again == raw
+  x = np.linspace(-1, 1, 3).astype(np.float32)
+  (out,) = interpreter.Interpreter(module).run("main", [x])
+  np.testing.assert_allclose(out, 2 * np.sin(x) + np.cos(x), rtol=1e-6)
 
 
 @pytest.mark.parametrize("blob,message", [

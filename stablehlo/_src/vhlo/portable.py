@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import support
 from stablehlo._src.bytecode import reader
+from stablehlo._src.bytecode import tree
 from stablehlo._src.bytecode import writer
 from stablehlo._src.ir import attributes as a
 from stablehlo._src.ir import core
 from stablehlo._src.vhlo import builtin_conversion as bc
+from stablehlo._src.vhlo import extern_constants
 from stablehlo._src.vhlo import legalize
 from stablehlo._src.vhlo import ops
 from stablehlo._src.vhlo import unlegalize
@@ -81,15 +83,23 @@ def module_to_vhlo(module: core.Module, target="current",
 
 def serialize_portable_artifact(module: core.Module, target: str,
                                 *, strip_debuginfo: bool = False,
-                                producer_version=None) -> bytes:
+                                producer_version=None,
+                                externalize_threshold_bytes=None,
+                                sidecar_path=None) -> bytes:
   """A portable artifact of `module` loadable by StableHLO >= `target`.
 
   `target` is `X.Y.Z` within [get_minimum_version(), get_current_version()]
   (or "current" / "minimum"). `strip_debuginfo` writes every location as
   unknown (what `stablehlo-translate --strip-debuginfo` does). Raises
   `versioning.UnsupportedAtTargetError` (an InvalidArgumentError) when the
-  module uses features newer than `target`.
+  module uses features newer than `target`. With
+  `externalize_threshold_bytes` and `sidecar_path`, constants larger than
+  the threshold go to the sidecar file (see extern_constants.py).
   """
+  if externalize_threshold_bytes is not None or sidecar_path is not None:
+    if externalize_threshold_bytes is None or sidecar_path is None:
+      raise support.InvalidArgumentError(
+          "externalize_threshold_bytes and sidecar_path go together")
   version = v.resolve_target(target)
   # The producer keeps the target as given (upstream writes the string it
   # was asked for); "current" / "minimum" resolve to numbers.
@@ -98,8 +108,14 @@ def serialize_portable_artifact(module: core.Module, target: str,
   root = module_to_vhlo(module, version, strip_debuginfo, producer_version)
 
   def write():
+    entries = []
+    if sidecar_path is not None:
+      entries = extern_constants.externalize(root, sidecar_path,
+                                             externalize_threshold_bytes)
     bytecode_version = v.bytecode_version(version)
     f = vhlo_ir.to_file(root, bytecode_version, f"StableHLO_v{spelled}")
+    if entries:
+      f.resources = [tree.ResourceGroup("builtin", entries)]
     return writer.write(f)
 
   return _guard(write, "serialize_portable_artifact")
@@ -122,11 +138,17 @@ def read_vhlo(data: bytes) -> tuple:
   return _guard(run, "deserialize_portable_artifact")
 
 
-def deserialize_portable_artifact(data: bytes) -> core.Module:
-  """The StableHLO module held by a portable artifact."""
-  root, _ = read_vhlo(data)
+def deserialize_portable_artifact(data: bytes, sidecar_path=None, *,
+                                  verify_hashes: bool = True) -> core.Module:
+  """The StableHLO module held by a portable artifact.
+
+  `sidecar_path` is the file holding its extern constants, if any
+  (memory-mapped; `verify_hashes` checks their sha256 on load).
+  """
+  root, f = read_vhlo(data)
 
   def run():
+    extern_constants.resolve(root, f, sidecar_path, verify_hashes)
     _check_dialects(root)
     versioning.upgrade(root)
     return unlegalize.vhlo_to_module(root)

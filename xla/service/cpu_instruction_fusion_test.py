@@ -1,0 +1,196 @@
+"""Tests for CPU instruction fusion: loop fusion (kLoop), reduction input
+fusion (kInput), and the cases it must leave alone."""
+
+import numpy as np
+import pytest
+
+from xla.hlo.ir.hlo_attrs import FusionKind
+from xla.hlo.ir.hlo_opcode import HloOpcode
+from xla.hlo.parser import hlo_parser as hp
+from xla.service import cpu_instruction_fusion as cif
+from xla.service import hlo_verifier
+
+O = HloOpcode
+
+_ADD = """add_f {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+"""
+
+
+def _run(text):
+  module = hp.parse_and_return_verified_module(text)
+  changed = cif.CpuInstructionFusion().run(module)
+  hlo_verifier.verify(module)
+  again = hp.parse_and_return_verified_module(module.to_string())
+  assert again.to_string() == module.to_string()
+  return changed, module
+
+
+def _opcodes(comp):
+  return sorted(i.opcode.value for i in comp.instructions)
+
+
+def _fusions(comp):
+  return [i for i in comp.instructions if i.opcode == O.kFusion]
+
+
+_LOOP_CHAIN = """HloModule m
+ENTRY e {
+  p = f32[2,3] parameter(0)
+  q = f32[3] parameter(1)
+  c = f32[] constant(2)
+  bc = f32[2,3] broadcast(c), dimensions={}
+  bq = f32[2,3] broadcast(q), dimensions={1}
+  io = s32[2,3] iota(), iota_dimension=1
+  fi = f32[2,3] convert(io)
+  m1 = f32[2,3] multiply(p, bc)
+  a1 = f32[2,3] add(m1, bq)
+  a2 = f32[2,3] add(a1, fi)
+  t = f32[3,2] transpose(a2), dimensions={1,0}
+  r = f32[6] reshape(t)
+  s = f32[4] slice(r), slice={[1:5]}
+  ROOT n = f32[4] negate(s)
+}"""
+
+
+def test_loop_fusion_takes_elementwise_and_data_movement():
+  changed, m = _run(_LOOP_CHAIN)
+  assert changed
+  entry = m.entry_computation
+  assert _opcodes(entry) == ["fusion", "parameter", "parameter"]
+  (fusion,) = _fusions(entry)
+  assert fusion.fusion_kind == FusionKind.kLoop
+  fused_ops = set(_opcodes(fusion.fused_computation))
+  assert {"broadcast", "constant", "iota", "convert", "multiply", "add",
+          "transpose", "reshape", "slice", "negate"} <= fused_ops
+
+
+def test_reduce_input_fusion():
+  changed, m = _run("HloModule m\n" + _ADD + """
+ENTRY e {
+  p = f32[4,8] parameter(0)
+  q = f32[8] parameter(1)
+  bq = f32[4,8] broadcast(q), dimensions={1}
+  m1 = f32[4,8] multiply(p, bq)
+  e1 = f32[4,8] exponential(m1)
+  z = f32[] constant(0)
+  ROOT r = f32[4] reduce(e1, z), dimensions={1}, to_apply=add_f
+}""")
+  assert changed
+  entry = m.entry_computation
+  (fusion,) = _fusions(entry)
+  assert entry.root_instruction is fusion
+  assert fusion.fusion_kind == FusionKind.kInput
+  fused = fusion.fused_computation
+  assert fused.root_instruction.opcode == O.kReduce
+  assert {"broadcast", "multiply", "exponential"} <= set(_opcodes(fused))
+  # The init value stays outside; it is a fusion operand.
+  assert "constant" in _opcodes(entry)
+  assert any(o.opcode == O.kConstant for o in fusion.operands)
+
+
+def test_reduce_output_is_not_fused_into_consumer():
+  changed, m = _run("HloModule m\n" + _ADD + """
+ENTRY e {
+  p = f32[4,8] parameter(0)
+  z = f32[] constant(0)
+  r = f32[4] reduce(p, z), dimensions={1}, to_apply=add_f
+  ROOT n = f32[4] negate(r)
+}""")
+  assert not changed
+  assert "reduce" in _opcodes(m.entry_computation)
+
+
+def test_dot_is_not_fused():
+  changed, m = _run("""HloModule m
+ENTRY e {
+  p = f32[2,3] parameter(0)
+  q = f32[3,4] parameter(1)
+  d = f32[2,4] dot(p, q), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT n = f32[2,4] negate(d)
+}""")
+  assert not changed
+  changed, m = _run("""HloModule m
+ENTRY e {
+  p = f32[2,3] parameter(0)
+  q = f32[3,4] parameter(1)
+  np = f32[2,3] negate(p)
+  ROOT d = f32[2,4] dot(np, q), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}""")
+  assert not changed
+  assert _opcodes(m.entry_computation) == ["dot", "negate", "parameter",
+                                           "parameter"]
+
+
+def test_expensive_producer_not_fused_into_broadcast():
+  changed, m = _run("""HloModule m
+ENTRY e {
+  p = f32[8] parameter(0)
+  x = f32[8] exponential(p)
+  ROOT b = f32[16,8] broadcast(x), dimensions={1}
+}""")
+  assert not changed
+  # A cheap producer into the same broadcast is fine.
+  changed, m = _run("""HloModule m
+ENTRY e {
+  p = f32[8] parameter(0)
+  x = f32[8] negate(p)
+  ROOT b = f32[16,8] broadcast(x), dimensions={1}
+}""")
+  assert changed
+
+
+def test_expensive_shared_producer_stays_single():
+  changed, m = _run("""HloModule m
+ENTRY e {
+  p = f32[8] parameter(0)
+  x = f32[8] tanh(p)
+  a = f32[8] negate(x)
+  b = f32[8] abs(x)
+  ROOT s = f32[8] add(a, b)
+}""")
+  # tanh has two users inside what becomes one fusion: a, b and s fuse
+  # together, and then tanh's only user is that fusion, so it fuses once.
+  assert changed
+  entry = m.entry_computation
+  assert _opcodes(entry) == ["fusion", "parameter"]
+  (fusion,) = _fusions(entry)
+  assert _opcodes(fusion.fused_computation).count("tanh") == 1
+
+
+def test_side_effecting_and_rng_not_fused():
+  changed, m = _run("""HloModule m
+ENTRY e {
+  lo = f32[] constant(0)
+  hi = f32[] constant(1)
+  r = f32[8] rng(lo, hi), distribution=rng_uniform
+  ROOT n = f32[8] negate(r)
+}""")
+  assert not changed
+
+
+def _evaluator():
+  mod = pytest.importorskip("xla.hlo.evaluator.hlo_evaluator")
+  return mod.HloEvaluator()
+
+
+def test_fused_and_unfused_evaluate_the_same():
+  ev = _evaluator()
+  rng = np.random.default_rng(0)
+  args = [rng.standard_normal((2, 3)).astype(np.float32),
+          rng.standard_normal((3,)).astype(np.float32)]
+  unfused = hp.parse_and_return_verified_module(_LOOP_CHAIN)
+  fused = hp.parse_and_return_verified_module(_LOOP_CHAIN)
+  assert cif.CpuInstructionFusion().run(fused)
+  want = ev.evaluate(unfused, args)
+  got = ev.evaluate(fused, args)
+  assert len(want) == len(got) == 1
+  np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
+  # And against numpy directly.
+  p, q = args
+  a2 = p * 2 + q[None, :] + np.arange(3, dtype=np.float32)[None, :]
+  expect = -a2.T.reshape(6)[1:5]
+  np.testing.assert_allclose(got[0], expect, rtol=1e-6)

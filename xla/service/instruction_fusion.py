@@ -1,0 +1,295 @@
+"""Instruction fusion (modelled on xla/service/instruction_fusion.h).
+
+`InstructionFusion` is the base of the backend fusion passes. In each
+non-fused computation it visits instructions consumers-first (reverse post
+order) and, for every operand of a consumer, asks the subclass's
+`should_fuse(consumer, operand_index)`. When the answer is yes the producer
+is cloned into the consumer's fusion instruction (a `fusion` whose fused
+computation is printed as `calls=`), creating that fusion first when the
+consumer is still a plain instruction. The fusion kind comes from
+`choose_kind(producer, consumer)`.
+
+Rules kept by the base, whatever the subclass says:
+  * parameters, side-effecting instructions (including a call/while/... whose
+    computations have side effects), control flow (while, conditional, call),
+    tuples and instructions with control dependencies are never fused, as
+    producer or consumer; nothing crosses a while/conditional boundary because
+    fusion only ever joins instructions of one computation;
+  * a producer with users other than the consumer is duplicated into the
+    fusion (the original stays for the other users), but only when it is
+    cheap (`is_expensive` false) and the pass allows duplication.
+
+`fuse_group` is the shared mechanism (also used by multi-output fusion): it
+turns a set of instructions of one computation, some of them fusions, into a
+single fusion instruction with one or several outputs.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+from xla.hlo.ir import hlo_instruction as hi
+from xla.hlo.ir.hlo_attrs import FusionKind
+from xla.hlo.ir.hlo_computation import HloComputation
+from xla.hlo.ir.hlo_instruction import HloInstruction
+from xla.hlo.ir.hlo_opcode import HloOpcode
+from xla.hlo.pass_ import hlo_pass_interface as hpi
+from xla.hlo.transforms.simplifiers import hlo_dce
+from xla.shape import Shape
+
+O = HloOpcode
+
+# Elementwise opcodes whose per-element cost is high enough that XLA would
+# rather compute them once than duplicate them into several fusions
+# (InstructionFusion::IsExpensive: transcendental and division-like ops).
+_EXPENSIVE_ELEMENTWISE = frozenset({
+    O.kAcos, O.kAcosh, O.kAsin, O.kAsinh, O.kAtan, O.kAtan2, O.kAtanh,
+    O.kCbrt, O.kCos, O.kCosh, O.kDivide, O.kErf, O.kExp, O.kExpm1, O.kLog,
+    O.kLog1p, O.kLogistic, O.kPower, O.kRemainder, O.kRsqrt, O.kSin, O.kSinh,
+    O.kSqrt, O.kTan, O.kTanh, O.kMap,
+})
+
+# Non-elementwise opcodes that only move or generate data; cheap to
+# recompute per element.
+_CHEAP_NON_ELEMENTWISE = frozenset({
+    O.kBitcast, O.kBroadcast, O.kConcatenate, O.kConstant, O.kDynamicSlice,
+    O.kGetTupleElement, O.kIota, O.kPad, O.kParameter, O.kReshape,
+    O.kReverse, O.kSlice, O.kTranspose, O.kTuple,
+})
+
+# Never fused, as producer or as consumer.
+_NEVER_FUSED = frozenset({
+    O.kParameter, O.kTuple, O.kGetTupleElement, O.kWhile, O.kConditional,
+    O.kCall, O.kAfterAll, O.kAddDependency, O.kOptimizationBarrier,
+    O.kDomain, O.kCustomCall, O.kAsyncStart, O.kAsyncUpdate, O.kAsyncDone,
+    O.kPartitionId, O.kReplicaId, O.kRngBitGenerator,
+})
+
+
+def is_expensive(instr: HloInstruction) -> bool:
+  """True if duplicating `instr` into a fusion would repeat real work."""
+  if instr.is_elementwise():
+    return instr.opcode in _EXPENSIVE_ELEMENTWISE
+  if instr.opcode == O.kFusion:
+    return any(is_expensive(i)
+               for i in instr.fused_computation.instructions)
+  return instr.opcode not in _CHEAP_NON_ELEMENTWISE
+
+
+def is_fusible_at_all(instr: HloInstruction) -> bool:
+  return (instr.opcode not in _NEVER_FUSED and
+          not hlo_dce.has_side_effect_recursive(instr) and
+          not instr.control_predecessors and not instr.control_successors)
+
+
+# -- group fusion ---------------------------------------------------------------
+
+
+def clone_with_operands(instr: HloInstruction,
+                        operands: Sequence[HloInstruction]) -> HloInstruction:
+  """An unattached copy of `instr` (not a fusion) on new operands."""
+  new = HloInstruction(instr.opcode, instr.shape, operands, name=instr.name)
+  for key, value in instr.attrs.items():
+    new.set_attr(key, value)
+  new.literal = instr.literal
+  new.parameter_number = instr.parameter_number
+  new.metadata = instr.metadata
+  new.frontend_attributes = dict(instr.frontend_attributes)
+  new.backend_config = instr.backend_config
+  new.sharding = instr.sharding
+  return new
+
+
+def _topological(comp: HloComputation, members: Sequence[HloInstruction]):
+  ids = {id(m) for m in members}
+  return [i for i in comp.make_instruction_post_order() if id(i) in ids]
+
+
+def fuse_group(members: Sequence[HloInstruction],
+               outputs: Sequence[HloInstruction],
+               kind: FusionKind,
+               name: str = "fusion") -> HloInstruction:
+  """Replaces `members` (all in one computation) by one fusion instruction.
+
+  Fusion members are inlined. Each instruction in `outputs` becomes an output
+  of the new fusion: with one output the fusion takes its place; with several
+  the fusion's root is a tuple and each output's users read it through a
+  get-tuple-element. Members that are not outputs but still have users
+  outside the group (duplicated producers) are left in place; the others are
+  removed. The caller guarantees that no cycle results. Returns the fusion.
+  """
+  comp = members[0].parent
+  module = comp.parent
+  order = _topological(comp, members)
+  in_group = {id(m) for m in order}
+  fused = HloComputation("fused_computation")
+  module.add_embedded_computation(fused)
+  inputs: list[HloInstruction] = []
+  param_of: dict[int, HloInstruction] = {}
+
+  def value_of(op: HloInstruction, mapped: dict[int, HloInstruction]):
+    if id(op) in in_group:
+      return mapped[id(op)]
+    if id(op) not in param_of:
+      param = hi.create_parameter(len(inputs), op.shape,
+                                  name=f"param_{len(inputs)}")
+      fused.add_parameter(param)
+      param_of[id(op)] = param
+      inputs.append(op)
+    return param_of[id(op)]
+
+  mapped: dict[int, HloInstruction] = {}
+  for member in order:
+    ops = [value_of(o, mapped) for o in member.operands]
+    if member.opcode == O.kFusion:
+      mapped[id(member)] = _inline(fused, member.fused_computation, ops)
+    else:
+      mapped[id(member)] = fused.add_instruction(
+          clone_with_operands(member, ops))
+  outs = list(outputs)
+  if len(outs) == 1:
+    fused.set_root_instruction(mapped[id(outs[0])])
+    shape = outs[0].shape
+  else:
+    root = fused.add_instruction(
+        hi.create_tuple([mapped[id(o)] for o in outs]))
+    fused.set_root_instruction(root)
+    shape = Shape.tuple_of(o.shape for o in outs)
+  fusion = comp.add_instruction(
+      hi.create_fusion(shape, kind, inputs, fused), name=name)
+  old_fusions = [m.fused_computation for m in order if m.opcode == O.kFusion]
+  for i, out in enumerate(outs):
+    if len(outs) == 1:
+      replacement = fusion
+    else:
+      replacement = comp.add_instruction(
+          hi.create_get_tuple_element(fusion, i), name=f"{out.name}.gte")
+    for user in list(out.users):
+      if id(user) not in in_group:
+        out.replace_use_with(user, replacement)
+    if out.is_root():
+      comp.set_root_instruction(replacement)
+  for member in reversed(order):
+    if not member.users and not member.is_root():
+      comp.remove_instruction(member)
+  for old in old_fusions:
+    if not any(old is c for i in module.instructions()
+               for c in i.called_computations()):
+      module.remove_computation(old)
+  return fusion
+
+
+def _inline(target: HloComputation, source: HloComputation,
+            args: Sequence[HloInstruction]) -> HloInstruction:
+  """Clones `source`'s instructions into `target` with its parameters
+  bound to `args`; returns the clone of its root."""
+  mapped: dict[int, HloInstruction] = {}
+  for instr in source.make_instruction_post_order():
+    if instr.opcode == O.kParameter:
+      mapped[id(instr)] = args[instr.parameter_number]
+    else:
+      mapped[id(instr)] = target.add_instruction(
+          clone_with_operands(instr, [mapped[id(o)]
+                                      for o in instr.operands]))
+  return mapped[id(source.root_instruction)]
+
+
+# -- the pass -------------------------------------------------------------------
+
+
+class InstructionFusion(hpi.HloModulePass):
+  """See the module docstring. Subclasses implement `should_fuse` and may
+  override `choose_kind`."""
+
+  def __init__(self, may_duplicate: bool = True):
+    self.may_duplicate = may_duplicate
+
+  @property
+  def name(self) -> str:
+    return "fusion"
+
+  # -- hooks -------------------------------------------------------------------
+
+  def should_fuse(self, consumer: HloInstruction, operand_index: int) -> bool:
+    """Whether operand `operand_index` of `consumer` should be fused into it.
+    The base only applies the universal rules (see `can_fuse`)."""
+    return self.can_fuse(consumer, operand_index)
+
+  def choose_kind(self, producer: HloInstruction,
+                  consumer: HloInstruction) -> FusionKind:
+    if consumer.opcode == O.kFusion:
+      return consumer.fusion_kind
+    return FusionKind.kLoop
+
+  # -- rules -------------------------------------------------------------------
+
+  def can_fuse(self, consumer: HloInstruction, operand_index: int) -> bool:
+    """The universal legality rules of the module docstring."""
+    producer = consumer.operand(operand_index)
+    if not is_fusible_at_all(producer) or not is_fusible_at_all(consumer):
+      return False
+    if producer.opcode == O.kFusion:
+      return False  # merging fusions is FusionMerger's business
+    if consumer.opcode == O.kFusion and consumer.fusion_kind not in (
+        FusionKind.kLoop, FusionKind.kInput, FusionKind.kOutput):
+      return False
+    if producer.shape.is_tuple():
+      return False
+    other_users = [u for u in producer.users if u is not consumer]
+    if other_users or producer.is_root():
+      if not self.may_duplicate or is_expensive(producer):
+        return False
+    return True
+
+  # -- driver ------------------------------------------------------------------
+
+  def fuse(self, producer: HloInstruction,
+           consumer: HloInstruction) -> HloInstruction:
+    """Fuses `producer` into `consumer`; returns the (new) fusion."""
+    kind = self.choose_kind(producer, consumer)
+    return fuse_group([producer, consumer], [consumer], kind)
+
+  def run_on_computation(self, comp: HloComputation) -> bool:
+    changed = False
+    for consumer in reversed(comp.make_instruction_post_order()):
+      if consumer.parent is not comp:
+        continue  # removed by an earlier fusion
+      current = consumer
+      progress = True
+      while progress:
+        progress = False
+        for i in range(current.operand_count):
+          if self.should_fuse(current, i):
+            current = self.fuse(current.operand(i), current)
+            changed = progress = True
+            break
+    return changed
+
+  def run(self, module, execution_threads=frozenset()) -> bool:
+    changed = False
+    for comp in hpi.computations_to_run(module, execution_threads):
+      if comp.is_fusion_computation() or comp.parent is not module:
+        continue
+      if is_applied_function(module, comp):
+        continue
+      changed |= self.run_on_computation(comp)
+    return changed
+
+
+def is_applied_function(module, comp) -> bool:
+  """True for reducers and other to_apply computations of non-call ops:
+  scalar helper computations that backends emit inline, not fuse."""
+  for instr in module.instructions():
+    if instr.opcode in (O.kCall, O.kWhile, O.kConditional, O.kFusion,
+                        O.kAsyncStart):
+      continue
+    if any(c is comp for c in instr.called_computations()):
+      return True
+  return False
+
+
+def count_fusions(comp: HloComputation,
+                  kind: Optional[FusionKind] = None) -> int:
+  """Number of fusion instructions in `comp` (of `kind`, if given)."""
+  return sum(1 for i in comp.instructions if i.opcode == O.kFusion and
+             (kind is None or i.fusion_kind == kind))

@@ -1,0 +1,165 @@
+"""Multi-output fusion (modelled on xla/service/multi_output_fusion.h and the
+CPU backend's use of it).
+
+Runs after instruction fusion and joins two fusible instructions of one
+computation into a single fusion whose root is a tuple, when that saves
+memory traffic:
+
+  sibling fusion: two consumers A and B of a common operand X (X is not a
+    scalar) become one fusion that reads X once instead of twice. A and B
+    must iterate over the same loop shape (their output shape, or the
+    reduce input shape for a reduction) and neither may reach the other
+    (else the merged fusion would be part of a cycle).
+
+  producer-consumer fusion: a producer P fused into its consumer C although
+    P also has other users: C computes P's value in the same loop and
+    exports it as a second output, so C no longer reads P's buffer. P and C
+    must have the same loop shape and no other user of P may reach C.
+
+Candidates are kLoop / kInput fusions with a non-tuple result, and plain
+elementwise instructions and reduces (treated as single-instruction loop /
+input fusions). Already multi-output fusions are not extended, which keeps
+every merged fusion at two outputs. Instructions with side effects or
+control dependencies are left alone, and a merged fusion is capped at
+`max_instructions` fused instructions.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from xla import shape_util
+from xla.hlo.ir.hlo_attrs import FusionKind
+from xla.hlo.ir.hlo_instruction import HloInstruction
+from xla.hlo.ir.hlo_opcode import HloOpcode
+from xla.hlo.pass_ import hlo_pass_interface as hpi
+from xla.service import instruction_fusion
+
+O = HloOpcode
+
+
+def _kind(instr: HloInstruction) -> Optional[FusionKind]:
+  """kLoop / kInput for a candidate, None for anything else."""
+  if instr.shape.is_tuple() or instr.control_predecessors or (
+      instr.control_successors):
+    return None
+  if instr.opcode == O.kFusion:
+    if instr.fusion_kind in (FusionKind.kLoop, FusionKind.kInput):
+      return instr.fusion_kind
+    return None
+  if not instruction_fusion.is_fusible_at_all(instr):
+    return None
+  if instr.opcode == O.kReduce:
+    return FusionKind.kInput
+  if instr.is_elementwise():
+    return FusionKind.kLoop
+  return None
+
+
+def loop_shape(instr: HloInstruction):
+  """The iteration space: the reduce input shape for a reduction, else the
+  result shape."""
+  root = instr
+  if instr.opcode == O.kFusion:
+    root = instr.fused_computation.root_instruction
+  if root.opcode == O.kReduce:
+    return root.operand(0).shape
+  return instr.shape
+
+
+def _size(instr: HloInstruction) -> int:
+  if instr.opcode == O.kFusion:
+    return instr.fused_computation.instruction_count
+  return 1
+
+
+def reaches(a: HloInstruction, b: HloInstruction) -> bool:
+  """True if there is a def-use path from `a` to `b` (a != b)."""
+  seen: set[int] = set()
+  stack = list(a.users) + list(a.control_successors)
+  while stack:
+    instr = stack.pop()
+    if instr is b:
+      return True
+    if id(instr) in seen:
+      continue
+    seen.add(id(instr))
+    stack.extend(instr.users)
+    stack.extend(instr.control_successors)
+  return False
+
+
+class MultiOutputFusion(hpi.HloModulePass):
+  """See the module docstring."""
+
+  def __init__(self, max_instructions: int = 128):
+    self.max_instructions = max_instructions
+
+  @property
+  def name(self) -> str:
+    return "multi_output_fusion"
+
+  def _compatible(self, a: HloInstruction, b: HloInstruction) -> bool:
+    return (_kind(a) is not None and _kind(b) is not None and
+            shape_util.same_dimensions(loop_shape(a), loop_shape(b)) and
+            _size(a) + _size(b) <= self.max_instructions)
+
+  @staticmethod
+  def _merged_kind(a: HloInstruction, b: HloInstruction) -> FusionKind:
+    if FusionKind.kInput in (_kind(a), _kind(b)):
+      return FusionKind.kInput
+    return FusionKind.kLoop
+
+  def _try_producer_consumer(self, comp) -> bool:
+    for producer in comp.make_instruction_post_order():
+      if producer.user_count < 2 or _kind(producer) is None:
+        continue
+      for consumer in producer.users:
+        if not self._compatible(producer, consumer):
+          continue
+        others = [u for u in producer.users if u is not consumer]
+        if any(reaches(u, consumer) for u in others):
+          continue
+        instruction_fusion.fuse_group(
+            [producer, consumer], [consumer, producer],
+            self._merged_kind(producer, consumer), name="fusion.multi")
+        return True
+    return False
+
+  def _try_siblings(self, comp) -> bool:
+    for operand in comp.make_instruction_post_order():
+      if operand.shape.is_tuple() or shape_util.element_count(
+          operand.shape) <= 1:
+        continue
+      users = [u for u in operand.users if _kind(u) is not None]
+      for i, a in enumerate(users):
+        for b in users[i + 1:]:
+          if not self._compatible(a, b):
+            continue
+          if reaches(a, b) or reaches(b, a):
+            continue
+          instruction_fusion.fuse_group(
+              [a, b], [a, b], self._merged_kind(a, b), name="fusion.multi")
+          return True
+    return False
+
+  def run_on_computation(self, comp) -> bool:
+    changed = False
+    while self._try_producer_consumer(comp) or self._try_siblings(comp):
+      changed = True
+    return changed
+
+  def run(self, module, execution_threads=frozenset()) -> bool:
+    changed = False
+    for comp in hpi.computations_to_run(module, execution_threads):
+      if comp.is_fusion_computation() or comp.parent is not module:
+        continue
+      if instruction_fusion.is_applied_function(module, comp):
+        continue
+      changed |= self.run_on_computation(comp)
+    return changed
+
+
+def operand_reads(operand: HloInstruction) -> int:
+  """How many instructions read `operand`'s buffer (one read each)."""
+  return operand.user_count
