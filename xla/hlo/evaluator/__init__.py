@@ -1,0 +1,1 @@
+"""The numpy HLO evaluator (see hlo_evaluator.py)."""
