@@ -51,8 +51,6 @@ class PassEntry:
 _SIMPLIFIERS = "xla.hlo.transforms.simplifiers"
 
 # Short name -> pass. Extend by adding a row; nothing is imported until used.
-# Several candidates cover passes other helpers are writing now, whose module
-# names follow XLA's (first importable one wins).
 PASSES: dict[str, PassEntry] = {
     "dce": PassEntry(((f"{_SIMPLIFIERS}.hlo_dce", "HloDCE"),),
                      "dead code elimination"),
@@ -62,48 +60,41 @@ PASSES: dict[str, PassEntry] = {
         ((f"{_SIMPLIFIERS}.algebraic_simplifier", "AlgebraicSimplifier"),),
         "algebraic simplifier (to a fixed point)", fixed_point=True),
     "constant-folding": PassEntry(
-        ((f"{_SIMPLIFIERS}.hlo_constant_folding", "HloConstantFolding"),
-         ("xla.service.hlo_constant_folding", "HloConstantFolding")),
+        ((f"{_SIMPLIFIERS}.hlo_constant_folding", "HloConstantFolding"),),
         "evaluate instructions whose operands are constants"),
-    "tuple-simplifier": PassEntry(
-        ((f"{_SIMPLIFIERS}.tuple_simplifier", "TupleSimplifier"),
-         ("xla.service.tuple_simplifier", "TupleSimplifier")),
-        "fold tuple / get-tuple-element pairs"),
     "reshape-mover": PassEntry(
-        ((f"{_SIMPLIFIERS}.reshape_mover", "ReshapeMover"),
-         ("xla.service.reshape_mover", "ReshapeMover")),
+        ((f"{_SIMPLIFIERS}.reshape_mover", "ReshapeMover"),),
         "move reshapes/transposes across elementwise ops"),
-    "call-inliner": PassEntry(
-        (("xla.service.call_inliner", "CallInliner"),
-         ("xla.hlo.transforms.call_inliner", "CallInliner")),
-        "inline kCall instructions"),
-    "flatten-call-graph": PassEntry(
-        (("xla.service.flatten_call_graph", "FlattenCallGraph"),
-         ("xla.hlo.transforms.flatten_call_graph", "FlattenCallGraph")),
-        "give every called computation a single caller"),
+    "transpose-folding": PassEntry(
+        ((f"{_SIMPLIFIERS}.transpose_folding", "TransposeFolding"),),
+        "fold transposes into dot dimension numbers"),
+    "while-loop-simplifier": PassEntry(
+        ((f"{_SIMPLIFIERS}.while_loop_simplifier", "WhileLoopSimplifier"),),
+        "remove dead while-loop state, trip-count-0/1 loops"),
+    "licm": PassEntry(
+        ((f"{_SIMPLIFIERS}.while_loop_invariant_code_motion",
+          "WhileLoopInvariantCodeMotion"),),
+        "hoist loop-invariant instructions out of while bodies"),
     "fusion": PassEntry(
-        (("xla.service.cpu_instruction_fusion", "CpuInstructionFusion"),
-         ("xla.service.cpu.cpu_instruction_fusion", "CpuInstructionFusion")),
+        (("xla.service.cpu_instruction_fusion", "CpuInstructionFusion"),),
         "CPU loop / input fusion into kFusion instructions"),
     "multi-output-fusion": PassEntry(
         (("xla.service.multi_output_fusion", "MultiOutputFusion"),),
         "merge sibling / producer-consumer fusions into multi-output ones"),
-    "while-loop-simplifier": PassEntry(
-        ((f"{_SIMPLIFIERS}.while_loop_simplifier", "WhileLoopSimplifier"),),
-        "remove dead while-loop state, trip-count-0/1 loops"),
     "layout-assignment": PassEntry(
-        (("xla.service.layout_assignment", "LayoutAssignment"),),
+        ((f"{_SIMPLIFIERS}.layout_assignment", "LayoutAssignment"),),
         "assign layouts to every instruction"),
 }
 
 # --pipeline=NAME -> pass names. Unavailable passes are skipped (and named on
-# stderr) so a pipeline works while parts of it are still being written.
+# stderr).
 PIPELINES: dict[str, tuple[str, ...]] = {
     # Simplify first so fusion sees fewer, canonical instructions; DCE last
     # drops what fusion left behind.
     "default": ("dce", "cse", "algsimp", "constant-folding",
-                "tuple-simplifier", "while-loop-simplifier", "reshape-mover",
-                "algsimp", "dce", "fusion", "multi-output-fusion", "dce"),
+                "while-loop-simplifier", "licm", "reshape-mover",
+                "transpose-folding", "algsimp", "dce", "fusion",
+                "multi-output-fusion", "dce"),
     "simplify": ("dce", "cse", "algsimp", "dce"),
 }
 

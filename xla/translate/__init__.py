@@ -1,0 +1,1 @@
+"""Translations into HLO (StableHLO -> HLO import)."""

@@ -1,0 +1,284 @@
+"""Lowerings of ops with regions or symbol references: reduce-like ops
+(their region becomes a `to_apply` computation), control flow (while /
+if / case become while / conditional with tuple-parameter computations that
+also carry the captured values), calls and composites (inlined),
+custom calls and ml_program globals.
+"""
+
+from __future__ import annotations
+
+import support
+from stablehlo._src.ir import attributes as a
+from stablehlo._src.ops import registry
+from xla.hlo.ir import hlo_instruction as hi
+from xla.hlo.ir.hlo_opcode import HloOpcode as O
+from xla.shape import Shape
+from xla.translate import stablehlo_to_hlo as s2h
+from xla.translate import type_conversion as tc
+from xla.translate.lowerings import bool_attr
+from xla.translate.lowerings import int_attr
+from xla.translate.lowerings import ints
+from xla.translate.lowerings import window_of
+
+
+def _register(name):
+  def deco(fn):
+    registry.register_hlo_lowering(name, fn)
+    return fn
+  return deco
+
+
+def _short(op) -> str:
+  return op.name.split(".", 1)[1]
+
+
+@_register("stablehlo.reduce")
+def _reduce(imp, op):
+  n = len(op.results)
+  comp = imp.scalar_computation(op.regions[0], f"{_short(op)}_body")
+  operands = imp.operands(op)
+  instr = imp.add(hi.create_reduce(
+      imp.result_shape(op), operands[:n], operands[n:],
+      ints(op.attr("dimensions")), comp))
+  return imp.unpack(instr, n)
+
+
+@_register("stablehlo.reduce_window")
+def _reduce_window(imp, op):
+  n = len(op.results)
+  comp = imp.scalar_computation(op.regions[0], f"{_short(op)}_body")
+  rank = op.operands[0].type.rank
+  instr = imp.add(hi.create(
+      O.kReduceWindow, imp.result_shape(op), imp.operands(op),
+      window=window_of(op, rank), to_apply=comp))
+  return imp.unpack(instr, n)
+
+
+@_register("stablehlo.select_and_scatter")
+def _select_and_scatter(imp, op):
+  select = imp.scalar_computation(op.regions[0], "select")
+  scatter = imp.scalar_computation(op.regions[1], "scatter")
+  rank = op.operands[0].type.rank
+  return [imp.add(hi.create(
+      O.kSelectAndScatter, imp.result_shape(op), imp.operands(op),
+      window=window_of(op, rank), select=select, scatter=scatter))]
+
+
+@_register("stablehlo.scatter")
+def _scatter(imp, op):
+  n = len(op.results)
+  comp = imp.scalar_computation(op.regions[0], f"{_short(op)}_body")
+  d = op.attr("scatter_dimension_numbers")
+  instr = imp.add(hi.create(
+      O.kScatter, imp.result_shape(op), imp.operands(op),
+      update_window_dims=ints(d.get("update_window_dims")),
+      inserted_window_dims=ints(d.get("inserted_window_dims")),
+      scatter_dims_to_operand_dims=ints(
+          d.get("scatter_dims_to_operand_dims")),
+      input_batching_dims=ints(d.get("input_batching_dims")),
+      scatter_indices_batching_dims=ints(
+          d.get("scatter_indices_batching_dims")),
+      index_vector_dim=int(d.get("index_vector_dim", 0)),
+      indices_are_sorted=bool_attr(op, "indices_are_sorted"),
+      unique_indices=bool_attr(op, "unique_indices"),
+      to_apply=comp))
+  return imp.unpack(instr, n)
+
+
+@_register("stablehlo.sort")
+def _sort(imp, op):
+  n = len(op.results)
+  comp = imp.scalar_computation(op.regions[0], "comparator")
+  dim = int_attr(op, "dimension", -1)
+  if dim < 0:
+    dim += op.operands[0].type.rank
+  instr = imp.add(hi.create(
+      O.kSort, imp.result_shape(op), imp.operands(op), dimensions=(dim,),
+      is_stable=bool_attr(op, "is_stable"), to_apply=comp))
+  return imp.unpack(instr, n)
+
+
+@_register("stablehlo.map")
+def _map(imp, op):
+  comp = imp.scalar_computation(op.regions[0], "map_body")
+  return [imp.add(hi.create(
+      O.kMap, imp.result_shape(op), imp.operands(op),
+      dimensions=ints(op.attr("dimensions")), to_apply=comp))]
+
+
+# -- control flow ----------------------------------------------------------------
+
+
+@_register("stablehlo.while")
+def _while(imp, op):
+  n = len(op.operands)
+  captures = s2h.free_values(op.regions)
+  init_values = imp.operands(op) + [imp.scope.get(v) for v in captures]
+  init = imp.add(hi.create_tuple(init_values))
+  shape = init.shape
+
+  def cond_result(comp, param, values):
+    return values[0]
+
+  def body_result(comp, param, values):
+    passthrough = [imp.add(hi.create_get_tuple_element(param, n + j))
+                   for j in range(len(captures))]
+    return imp.add(hi.create_tuple(list(values) + passthrough))
+
+  cond = imp.tuple_computation(op.regions[0], "while_cond", shape, captures,
+                               n, cond_result)
+  body = imp.tuple_computation(op.regions[1], "while_body", shape, captures,
+                               n, body_result)
+  loop = imp.add(hi.create_while(shape, cond, body, init))
+  return [imp.add(hi.create_get_tuple_element(loop, i)) for i in range(n)]
+
+
+def _branches(imp, op, regions, index):
+  captures = s2h.free_values(regions)
+  arg = imp.add(hi.create_tuple([imp.scope.get(v) for v in captures]))
+
+  def result(comp, param, values):
+    return imp.add(hi.create_tuple(list(values)))
+
+  comps = [imp.tuple_computation(r, f"branch_{i}", arg.shape, captures, 0,
+                                 result) for i, r in enumerate(regions)]
+  shape = Shape.tuple_of(tc.shape(ty) for ty in op.result_types)
+  if index.shape.element_type.name == "PRED":
+    cond = imp.add(hi.create(
+        O.kConditional, shape, (index, arg, arg),
+        true_computation=comps[0], false_computation=comps[1]))
+  else:
+    cond = imp.add(hi.create_conditional(shape, index, comps,
+                                         [arg] * len(comps)))
+  return [imp.add(hi.create_get_tuple_element(cond, i))
+          for i in range(len(op.results))]
+
+
+@_register("stablehlo.if")
+def _if(imp, op):
+  return _branches(imp, op, op.regions, imp.operand(op, 0))
+
+
+@_register("stablehlo.case")
+def _case(imp, op):
+  return _branches(imp, op, op.regions, imp.operand(op, 0))
+
+
+# -- calls ---------------------------------------------------------------------
+
+
+@_register("func.call")
+def _call(imp, op):
+  fn = imp.lookup_function(op.attr("callee"))
+  return imp.inline_function(fn, imp.operands(op))
+
+
+@_register("stablehlo.composite")
+def _composite(imp, op):
+  fn = imp.lookup_function(op.attr("decomposition"))
+  return imp.inline_function(fn, imp.operands(op))
+
+
+@_register("stablehlo.custom_call")
+def _custom_call(imp, op):
+  target = op.attr("call_target_name").value
+  attrs = {}
+  side_effect = bool_attr(op, "has_side_effect") or target.startswith(
+      "check.")
+  if side_effect:
+    attrs["custom_call_has_side_effect"] = True
+  if op.attr("called_computations") is not None and (
+      op.attr("called_computations").elements):
+    raise support.UnimplementedError(
+        f"Unimplemented: custom_call @{target} with called_computations")
+  if len(op.results) == 1:
+    shape = tc.shape(op.result.type)
+  else:
+    shape = Shape.tuple_of(tc.shape(ty) for ty in op.result_types)
+  instr = hi.create_custom_call(shape, imp.operands(op), target, **attrs)
+  config = op.attr("backend_config")
+  if isinstance(config, a.StringAttr):
+    instr.backend_config = config.value
+  instr = imp.add(instr)
+  if len(op.results) == 1:
+    return [instr]
+  return [imp.add(hi.create_get_tuple_element(instr, i))
+          for i in range(len(op.results))]
+
+
+# -- ml_program globals ----------------------------------------------------------
+
+
+def _global_name(op) -> str:
+  ref = op.attr("global")
+  return ref.root if isinstance(ref, a.SymbolRefAttr) else str(ref)
+
+
+@_register("ml_program.global_load")
+def _global_load(imp, op):
+  name = _global_name(op)
+  if name not in imp.globals or imp.computation is not (
+      imp.hlo_entry_computation()):
+    raise support.UnimplementedError(
+        f"Unimplemented: ml_program.global_load of @{name} inside a region")
+  return [imp.globals[name]]
+
+
+@_register("ml_program.global_load_const")
+def _global_load_const(imp, op):
+  return _global_load(imp, op)
+
+
+@_register("ml_program.global_store")
+def _global_store(imp, op):
+  name = _global_name(op)
+  if name not in imp.globals or imp.computation is not (
+      imp.hlo_entry_computation()):
+    raise support.UnimplementedError(
+        f"Unimplemented: ml_program.global_store of @{name} inside a region")
+  imp.globals[name] = imp.operand(op, 0)
+  return []
+
+
+_UNSUPPORTED = {
+    "stablehlo.uniform_quantize": "quantized types (lower quantization first)",
+    "stablehlo.uniform_dequantize":
+        "quantized types (lower quantization first)",
+    "stablehlo.dynamic_broadcast_in_dim": "dynamic shapes",
+    "stablehlo.dynamic_conv": "dynamic shapes",
+    "stablehlo.dynamic_gather": "dynamic shapes",
+    "stablehlo.dynamic_iota": "dynamic shapes",
+    "stablehlo.dynamic_pad": "dynamic shapes",
+    "stablehlo.dynamic_reshape": "dynamic shapes",
+    "stablehlo.real_dynamic_slice": "dynamic shapes",
+    "stablehlo.set_dimension_size": "dynamic shapes",
+    "stablehlo.einsum": "deprecated op; not in XLA's exporter",
+    "stablehlo.unary_einsum": "deprecated op; not in XLA's exporter",
+    "stablehlo.cross-replica-sum": "deprecated op",
+    "stablehlo.all_gather": "collectives are not imported yet",
+    "stablehlo.all_reduce": "collectives are not imported yet",
+    "stablehlo.all_to_all": "collectives are not imported yet",
+    "stablehlo.collective_broadcast": "collectives are not imported yet",
+    "stablehlo.collective_permute": "collectives are not imported yet",
+    "stablehlo.collective_reduce": "collectives are not imported yet",
+    "stablehlo.reduce_scatter": "collectives are not imported yet",
+    "stablehlo.async_start": "async ops are not imported yet",
+    "stablehlo.async_done": "async ops are not imported yet",
+    "stablehlo.infeed": "infeed/outfeed are not imported yet",
+    "stablehlo.outfeed": "infeed/outfeed are not imported yet",
+    "stablehlo.send": "send/recv are not imported yet",
+    "stablehlo.recv": "send/recv are not imported yet",
+    "interpreter.run_parallel": "interpreter-only op",
+    "interpreter.print": "interpreter-only op",
+    "interpreter.probe": "interpreter-only op",
+}
+for _name, _why in _UNSUPPORTED.items():
+  if registry.lookup(_name) is not None:
+    registry.mark_unsupported(_name, "hlo_lowering", _why)
+for _d in registry.all_ops():
+  if _d.name.startswith("chlo.") or _d.name.startswith("check."):
+    registry.mark_unsupported(
+        _d.name, "hlo_lowering",
+        "legalize CHLO first (chlo_legalize.run)" if _d.name.startswith(
+            "chlo.") else "check dialect ops are interpreter-only; the "
+        "testdata @check.* custom calls are imported")

@@ -1,0 +1,333 @@
+"""StableHLO -> HLO import (XLA's xla/hlo/translate/stablehlo_to_hlo).
+
+`stablehlo_to_hlo(module)` turns the entry function (@main, or the only
+public function) into an HloModule:
+
+  * the function's arguments become entry parameters, its results the root
+    (a tuple when there is not exactly one result);
+  * `func.call` is inlined, `stablehlo.composite` through its decomposition
+    function;
+  * regions become computations: reduce-like regions take their block
+    arguments as parameters; `while` / `if` / `case` regions, which may use
+    values from the enclosing scope, take one tuple parameter holding their
+    arguments followed by the captured values (as XLA's importer does);
+  * `ml_program.global`s become extra entry parameters (in declaration
+    order, after the function's arguments) and their final values extra
+    outputs; the module's frontend attribute `ml_program.globals` lists
+    their names;
+  * each op lowers through the function registered for it in the op
+    registry's `hlo_lowering` slot (`lowerings.py`); an op without one raises
+    UnimplementedError naming it. CHLO ops must be legalized first
+    (stablehlo._src.transforms.chlo_legalize).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional, Sequence
+
+import support
+from stablehlo._src.ir import attributes as a
+from stablehlo._src.ir import core
+from stablehlo._src.ir import types as t
+from stablehlo._src.ops import registry
+from xla.hlo.ir import hlo_instruction as hi
+from xla.hlo.ir.hlo_computation import HloComputation
+from xla.hlo.ir.hlo_instruction import HloInstruction
+from xla.hlo.ir.hlo_module import HloModule
+from xla.hlo.ir.hlo_opcode import HloOpcode
+from xla.shape import Shape
+from xla.translate import type_conversion as tc
+
+GLOBALS_ATTRIBUTE = "ml_program.globals"
+_TERMINATORS = ("stablehlo.return", "func.return")
+_MAX_INLINE_DEPTH = 64
+
+
+class _Scope:
+  """Maps StableHLO values to HLO instructions of one computation."""
+
+  def __init__(self, capture: Optional[Callable] = None):
+    self.values: dict[int, HloInstruction] = {}
+    self.capture = capture
+
+  def bind(self, value: core.Value, instr: HloInstruction) -> None:
+    self.values[id(value)] = instr
+
+  def get(self, value: core.Value) -> HloInstruction:
+    instr = self.values.get(id(value))
+    if instr is None:
+      if self.capture is None:
+        raise support.InvalidArgumentError(
+            f"value {value} is used outside the scope that defines it")
+      instr = self.capture(value)
+      self.values[id(value)] = instr
+    return instr
+
+
+def free_values(regions: Sequence[core.Region]) -> list[core.Value]:
+  """Values used inside `regions` but defined outside them, in first-use
+  order."""
+  inside: set[int] = set()
+  ops = []
+  for region in regions:
+    for block in region.blocks:
+      inside.add(id(block))
+      for op in block.operations:
+        for nested in op.walk():
+          inside.add(id(nested))
+          ops.append(nested)
+          for r in nested.regions:
+            for b in r.blocks:
+              inside.add(id(b))
+  seen: set[int] = set()
+  result = []
+  for op in ops:
+    for v in op.operands:
+      if id(v.owner) not in inside and id(v) not in seen:
+        seen.add(id(v))
+        result.append(v)
+  return result
+
+
+class Importer:
+  """Builds one HloModule from one StableHLO module."""
+
+  def __init__(self, module: core.Module, name: str):
+    self.module = module
+    self.hlo = HloModule(name)
+    self._inline_depth = 0
+    # ml_program global name -> current HLO value (entry scope only).
+    self.globals: dict[str, HloInstruction] = {}
+    self.computation: Optional[HloComputation] = None
+    self._entry: Optional[HloComputation] = None
+    self.scope: Optional[_Scope] = None
+
+  # -- helpers used by the lowerings --------------------------------------
+
+  def hlo_entry_computation(self) -> Optional[HloComputation]:
+    """The entry computation being built."""
+    return self._entry
+
+  def add(self, instr: HloInstruction) -> HloInstruction:
+    return self.computation.add_instruction(instr)
+
+  def operand(self, op: core.Operation, i: int) -> HloInstruction:
+    return self.scope.get(op.operands[i])
+
+  def operands(self, op: core.Operation) -> list[HloInstruction]:
+    return [self.scope.get(v) for v in op.operands]
+
+  def tuple_or_single(self, instrs: Sequence[HloInstruction]
+                      ) -> HloInstruction:
+    if len(instrs) == 1:
+      return instrs[0]
+    return self.add(hi.create_tuple(list(instrs)))
+
+  def unpack(self, instr: HloInstruction, count: int
+             ) -> list[HloInstruction]:
+    """`count` results of an instruction: itself, or its tuple elements."""
+    if count == 1:
+      return [instr]
+    return [self.add(hi.create_get_tuple_element(instr, i))
+            for i in range(count)]
+
+  def result_shape(self, op: core.Operation) -> Shape:
+    """The shape of `op`'s results: one shape, or a tuple of them."""
+    shapes = [tc.shape(ty) for ty in op.result_types]
+    if len(shapes) == 1:
+      return shapes[0]
+    return Shape.tuple_of(shapes)
+
+  def lookup_function(self, symbol: a.Attribute) -> core.Operation:
+    name = symbol.root if isinstance(symbol, a.SymbolRefAttr) else (
+        symbol.value if isinstance(symbol, a.StringAttr) else None)
+    fn = self.module.lookup(name) if name else None
+    if fn is None or fn.name != "func.func":
+      raise support.NotFoundError(f"function @{name} not found")
+    return fn
+
+  # -- regions and blocks -------------------------------------------------
+
+  def lower_block(self, block: core.Block) -> list[HloInstruction]:
+    """Lowers the ops of `block` into the current computation; returns the
+    instructions of its terminator's operands."""
+    for op in block.operations:
+      if op.name in _TERMINATORS:
+        return self.operands(op)
+      self.lower_op(op)
+    raise support.InvalidArgumentError("block has no terminator")
+
+  def lower_op(self, op: core.Operation) -> None:
+    opdef = registry.lookup(op.name)
+    fn = opdef.hlo_lowering if opdef is not None else None
+    if fn is None:
+      reason = opdef.unsupported.get("hlo_lowering") if opdef else None
+      hint = ""
+      if op.dialect == "chlo":
+        hint = " (legalize CHLO first with chlo_legalize.run)"
+      raise support.UnimplementedError(
+          f"Unimplemented: HLO import of {op.name}"
+          f"{': ' + reason if reason else ''}{hint}")
+    results = fn(self, op)
+    if len(results) != len(op.results):
+      raise support.InternalError(
+          f"lowering of {op.name} gave {len(results)} values for "
+          f"{len(op.results)} results")
+    for v, instr in zip(op.results, results):
+      self.scope.bind(v, instr)
+
+  def inline_function(self, fn: core.Operation,
+                      args: Sequence[HloInstruction]
+                      ) -> list[HloInstruction]:
+    """Lowers the body of `fn` into the current computation."""
+    if self._inline_depth >= _MAX_INLINE_DEPTH:
+      raise support.UnimplementedError(
+          "Unimplemented: recursive function calls in HLO import")
+    block = fn.regions[0].entry
+    outer = self.scope
+    self.scope = _Scope(capture=None)
+    self._inline_depth += 1
+    try:
+      for v, instr in zip(block.arguments, args):
+        self.scope.bind(v, instr)
+      return self.lower_block(block)
+    finally:
+      self._inline_depth -= 1
+      self.scope = outer
+
+  def _in_new_computation(self, name: str, build: Callable
+                          ) -> HloComputation:
+    comp = HloComputation(name)
+    outer = (self.computation, self.scope)
+    self.computation = comp
+    try:
+      root = build(comp)
+      comp.set_root_instruction(root)
+    finally:
+      self.computation, self.scope = outer
+    return self.hlo.add_embedded_computation(comp)
+
+  def scalar_computation(self, region: core.Region, name: str
+                         ) -> HloComputation:
+    """A computation whose parameters are the region's block arguments
+    (reduce, sort, scatter, map, ... bodies). Captured constants are
+    re-created inside; other captures are not expressible in HLO."""
+    block = region.entry
+
+    def capture(value):
+      owner = value.owner
+      if isinstance(owner, core.Operation) and owner.name == (
+          "stablehlo.constant"):
+        return self.add(hi.create_constant(
+            tc.literal(owner.attr("value"), value.type)))
+      raise support.UnimplementedError(
+          f"Unimplemented: region of {name} uses a non-constant value from "
+          "its enclosing scope")
+
+    def build(comp):
+      self.scope = _Scope(capture=capture)
+      for i, arg in enumerate(block.arguments):
+        p = comp.add_parameter(hi.create_parameter(
+            i, tc.shape(arg.type), name=f"Arg_{i}"))
+        self.scope.bind(arg, p)
+      return self.tuple_or_single(self.lower_block(block))
+
+    return self._in_new_computation(name, build)
+
+  def tuple_computation(self, region: core.Region, name: str,
+                        param_shape: Shape, captures: Sequence[core.Value],
+                        num_args: int, result: Callable
+                        ) -> HloComputation:
+    """A computation with one tuple parameter: the region's block arguments
+    (the first `num_args` elements), then `captures`. `result(comp, param,
+    values)` builds the root from the terminator's values."""
+    block = region.entry
+
+    def build(comp):
+      self.scope = _Scope(capture=None)
+      param = comp.add_parameter(hi.create_parameter(0, param_shape,
+                                                     name="arg_tuple"))
+      for i, arg in enumerate(block.arguments[:num_args]):
+        self.scope.bind(arg, self.add(hi.create_get_tuple_element(param, i)))
+      for j, v in enumerate(captures):
+        self.scope.bind(v, self.add(
+            hi.create_get_tuple_element(param, num_args + j)))
+      values = self.lower_block(block)
+      return result(comp, param, values)
+
+    return self._in_new_computation(name, build)
+
+  # -- entry --------------------------------------------------------------
+
+  def import_entry(self, fn: core.Operation) -> HloModule:
+    name = fn.attr("sym_name").value
+    comp = HloComputation(name)
+    self.computation = self._entry = comp
+    self.scope = _Scope(capture=None)
+    block = fn.regions[0].entry
+    n = 0
+    for arg in block.arguments:
+      p = comp.add_parameter(hi.create_parameter(n, tc.shape(arg.type),
+                                                 name=f"Arg_{n}"))
+      self.scope.bind(arg, p)
+      n += 1
+    global_names = []
+    for op in self.module.body.operations:
+      if op.name == "ml_program.global":
+        gname = op.attr("sym_name").value
+        gtype = op.attr("type")
+        gtype = gtype.value if isinstance(gtype, a.TypeAttr) else (
+            op.attr("value").type)
+        p = comp.add_parameter(hi.create_parameter(
+            n, tc.shape(gtype), name=f"global_{gname}"))
+        self.globals[gname] = p
+        global_names.append(gname)
+        n += 1
+    results = self.lower_block(block)
+    outputs = list(results) + [self.globals[g] for g in global_names]
+    if len(outputs) == 1:
+      root = outputs[0]
+    else:
+      root = self.add(hi.create_tuple(outputs))
+    comp.set_root_instruction(root)
+    self.hlo.add_entry_computation(comp)
+    if global_names:
+      self.hlo.frontend_attributes[GLOBALS_ATTRIBUTE] = ",".join(global_names)
+    return self.hlo
+
+
+def entry_function(module: core.Module, entry: Optional[str] = None
+                   ) -> core.Operation:
+  """@entry, else @main, else the only public (or only) function."""
+  fns = module.functions
+  if entry is not None:
+    fn = module.lookup(entry)
+    if fn is None or fn.name != "func.func":
+      raise support.NotFoundError(f"entry function @{entry} not found")
+    return fn
+  main = module.lookup("main")
+  if main is not None and main.name == "func.func":
+    return main
+  public = [f for f in fns if not isinstance(
+      f.attr("sym_visibility"), a.StringAttr) or
+            f.attr("sym_visibility").value == "public"]
+  if len(public) == 1:
+    return public[0]
+  if len(fns) == 1:
+    return fns[0]
+  raise support.InvalidArgumentError(
+      "module has no @main and no single public function; pass entry=")
+
+
+def stablehlo_to_hlo(module: core.Module, *, entry: Optional[str] = None
+                     ) -> HloModule:
+  """Imports `module`'s entry function into a new HloModule."""
+  # Registers the per-op lowerings on first use.
+  from xla.translate import lowerings  # pylint: disable=g-import-not-at-top,unused-import
+  from xla.translate import lowerings_regions  # pylint: disable=g-import-not-at-top,unused-import
+  fn = entry_function(module, entry)
+  name = "main"
+  sym = module.op.attr("sym_name")
+  if isinstance(sym, a.StringAttr):
+    name = sym.value
+  return Importer(module, name).import_entry(fn)

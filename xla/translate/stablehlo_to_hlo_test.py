@@ -1,0 +1,171 @@
+"""Tests of the StableHLO -> HLO import."""
+
+import pytest
+
+import support
+from stablehlo._src import text
+from stablehlo._src.ops import registry
+from xla.hlo.ir.hlo_opcode import HloOpcode
+from xla.hlo.parser import hlo_parser
+from xla.service import hlo_verifier
+from xla.translate import stablehlo_to_hlo as s2h
+
+
+def _import(src, **kw):
+  hlo = s2h.stablehlo_to_hlo(text.parse_module(src), **kw)
+  hlo_verifier.verify(hlo)
+  # Print -> parse -> verify must work for every imported module.
+  hlo_verifier.verify(
+      hlo_parser.parse_and_return_unverified_module(hlo.to_string()))
+  return hlo
+
+
+def _opcodes(comp):
+  return [i.opcode for i in comp.instructions]
+
+
+def test_elementwise_and_shapes():
+  hlo = _import("""
+func.func @main(%a: tensor<2x3xf32>, %b: tensor<2x3xf32>) -> tensor<2x3xi1> {
+  %0 = stablehlo.add %a, %b : tensor<2x3xf32>
+  %1 = stablehlo.compare LT, %0, %b, FLOAT : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xi1>
+  return %1 : tensor<2x3xi1>
+}""")
+  entry = hlo.entry_computation
+  assert _opcodes(entry) == [HloOpcode.kParameter, HloOpcode.kParameter,
+                             HloOpcode.kAdd, HloOpcode.kCompare]
+  assert entry.root_instruction.shape.to_string(True) == "pred[2,3]{1,0}"
+  assert entry.root_instruction.comparison_direction.name == "LT"
+
+
+def test_broadcast_in_dim_drops_expanded_unit_dims():
+  hlo = _import("""
+func.func @main(%a: tensor<1x3xf32>) -> tensor<4x3xf32> {
+  %0 = stablehlo.broadcast_in_dim %a, dims = [0, 1] : (tensor<1x3xf32>) -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}""")
+  root = hlo.entry_computation.root_instruction
+  assert root.opcode == HloOpcode.kBroadcast
+  assert root.dimensions == (1,)
+  assert root.operand(0).opcode == HloOpcode.kReshape
+  assert root.operand(0).shape.dimensions == (3,)
+
+
+def test_call_is_inlined_and_multiple_results_tuple():
+  hlo = _import("""
+func.func @main(%a: tensor<f32>) -> (tensor<f32>, tensor<f32>) {
+  %0 = call @twice(%a) : (tensor<f32>) -> tensor<f32>
+  return %0, %a : tensor<f32>, tensor<f32>
+}
+func.func private @twice(%x: tensor<f32>) -> tensor<f32> {
+  %0 = stablehlo.add %x, %x : tensor<f32>
+  return %0 : tensor<f32>
+}""")
+  assert hlo.computation_count == 1
+  root = hlo.entry_computation.root_instruction
+  assert root.opcode == HloOpcode.kTuple
+  assert root.operand(0).opcode == HloOpcode.kAdd
+
+
+def test_reduce_builds_to_apply():
+  hlo = _import("""
+func.func @main(%a: tensor<2x3xf32>) -> tensor<2xf32> {
+  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %0 = stablehlo.reduce(%a init: %z) applies stablehlo.add across dimensions = [1] : (tensor<2x3xf32>, tensor<f32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}""")
+  root = hlo.entry_computation.root_instruction
+  assert root.opcode == HloOpcode.kReduce
+  assert root.dimensions == (1,)
+  body = root.to_apply
+  assert body.num_parameters == 2
+  assert body.root_instruction.opcode == HloOpcode.kAdd
+
+
+def test_while_captures_outer_value():
+  hlo = _import("""
+func.func @main(%n: tensor<i32>, %step: tensor<i32>) -> tensor<i32> {
+  %c0 = stablehlo.constant dense<0> : tensor<i32>
+  %0 = stablehlo.while(%i = %c0) : tensor<i32>
+   cond {
+    %c = stablehlo.compare LT, %i, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %c : tensor<i1>
+  } do {
+    %s = stablehlo.add %i, %step : tensor<i32>
+    stablehlo.return %s : tensor<i32>
+  }
+  return %0 : tensor<i32>
+}""")
+  loops = [i for i in hlo.entry_computation.instructions
+           if i.opcode == HloOpcode.kWhile]
+  assert len(loops) == 1
+  # The loop state is (i, n, step): the loop variable plus two captures.
+  assert len(loops[0].shape.tuple_shapes) == 3
+
+
+def test_check_custom_call_is_side_effecting():
+  hlo = _import("""
+func.func @main(%a: tensor<2xf32>) -> tensor<2xf32> {
+  stablehlo.custom_call @check.expect_close(%a, %a) {has_side_effect = true} : (tensor<2xf32>, tensor<2xf32>) -> ()
+  return %a : tensor<2xf32>
+}""")
+  calls = [i for i in hlo.entry_computation.instructions
+           if i.opcode == HloOpcode.kCustomCall]
+  assert len(calls) == 1
+  assert calls[0].custom_call_target == "check.expect_close"
+  assert calls[0].has_side_effect()
+  assert calls[0].shape.is_tuple() and not calls[0].shape.tuple_shapes
+
+
+def test_globals_become_parameters_and_outputs():
+  hlo = _import("""
+module {
+  ml_program.global private mutable @counter(dense<1> : tensor<i32>) : tensor<i32>
+  func.func @main() -> tensor<i32> {
+    %0 = ml_program.global_load @counter : tensor<i32>
+    %1 = stablehlo.add %0, %0 : tensor<i32>
+    ml_program.global_store @counter = %1 : tensor<i32>
+    return %0 : tensor<i32>
+  }
+}""")
+  entry = hlo.entry_computation
+  assert entry.num_parameters == 1
+  root = entry.root_instruction
+  assert root.opcode == HloOpcode.kTuple
+  assert root.operand(0).opcode == HloOpcode.kParameter
+  assert root.operand(1).opcode == HloOpcode.kAdd
+  assert hlo.frontend_attributes[s2h.GLOBALS_ATTRIBUTE] == "counter"
+
+
+def test_chlo_op_is_unimplemented_and_named():
+  m = text.parse_module("""
+func.func @main(%a: tensor<2xf32>) -> tensor<2xf32> {
+  %0 = chlo.erf %a : tensor<2xf32> -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}""")
+  with pytest.raises(support.UnimplementedError, match="chlo.erf"):
+    s2h.stablehlo_to_hlo(m)
+
+
+def test_every_interpreted_op_has_a_lowering_or_a_reason():
+  s2h.stablehlo_to_hlo(text.parse_module(
+      "func.func @main() -> () {\n  return\n}"))
+  from stablehlo._src import interpreter  # pylint: disable=unused-import
+  interpreted = [d.name for d in registry.all_ops()
+                 if d.interpreter is not None]
+  assert registry.missing("hlo_lowering", interpreted) == []
+
+
+def test_entry_selection():
+  m = text.parse_module("""
+func.func @f(%a: tensor<f32>) -> tensor<f32> {
+  return %a : tensor<f32>
+}
+func.func @g(%a: tensor<f32>) -> tensor<f32> {
+  %0 = stablehlo.negate %a : tensor<f32>
+  return %0 : tensor<f32>
+}""")
+  with pytest.raises(support.InvalidArgumentError):
+    s2h.stablehlo_to_hlo(m)
+  hlo = s2h.stablehlo_to_hlo(m, entry="g")
+  assert hlo.entry_computation.root_instruction.opcode == HloOpcode.kNegate
