@@ -232,7 +232,7 @@ def _printed_name(ctx, op, value):
     fn = region.parent if region is not None else None
   if fn is None:
     return value.name_hint
-  cache = ctx.interp.__dict__.setdefault("_print_names", {})
+  cache = ctx.interp.print_names
   with ctx.interp.print_lock:
     state = cache.get(id(fn))
     if state is None:

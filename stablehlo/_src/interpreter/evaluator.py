@@ -173,6 +173,8 @@ class Interpreter:
     self.globals: dict[str, Any] = {}
     self.probes: dict[str, Any] = {}
     self.soft_failures: list[str] = []
+    # func.func op id -> its upstream SSA names (interpreter.print prefixes).
+    self.print_names: dict[int, Any] = {}
     self.print_lock = threading.Lock()
     self._symbols = {}
     for op in module.body.operations:

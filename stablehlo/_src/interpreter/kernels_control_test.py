@@ -9,12 +9,11 @@ import pytest
 
 from stablehlo._src import interpreter
 from stablehlo._src import text
-from stablehlo._src.interpreter import conformance_run
+from stablehlo._src.interpreter import corpus_testing
 from stablehlo._src.interpreter import evaluator
 from stablehlo._src.interpreter import runtime
 from stablehlo._src.ops import registry
 from stablehlo._src.ops import verify
-from support._src import env
 import support
 
 
@@ -290,13 +289,6 @@ _INTERPRET_FILES = ("while", "if", "case", "call", "chlo/scan")
 
 @pytest.mark.parametrize("name", _INTERPRET_FILES)
 def test_interpret_corpus(name):
-  root = env.stablehlo_corpus("interpret")
-  if root is None:
-    pytest.skip(env.missing_corpus_reason("interpret"))
-  path = root / f"{name}.mlir"
-  src = path.read_text()
-  # call.mlir runs whole upstream; the others split at `// -----`.
-  cases = ([(src, 0)] if name == "call" else
-           [(c.text, c.first_line) for c in text.split_input_file(src)])
-  for case, line in cases:
-    conformance_run.run_case(case, str(path), line)
+  # call.mlir runs whole upstream; the others split at `// -----`: the RUN
+  # lines say which.
+  corpus_testing.run_corpus_file("interpret", f"{name}.mlir")

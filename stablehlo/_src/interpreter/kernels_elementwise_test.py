@@ -10,11 +10,10 @@ import pytest
 
 from stablehlo._src import interpreter
 from stablehlo._src import text
-from stablehlo._src.interpreter import conformance_run
+from stablehlo._src.interpreter import corpus_testing
 from stablehlo._src.interpreter import kernels_elementwise_testing as testing
 from stablehlo._src.ops import registry
 from stablehlo._src.ops import verify
-from support._src import env
 
 run_op = testing.run_op
 
@@ -412,30 +411,14 @@ _TESTDATA_FILES = (
 )
 
 
-def _run_corpus_case(src, path, line):
-  module = text.parse_module(src, str(path), line)
-  conformance_run.run_case(src, str(path), line)
-
-
 @pytest.mark.parametrize("name", _INTERPRET_FILES)
 def test_interpret_corpus(name):
-  root = env.stablehlo_corpus("interpret")
-  if root is None:
-    pytest.skip(env.missing_corpus_reason("interpret"))
-  path = root / f"{name}.mlir"
-  for case in text.split_input_file(path.read_text()):
-    _run_corpus_case(case.text, path, case.first_line)
+  corpus_testing.run_corpus_file("interpret", f"{name}.mlir")
 
 
 @pytest.mark.parametrize("name", _TESTDATA_FILES)
 def test_testdata_sample(name):
-  root = env.stablehlo_corpus("testdata")
-  if root is None:
-    pytest.skip(env.missing_corpus_reason("testdata"))
-  path = root / name
-  if not path.exists():
-    pytest.skip(f"{name} not in this corpus")
-  _run_corpus_case(path.read_text(), path, 0)
+  corpus_testing.run_corpus_file("testdata", name)
 
 
 def test_every_kernel_is_registered():
