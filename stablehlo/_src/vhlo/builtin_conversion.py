@@ -415,10 +415,54 @@ def location_to_builtin(loc, aliases=None, depth: int = 0):
   return result
 
 
+_LOC_KINDS = ("UnknownLoc", "FileLineColLoc", "FileLineColRange", "NameLoc",
+              "CallSiteLoc", "FusedLoc", "FusedLocWithMetadata")
+
+
+def _loc_string(attr, what: str) -> str:
+  """The text of the StringAttr a location refers to; a clear error when a
+  (corrupt) artifact puts another attribute there."""
+  if (isinstance(attr, tree.Attr) and attr.kind == "StringAttr" and
+      attr.fields and isinstance(attr.fields[0], str)):
+    return attr.fields[0]
+  raise ConversionError(f"{what}: expected a string attribute, got "
+                        f"{getattr(attr, 'kind', type(attr).__name__)}")
+
+
+def _check_location(attr) -> None:
+  """Rejects a location whose fields have the wrong kinds (corrupt input)."""
+  if (not isinstance(attr, tree.Attr) or attr.dialect != DIALECT or
+      attr.kind not in _LOC_KINDS):
+    raise ConversionError(
+        f"not a builtin location: {getattr(attr, 'kind', attr)!r}")
+  kind, f = attr.kind, attr.fields
+  need = {"FileLineColLoc": 3, "FileLineColRange": 2, "NameLoc": 2,
+          "CallSiteLoc": 2, "FusedLoc": 1, "FusedLocWithMetadata": 2}
+  if len(f) < need.get(kind, 0):
+    raise ConversionError(f"{kind} with {len(f)} fields")
+  if kind == "FileLineColLoc":
+    _loc_string(f[0], "file location")
+    if not all(isinstance(x, int) for x in f[1:3]):
+      raise ConversionError("file location with a non-integer line/column")
+  elif kind == "FileLineColRange":
+    _loc_string(f[0], "file location range")
+    if (not isinstance(f[1], (tuple, list)) or
+        not all(isinstance(x, int) for x in f[1])):
+      raise ConversionError("file location range with non-integer numbers")
+  elif kind == "NameLoc":
+    _loc_string(f[0], "name location")
+    _check_location(f[1])
+  elif kind == "CallSiteLoc":
+    _check_location(f[0])
+    _check_location(f[1])
+  elif kind in ("FusedLoc", "FusedLocWithMetadata"):
+    if not isinstance(f[0], (tuple, list)):
+      raise ConversionError(f"{kind} without a location list")
+
+
 def location_text(attr) -> str:
   """MLIR's spelling of a builtin location (the body of `loc(...)`)."""
-  if not isinstance(attr, tree.Attr) or attr.dialect != DIALECT:
-    raise ConversionError(f"not a builtin location: {attr!r}")
+  _check_location(attr)
   kind, f = attr.kind, attr.fields
   if kind == "UnknownLoc":
     return "unknown"
@@ -455,6 +499,7 @@ def location_from_builtin(attr) -> a.Location:
     return a.UNKNOWN_LOC
   if isinstance(attr, tree.Attr) and attr.kind == "UnknownLoc":
     return a.UNKNOWN_LOC
+  _check_location(attr)
   if isinstance(attr, tree.Attr) and attr.kind == "FileLineColLoc":
     f = attr.fields
     return a.Location("file", f[0].fields[0], f[1], f[2],

@@ -40,6 +40,26 @@ def test_file_location_and_aliases():
     bc.location_to_builtin(a.Location("callsite", text="callsite(#nope)"))
 
 
+@pytest.mark.parametrize("attr", [
+    # What a flipped attribute index in a corrupt artifact produces: a
+    # location where a string belongs, or a non-location inside a location.
+    bc.ba("FileLineColLoc", bc.UNKNOWN_LOC, 1, 2),
+    bc.ba("FileLineColLoc", bc.string("f"), bc.string("x"), 2),
+    bc.ba("FileLineColLoc", bc.string("f")),
+    bc.ba("FileLineColRange", bc.ba("FileLineColLoc", bc.string("f"), 1, 2),
+          (1, 2)),
+    bc.ba("NameLoc", bc.string("n"), bc.string("not a location")),
+    bc.ba("CallSiteLoc", bc.string("a"), bc.UNKNOWN_LOC),
+    bc.ba("FusedLoc", bc.UNKNOWN_LOC),
+    bc.string("not a location"),
+])
+def test_corrupt_locations_are_invalid_argument(attr):
+  with pytest.raises(support.InvalidArgumentError):
+    bc.location_from_builtin(attr)
+  with pytest.raises(support.InvalidArgumentError):
+    bc.location_text(attr)
+
+
 def test_module_attributes():
   cases = [
       (a.IntegerAttr(1, t.i32),
