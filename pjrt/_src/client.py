@@ -771,6 +771,26 @@ class Client:
                       compile_options_size=len(compile_options))
     return LoadedExecutable(self, args.executable)
 
+  def query_capabilities(self, program: Any, table: Any = None) -> Any:
+    """Which ops of `program` this client's plugin supports, without
+    compiling (see pjrt/_src/capability.py).
+
+    Args:
+      program: MLIR text, a portable artifact (bytes) or a parsed Module.
+      table: a `capability.CapabilityTable` to answer from; default: the
+        plugin's own (`capability.table_for_plugin`), which for a plugin
+        that exposes no capability information says "maybe" for every op.
+
+    Returns:
+      A `capability.CapabilityReport`.
+    """
+    # Imported here: it loads the StableHLO parser, which compile() and the
+    # rest of the client never need.
+    from pjrt._src import capability  # pylint: disable=g-import-not-at-top
+    if table is None:
+      table = capability.table_for_plugin(self.plugin)
+    return capability.query(program, table)
+
   def __repr__(self) -> str:
     if self.closed:
       return "<Client closed>"
