@@ -13,6 +13,7 @@ import pytest
 from stablehlo._src import interpreter
 from stablehlo._src import text
 from stablehlo._src.interpreter import conformance_run
+from stablehlo._src.interpreter import corpus_testing
 from stablehlo._src.interpreter import kernels_collectives as kc
 from stablehlo._src.interpreter import process_grid as pg
 from stablehlo._src.ops import registry
@@ -524,24 +525,9 @@ _CORPUS_FILES = ("all_gather", "all_reduce", "all_to_all",
                  "partition_id", "send_recv", "infeed", "outfeed")
 
 
-def _corpus_cases():
-  root = env.stablehlo_corpus("interpret")
-  if root is None:
-    return []
-  out = []
-  for name in _CORPUS_FILES:
-    path = root / f"{name}.mlir"
-    for case in text.split_input_file(path.read_text()):
-      out.append(pytest.param(str(path), case,
-                              id=f"{name}:{case.first_line + 1}"))
-  return out
-
-
-@pytest.mark.skipif(env.stablehlo_corpus("interpret") is None,
-                    reason=env.missing_corpus_reason("interpret"))
-@pytest.mark.parametrize("path,case", _corpus_cases())
-def test_corpus_case(path, case):
-  conformance_run.run_case(case.text, path, case.first_line)
+@pytest.mark.parametrize("name", _CORPUS_FILES)
+def test_corpus_file(name):
+  assert corpus_testing.run_corpus_file("interpret", f"{name}.mlir") >= 1
 
 
 @pytest.mark.skipif(env.stablehlo_corpus("interpret") is None,

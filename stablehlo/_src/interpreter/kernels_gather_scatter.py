@@ -268,7 +268,10 @@ def dim_numbers(attr, keys: tuple) -> tuple:
 # --- gather -------------------------------------------------------------------
 
 
-_GATHER_KEYS = ("offset_dims", "collapsed_slice_dims",
+# The fields of `#stablehlo.gather<...>` in the order `dim_numbers` returns
+# them; public for callers that build the attribute from other IRs (the HLO
+# evaluator passes a dict with these keys).
+GATHER_KEYS = ("offset_dims", "collapsed_slice_dims",
                 "operand_batching_dims", "start_indices_batching_dims",
                 "start_index_map", "index_vector_dim")
 
@@ -278,7 +281,7 @@ def gather(operand: np.ndarray, start_indices: np.ndarray, dn_attr,
   """spec: gather. Start indices are clamped so that every slice lies in
   the operand (`clamp(start, 0, dim - slice_size)`)."""
   offset_dims, collapsed, obatch, ibatch, sim, ivd = dim_numbers(
-      dn_attr, _GATHER_KEYS)
+      dn_attr, GATHER_KEYS)
   rank = operand.ndim
   oshape = operand.shape
   if len(slice_sizes) != rank or any(
@@ -361,7 +364,9 @@ def _dynamic_gather_kernel(ctx, op, args):
 # --- scatter ------------------------------------------------------------------
 
 
-_SCATTER_KEYS = ("update_window_dims", "inserted_window_dims",
+# The fields of `#stablehlo.scatter<...>` in the order `dim_numbers` returns
+# them (public, like GATHER_KEYS).
+SCATTER_KEYS = ("update_window_dims", "inserted_window_dims",
                  "input_batching_dims", "scatter_indices_batching_dims",
                  "scatter_dims_to_operand_dims", "index_vector_dim")
 
@@ -371,7 +376,7 @@ def scatter_targets(input_shape: tuple, indices: np.ndarray,
   """The flat result index of every in-bounds update element (in row-major
   update order) and the mask of in-bounds update elements, or None when
   all are in bounds (spec: scatter, `result_index`)."""
-  uwd, iwd, ibd, sibd, sdod, ivd = dim_numbers(dn_attr, _SCATTER_KEYS)
+  uwd, iwd, ibd, sibd, sdod, ivd = dim_numbers(dn_attr, SCATTER_KEYS)
   rank = len(input_shape)
   ndim = len(update_shape)
   vecs = _index_vectors(indices, ivd)

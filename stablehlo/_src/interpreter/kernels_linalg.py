@@ -68,7 +68,7 @@ def convert(x: np.ndarray, et: t.Type) -> np.ndarray:
       return x != 0
     if src_int:
       return runtime.wrap_to(x, et)
-    lo, hi = _int_range(et)
+    lo, hi = int_range(et)
     xf = np.trunc(np.real(x).astype(np.float64))
     xf = np.clip(np.nan_to_num(xf, nan=0.0, posinf=hi, neginf=lo), lo, hi)
     return runtime.wrap_to(xf.astype(np.uint64 if et.unsigned else np.int64),
@@ -78,7 +78,8 @@ def convert(x: np.ndarray, et: t.Type) -> np.ndarray:
   return x.astype(dt)
 
 
-def _int_range(et: t.IntegerType) -> tuple[int, int]:
+def int_range(et: t.IntegerType) -> tuple[int, int]:
+  """The (min, max) values of integer type `et`."""
   if et.unsigned:
     return 0, 2**et.width - 1
   return -(2**(et.width - 1)), 2**(et.width - 1) - 1
@@ -475,10 +476,14 @@ def _float_compute_dtype(dt: np.dtype) -> np.dtype:
   return np.dtype(np.float32)
 
 
-def _triangular_solve(ctx, op, args):
+def triangular_solve(ctx, op, args):
   """Spec "triangular_solve": solves op(a) x = b (left_side) or
   x op(a) = b by substitution, reading only the `lower` / upper triangle of
-  `a` (and assuming ones on its diagonal with unit_diagonal)."""
+  `a` (and assuming ones on its diagonal with unit_diagonal).
+
+  A kernel entry point, also called by the HLO evaluator: `op` needs only
+  `attr(name)` (left_side, lower, unit_diagonal, transpose_a) and
+  `results[0].type`; `ctx` is unused."""
   a, b = args
   res_dt = runtime.numpy_dtype(op.results[0].type)
   cdt = _float_compute_dtype(np.dtype(res_dt))
@@ -518,11 +523,14 @@ def _triangular_solve(ctx, op, args):
   return np.ascontiguousarray(x).astype(res_dt)
 
 
-def _cholesky(ctx, op, args):
+def cholesky(ctx, op, args):
   """Spec "cholesky": L with a = L L^H (lower) or U with a = U^H U
   (upper), reading only that triangle of `a`; the other triangle of the
   result is zero. Like XLA, a matrix that is not positive definite (a NaN
-  pivot) yields a result of NaNs for that batch element."""
+  pivot) yields a result of NaNs for that batch element.
+
+  A kernel entry point, also called by the HLO evaluator: `op` needs only
+  `attr("lower")` and `results[0].type`; `ctx` is unused."""
   (a,) = args
   res_dt = runtime.numpy_dtype(op.results[0].type)
   cdt = _float_compute_dtype(np.dtype(res_dt))
@@ -693,8 +701,8 @@ for _name, _kernel in (
     ("stablehlo.dynamic_conv", _dynamic_conv),
     ("chlo.ragged_dot", _ragged_dot),
     ("stablehlo.fft", _fft),
-    ("stablehlo.triangular_solve", _triangular_solve),
-    ("stablehlo.cholesky", _cholesky),
+    ("stablehlo.triangular_solve", triangular_solve),
+    ("stablehlo.cholesky", cholesky),
     ("stablehlo.batch_norm_inference", _batch_norm_inference),
     ("stablehlo.batch_norm_training", _batch_norm_training),
     ("stablehlo.batch_norm_grad", _batch_norm_grad),

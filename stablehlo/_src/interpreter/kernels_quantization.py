@@ -82,7 +82,7 @@ def _to_storage(r: np.ndarray, qt: t.QuantizedType) -> np.ndarray:
   """Rounded float values -> storage integers, saturating like a float ->
   int `convert` (NaN -> 0)."""
   st = qt.storage_type
-  lo, hi = linalg._int_range(st)  # pylint: disable=protected-access
+  lo, hi = linalg.int_range(st)
   r = np.nan_to_num(np.asarray(r, dtype=np.float64), nan=0.0, posinf=hi,
                     neginf=lo)
   return runtime.wrap_to(np.clip(r, lo, hi).astype(np.int64), st)

@@ -244,9 +244,10 @@ def _concatenate(ctx, op, args):
   return np.concatenate(args, axis=dim)
 
 
-def _pad_array(x: np.ndarray, value: np.ndarray, lo, hi, interior):
+def pad_array(x: np.ndarray, value: np.ndarray, lo, hi, interior):
   """spec: pad - edge padding (negative removes elements) and interior
-  padding between elements, filled with `value`."""
+  padding between elements, filled with `value`. Public: the pad kernels
+  and the HLO evaluator (pad, reduce_window) share it."""
   if not len(lo) == len(hi) == len(interior) == x.ndim:
     raise support.InvalidArgumentError(
         f"padding sizes {list(lo)}, {list(hi)}, {list(interior)} do not "
@@ -276,14 +277,14 @@ def _pad_array(x: np.ndarray, value: np.ndarray, lo, hi, interior):
 
 
 def _pad(ctx, op, args):
-  return _pad_array(args[0], args[1], _ints(op, "edge_padding_low"),
+  return pad_array(args[0], args[1], _ints(op, "edge_padding_low"),
                     _ints(op, "edge_padding_high"),
                     _ints(op, "interior_padding"))
 
 
 def _dynamic_pad(ctx, op, args):
   """spec: dynamic_pad - pad with the paddings given as operands."""
-  return _pad_array(args[0], args[1], _shape_operand(args[2]),
+  return pad_array(args[0], args[1], _shape_operand(args[2]),
                     _shape_operand(args[3]), _shape_operand(args[4]))
 
 

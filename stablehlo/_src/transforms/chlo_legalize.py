@@ -21,6 +21,7 @@ from stablehlo._src.interpreter import runtime
 from stablehlo._src.ir import attributes as a
 from stablehlo._src.ir import core
 from stablehlo._src.ir import types as t
+from stablehlo._src.transforms import chlo_complex
 from stablehlo._src.transforms import chlo_decompositions
 from stablehlo._src.transforms import chlo_expr
 from stablehlo._src.transforms import rewrite
@@ -208,6 +209,7 @@ def _mulhi(b, op):
 
 
 _RULES.update(chlo_decompositions.RULES)
+_RULES.update(chlo_complex.RULES)  # complex asin, acos, atan, ... (+ real)
 
 
 def run(module: core.Module) -> bool:
