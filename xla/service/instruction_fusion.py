@@ -76,10 +76,17 @@ def is_expensive(instr: HloInstruction) -> bool:
   return instr.opcode not in _CHEAP_NON_ELEMENTWISE
 
 
-def is_fusible_at_all(instr: HloInstruction) -> bool:
-  return (instr.opcode not in _NEVER_FUSED and
-          not hlo_dce.has_side_effect_recursive(instr) and
-          not instr.control_predecessors and not instr.control_successors)
+def is_fusible_at_all(instr: HloInstruction,
+                      side_effects: Optional[hlo_dce.SideEffectCache] = None
+                      ) -> bool:
+  """`side_effects` memoises the side-effect scan of called computations
+  (a growing fusion would otherwise be rescanned at every step)."""
+  if instr.opcode in _NEVER_FUSED:
+    return False
+  if instr.control_predecessors or instr.control_successors:
+    return False
+  cache = side_effects or hlo_dce.SideEffectCache()
+  return not cache.instruction(instr)
 
 
 # -- group fusion ---------------------------------------------------------------
@@ -101,6 +108,9 @@ def clone_with_operands(instr: HloInstruction,
 
 
 def _topological(comp: HloComputation, members: Sequence[HloInstruction]):
+  if len(members) == 2 and any(o is members[0]
+                               for o in members[1].operands):
+    return list(members)  # producer, consumer: no need to order the rest
   ids = {id(m) for m in members}
   return [i for i in comp.make_instruction_post_order() if id(i) in ids]
 
@@ -179,6 +189,48 @@ def fuse_group(members: Sequence[HloInstruction],
   return fusion
 
 
+def fuse_into_fusion(producer: HloInstruction, fusion: HloInstruction,
+                     kind: FusionKind) -> HloInstruction:
+  """Clones the single-output, non-fusion `producer` into the fused
+  computation of `fusion` (which uses it), in place: the parameters that
+  stood for it are replaced by the clone, its operands become inputs. The
+  fusion instruction is rebuilt around the same computation (the operand
+  list changes) and returned. Costs O(size of producer), not of the
+  fusion, unlike `fuse_group`."""
+  comp = fusion.parent
+  fused = fusion.fused_computation
+  old_inputs = list(fusion.operands)
+  stale = [i for i, op in enumerate(old_inputs) if op is producer]
+  param_of: dict[int, HloInstruction] = {}
+  for i, op in enumerate(old_inputs):
+    if op is not producer:
+      param_of.setdefault(id(op), fused.parameter_instruction(i))
+  added: list[HloInstruction] = []
+  operands = []
+  for op in producer.operands:
+    if id(op) not in param_of:
+      n = fused.num_parameters
+      param = fused.add_parameter(
+          hi.create_parameter(n, op.shape, name=f"param_{n}"))
+      param_of[id(op)] = param
+      added.append(op)
+    operands.append(param_of[id(op)])
+  clone = fused.add_instruction(clone_with_operands(producer, operands))
+  for i in reversed(stale):
+    fused.parameter_instruction(i).replace_all_uses_with(clone)
+    fused.remove_parameter(i)
+  stale_ids = set(stale)
+  inputs = [op for i, op in enumerate(old_inputs)
+            if i not in stale_ids] + added
+  new = comp.add_instruction(
+      hi.create_fusion(fusion.shape, kind, inputs, fused), name=fusion.name)
+  fusion.replace_all_uses_with(new)
+  comp.remove_instruction(fusion)
+  if not producer.users and not producer.is_root():
+    comp.remove_instruction(producer)
+  return new
+
+
 def _inline(target: HloComputation, source: HloComputation,
             args: Sequence[HloInstruction]) -> HloInstruction:
   """Clones `source`'s instructions into `target` with its parameters
@@ -203,6 +255,9 @@ class InstructionFusion(hpi.HloModulePass):
 
   def __init__(self, may_duplicate: bool = True):
     self.may_duplicate = may_duplicate
+    # One side-effect cache per run: fusing only ever adds side-effect-free
+    # instructions to a fused computation, so cached answers stay valid.
+    self._side_effects: Optional[hlo_dce.SideEffectCache] = None
 
   @property
   def name(self) -> str:
@@ -226,7 +281,9 @@ class InstructionFusion(hpi.HloModulePass):
   def can_fuse(self, consumer: HloInstruction, operand_index: int) -> bool:
     """The universal legality rules of the module docstring."""
     producer = consumer.operand(operand_index)
-    if not is_fusible_at_all(producer) or not is_fusible_at_all(consumer):
+    cache = self._side_effects
+    if not is_fusible_at_all(producer, cache) or not is_fusible_at_all(
+        consumer, cache):
       return False
     if producer.opcode == O.kFusion:
       return False  # merging fusions is FusionMerger's business
@@ -247,6 +304,9 @@ class InstructionFusion(hpi.HloModulePass):
            consumer: HloInstruction) -> HloInstruction:
     """Fuses `producer` into `consumer`; returns the (new) fusion."""
     kind = self.choose_kind(producer, consumer)
+    if (consumer.opcode == O.kFusion and producer.opcode != O.kFusion and
+        not producer.shape.is_tuple()):
+      return fuse_into_fusion(producer, consumer, kind)
     return fuse_group([producer, consumer], [consumer], kind)
 
   def run_on_computation(self, comp: HloComputation) -> bool:
@@ -267,12 +327,16 @@ class InstructionFusion(hpi.HloModulePass):
 
   def run(self, module, execution_threads=frozenset()) -> bool:
     changed = False
-    for comp in hpi.computations_to_run(module, execution_threads):
-      if comp.is_fusion_computation() or comp.parent is not module:
-        continue
-      if is_applied_function(module, comp):
-        continue
-      changed |= self.run_on_computation(comp)
+    self._side_effects = hlo_dce.SideEffectCache()
+    try:
+      for comp in hpi.computations_to_run(module, execution_threads):
+        if comp.is_fusion_computation() or comp.parent is not module:
+          continue
+        if is_applied_function(module, comp):
+          continue
+        changed |= self.run_on_computation(comp)
+    finally:
+      self._side_effects = None
     return changed
 
 

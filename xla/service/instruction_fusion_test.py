@@ -242,3 +242,61 @@ ENTRY e {
   assert entry.root_instruction.operands == (by_name["a"], fusion)
   assert inf.count_fusions(entry) == 1
   assert inf.count_fusions(entry, FusionKind.kInput) == 0
+
+
+def test_long_chain_fuses_incrementally_into_one_fusion():
+  # Each producer is cloned into the growing fusion in place (the fusion
+  # used to be rebuilt from scratch per producer: quadratic, ~2 minutes on
+  # a testdata rng program). The result must still be one fusion with one
+  # fused computation, the chain inside it, and the right inputs.
+  n = 300
+  lines = ["HloModule m", "ENTRY e {", "  p = f32[4] parameter(0)",
+           "  q = f32[4] parameter(1)", "  v0 = f32[4] add(p, q)"]
+  for i in range(1, n):
+    op = ("negate(v{})".format(i - 1) if i % 3 == 0 else
+          "multiply(v{}, {})".format(i - 1, "p" if i % 2 else "q"))
+    lines.append(f"  v{i} = f32[4] {op}")
+  lines.append(f"  ROOT r = f32[4] add(v{n - 1}, p)")
+  lines.append("}")
+  text = "\n".join(lines)
+  from xla.hlo.evaluator import hlo_evaluator  # pylint: disable=g-import-not-at-top
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  args = [np.array([1, -1, 0.5, 2], np.float32),
+          np.array([0.9, 1.1, -1, 1], np.float32)]
+  want = hlo_evaluator.HloEvaluator().evaluate(
+      hp.parse_and_return_verified_module(text), args)
+  changed, m = _run(text)
+  assert changed
+  entry = m.entry_computation
+  assert _opcodes(entry) == ["fusion", "parameter", "parameter"]
+  (fusion,) = _fusions(entry)
+  assert [o.name for o in fusion.operands] == ["p", "q"]
+  assert len(m.computations) == 2  # entry + one fused computation
+  fused = fusion.fused_computation
+  assert fused.fusion_instruction is fusion
+  assert fused.instruction_count == n + 1 + 2  # chain, root add, 2 params
+  got = hlo_evaluator.HloEvaluator().evaluate(m, args)
+  np.testing.assert_array_equal(got[0], want[0])
+
+
+def test_fusing_into_a_fusion_reuses_and_renumbers_parameters():
+  changed, m = _run("""HloModule m
+ENTRY e {
+  p = f32[8] parameter(0)
+  q = f32[8] parameter(1)
+  a = f32[8] add(p, q)
+  b = f32[8] subtract(q, p)
+  c = f32[8] multiply(a, b)
+  ROOT s = f32[8] negate(c)
+}""")
+  assert changed
+  (fusion,) = _fusions(m.entry_computation)
+  fused = fusion.fused_computation
+  # Two inputs in all, each one parameter, numbered as the operands.
+  assert sorted(o.name for o in fusion.operands) == ["p", "q"]
+  assert fused.num_parameters == 2
+  for i, op in enumerate(fusion.operands):
+    param = fused.parameter_instruction(i)
+    assert param.parameter_number == i and param.shape == op.shape
+  assert _opcodes(fused) == ["add", "multiply", "negate", "parameter",
+                             "parameter", "subtract"]

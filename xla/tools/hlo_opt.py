@@ -3,6 +3,11 @@
   python -m xla.tools.hlo_opt FILE [--passes=dce,cse,algsimp,...]
       [--pipeline=default] [--dump-to=DIR] [--format=text|dot|html]
       [--computation=NAME] [--no-expand-fusions] [-o OUT] [--list-passes]
+      [--memory-report]
+
+With --memory-report the output is, instead of the module, its buffer
+assignment summary after the passes (xla/tools/memory_report.py): bytes with
+buffer reuse, without, their ratio and the peak of live bytes.
 
 FILE is HLO text (`.hlo`, `.txt`, anything else), or StableHLO MLIR (`.mlir`)
 when the StableHLO -> HLO importer (xla/translate/stablehlo_to_hlo.py) is
@@ -158,7 +163,8 @@ def read_module(path: str, text: str):
     smodule = mlir_text.parse_module(text, path)
     verify.verify_module(smodule)
     try:
-      return stablehlo_to_hlo.stablehlo_to_hlo(smodule)
+      # CHLO and quantized types are legalized first (StableHLO passes).
+      return stablehlo_to_hlo.legalize_and_import(smodule)
     except ImportError as e:  # the importer is incomplete
       raise support.UnimplementedError(
           f"{path}: the StableHLO importer is not usable: {e}") from None
@@ -178,6 +184,19 @@ def _build_pipeline(pass_names: list[str], name: str):
   for pass_name in pass_names:
     pipeline.add_pass(load_pass(pass_name))
   return pipeline
+
+
+def build_named_pipeline(name: str, skipped: Optional[list] = None):
+  """An HloPassPipeline of PIPELINES[name]; passes that are not available
+  are left out (their reasons appended to `skipped` when given)."""
+  names = []
+  for pass_name in PIPELINES[name]:
+    reason = pass_available(pass_name)
+    if reason is None:
+      names.append(pass_name)
+    elif skipped is not None:
+      skipped.append(reason)
+  return _build_pipeline(names, name)
 
 
 def _split_names(text: str) -> list[str]:
@@ -233,6 +252,9 @@ def _arg_parser() -> argparse.ArgumentParser:
                   help="write here instead of stdout")
   ap.add_argument("--list-passes", action="store_true",
                   help="list the passes and whether each is available")
+  ap.add_argument("--memory-report", action="store_true",
+                  help="print the buffer assignment's memory use (with and "
+                  "without reuse, peak live bytes) instead of the module")
   return ap
 
 
@@ -298,8 +320,15 @@ def main(argv=None, stdout=None, stderr=None) -> int:
       overrides["xla_dump_to"] = args.dump_to
     with flags.override(**overrides):
       pipeline.run(module)  # verifies before the first pass and after each
-    rendered = _render(module, args.format, args.computation,
-                       args.expand_fusions)
+    if args.memory_report:
+      from xla.tools import memory_report  # pylint: disable=g-import-not-at-top
+      rendered = memory_report.format_report(
+          f"{path} (module {module.name}"
+          + (f", pipeline {args.pipeline})" if args.pipeline else ")"),
+          memory_report.report(module))
+    else:
+      rendered = _render(module, args.format, args.computation,
+                         args.expand_fusions)
   except support.XlaError as e:
     message = str(e)
     if not message.startswith(path):
@@ -329,7 +358,7 @@ def main(argv=None, stdout=None, stderr=None) -> int:
   except OSError as e:
     return fail(_INPUT_ERROR, f"error: cannot write {args.output}: "
                 f"{e.strerror}")
-  if args.dump_to:
+  if args.dump_to and not args.memory_report:
     _dump_graph(args.dump_to, module, args.format, rendered)
   return 0
 

@@ -234,3 +234,39 @@ def test_stablehlo_parse_error_is_positioned(tmp_path):
   assert "Traceback" not in err
   if _importer_present():
     assert err.startswith(f"{path}:3:")
+
+
+_CHAIN = """HloModule chain
+
+ENTRY main {
+  p = f32[256] parameter(0)
+  a = f32[256] exponential(p)
+  b = f32[256] log(a)
+  c = f32[256] exponential(b)
+  ROOT d = f32[256] log(c)
+}
+"""
+
+
+def test_memory_report_without_passes(tmp_path):
+  # 1 KiB per value. a and c never live at once: they share heap bytes;
+  # b needs its own. With reuse: p + d + 2 KiB heap; without: 5 values.
+  # Peak live: p (whole program) + two neighbours of the chain.
+  code, out, err = _run([_write(tmp_path, _CHAIN), "--memory-report"])
+  assert code == 0, err
+  assert "with reuse:       4096 bytes (parameters 1024, constants 0, " \
+         "output 1024, temporary heap 2048)" in out
+  assert "without reuse:    5120 bytes (temporaries 3072)" in out
+  assert "ratio:            0.800" in out
+  assert "peak live:        3072 bytes" in out
+  assert "HloModule" not in out
+
+
+def test_memory_report_after_the_default_pipeline(tmp_path):
+  # Fusion leaves one loop fusion: nothing temporary remains.
+  code, out, err = _run([_write(tmp_path, _CHAIN), "--pipeline=default",
+                         "--memory-report"])
+  assert code == 0, err
+  assert "(module chain, pipeline default)" in out
+  assert "temporary heap 0)" in out
+  assert "ratio:            1.000" in out

@@ -7,6 +7,8 @@ custom calls and ml_program globals.
 
 from __future__ import annotations
 
+import json
+
 import support
 from stablehlo._src.ir import attributes as a
 from stablehlo._src.ops import registry
@@ -206,6 +208,53 @@ def _custom_call(imp, op):
           for i in range(len(op.results))]
 
 
+# -- check dialect ops (conformance corpora) -------------------------------------
+#
+# `check.expect_*` ops become side-effecting custom calls named after the
+# pair form (`check.expect_eq`, `check.expect_almost_eq`,
+# `check.expect_close`); a `_const` form gets its expected value as a
+# constant operand. Their parameters travel as JSON in `backend_config`
+# (absent: the testdata `@check.*` custom-call defaults).
+
+
+def _check_config(op, defaults: dict) -> str:
+  config = dict(defaults)
+  for name in defaults:
+    v = op.attr(name)
+    if isinstance(v, a.FloatAttr):
+      config[name] = float(v.value)
+    elif isinstance(v, a.IntegerAttr):
+      config[name] = int(v.value)
+  return json.dumps(config, sort_keys=True)
+
+
+def _register_check(name, target, params, const):
+  @_register(name)
+  def _lower(imp, op):
+    operands = imp.operands(op)
+    if const:
+      operands.append(imp.add(hi.create_constant(
+          tc.literal(op.attr("value"), op.operands[0].type))))
+    instr = hi.create_custom_call(Shape.tuple_of([]), operands, target,
+                                  custom_call_has_side_effect=True)
+    instr.backend_config = _check_config(op, params)
+    imp.add(instr)
+    return []
+  return _lower
+
+
+# The check dialect's defaults (the interpreter's `checks.py`).
+_TOLERANCE = {"tolerance": 1e-4}
+_ULPS = {"max_ulp_difference": 0, "min_ulp_difference": 0}
+_register_check("check.expect_eq", "check.expect_eq", {}, False)
+_register_check("check.expect_eq_const", "check.expect_eq", {}, True)
+_register_check("check.expect_almost_eq", "check.expect_almost_eq",
+                _TOLERANCE, False)
+_register_check("check.expect_almost_eq_const", "check.expect_almost_eq",
+                _TOLERANCE, True)
+_register_check("check.expect_close", "check.expect_close", _ULPS, False)
+
+
 # -- ml_program globals ----------------------------------------------------------
 
 
@@ -276,9 +325,12 @@ for _name, _why in _UNSUPPORTED.items():
   if registry.lookup(_name) is not None:
     registry.mark_unsupported(_name, "hlo_lowering", _why)
 for _d in registry.all_ops():
+  if _d.hlo_lowering is not None:
+    continue
   if _d.name.startswith("chlo.") or _d.name.startswith("check."):
     registry.mark_unsupported(
         _d.name, "hlo_lowering",
         "legalize CHLO first (chlo_legalize.run)" if _d.name.startswith(
             "chlo.") else "check dialect ops are interpreter-only; the "
-        "testdata @check.* custom calls are imported")
+        "testdata @check.* custom calls and the check.expect_* ops are "
+        "imported")

@@ -331,3 +331,15 @@ def stablehlo_to_hlo(module: core.Module, *, entry: Optional[str] = None
   if isinstance(sym, a.StringAttr):
     name = sym.value
   return Importer(module, name).import_entry(fn)
+
+
+def legalize_and_import(module: core.Module, *, entry: Optional[str] = None
+                        ) -> HloModule:
+  """Rewrites `module` in place into what the importer takes (CHLO ops to
+  StableHLO, uniform quantized types to integer arithmetic: the StableHLO
+  passes chlo_legalize and quant_legalize), then imports it."""
+  from stablehlo._src.transforms import chlo_legalize  # pylint: disable=g-import-not-at-top
+  from stablehlo._src.transforms import quant_legalize  # pylint: disable=g-import-not-at-top
+  chlo_legalize.run(module)
+  quant_legalize.run(module)
+  return stablehlo_to_hlo(module, entry=entry)

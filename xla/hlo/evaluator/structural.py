@@ -125,8 +125,8 @@ def _concatenate(ev, instr, ops):
 
 def _pad(ev, instr, ops):
   cfg = instr.padding_config.dimensions
-  # Private helper of the interpreter (edge + interior padding).
-  return kshape._pad_array(ops[0], ops[1],  # pylint: disable=protected-access
+  # The interpreter's pad (edge + interior padding).
+  return kshape.pad_array(ops[0], ops[1],
                            [d.edge_padding_low for d in cfg],
                            [d.edge_padding_high for d in cfg],
                            [d.interior_padding for d in cfg])
@@ -188,8 +188,24 @@ _NARROW_INTS = {"int2": 2, "int4": 4, "uint2": 2, "uint4": 4}
 
 
 def _ufunc_reduce(opc, x, axes, init):
-  """op(init, fold of x over axes) with numpy's ufunc reduce."""
+  """op(init, fold of x over axes) with numpy's ufunc reduce.
+
+  Float / complex add and multiply round at every step, so their order is
+  kept: a left fold from init over the reduced elements in row-major order,
+  in the element type (as XLA's evaluator and the StableHLO interpreter
+  do)."""
   dt = x.dtype
+  if (opc in (O.kAdd, O.kMultiply) and dt.kind in "fcV" and
+      str(dt) not in _NARROW_INTS):
+    axes = tuple(axes)
+    kept = [d for d in range(x.ndim) if d not in axes]
+    out_shape = tuple(x.shape[d] for d in kept)
+    k = math.prod(x.shape[d] for d in axes)
+    moved = np.transpose(x, kept + list(axes)).reshape(out_shape + (k,))
+    seq = np.concatenate([np.broadcast_to(np.asarray(init, dt),
+                                          out_shape + (1,)), moved], axis=-1)
+    return np.asarray(_UFUNCS[opc].accumulate(seq, axis=-1)[..., -1],
+                      dtype=dt)
   narrow = _NARROW_INTS.get(str(dt))
   acc = x
   if narrow:
@@ -249,7 +265,7 @@ def _window_params(instr, rank):
 def _windows(x, fill, size, stride, lo, hi, bdil, wdil):
   """A view (out..., win...) of the windows of x after dilation + padding
   with `fill`."""
-  padded = kshape._pad_array(  # pylint: disable=protected-access
+  padded = kshape.pad_array(
       x, np.asarray(fill, x.dtype), lo, hi, [b - 1 for b in bdil])
   padded = np.ascontiguousarray(padded)
   out = [max(0, (p - ((s - 1) * wd + 1)) // st + 1) if p >= (
@@ -445,7 +461,7 @@ def top_k(instr, x, k, largest):
 
 def _gather(ev, instr, ops):
   dn = instr.gather_dimension_numbers
-  attr = {f: getattr(dn, f) for f in kgs._GATHER_KEYS}  # pylint: disable=protected-access
+  attr = {f: getattr(dn, f) for f in kgs.GATHER_KEYS}
   return kgs.gather(ops[0], ops[1].astype(np.int64), attr,
                     instr.attr("slice_sizes"))
 
@@ -454,7 +470,7 @@ def _scatter(ev, instr, ops):
   n = (len(ops) - 1) // 2
   inputs, indices, updates = ops[:n], ops[n], ops[n + 1:]
   dn = instr.scatter_dimension_numbers
-  attr = {f: getattr(dn, f) for f in kgs._SCATTER_KEYS}  # pylint: disable=protected-access
+  attr = {f: getattr(dn, f) for f in kgs.SCATTER_KEYS}
   lin, valid = kgs.scatter_targets(inputs[0].shape, indices.astype(np.int64),
                                    updates[0].shape, attr)
   ups = [u.reshape(-1) if valid is None else u[valid] for u in updates]
@@ -561,11 +577,11 @@ def _triangular_solve(ev, instr, ops):
            "unit_diagonal": instr.attr("unit_diagonal"),
            "transpose_a": ("NO_TRANSPOSE" if trans.name == "TRANSPOSE_INVALID"
                            else trans.name)}
-  return kl._triangular_solve(None, _linalg_view(instr, attrs), ops)  # pylint: disable=protected-access
+  return kl.triangular_solve(None, _linalg_view(instr, attrs), ops)
 
 
 def _cholesky(ev, instr, ops):
-  return kl._cholesky(None, _linalg_view(  # pylint: disable=protected-access
+  return kl.cholesky(None, _linalg_view(
       instr, {"lower": instr.attr("lower")}), ops)
 
 

@@ -355,3 +355,53 @@ ENTRY e {
               np.array([1, 2, 0.5], ml_dtypes.bfloat16))
   assert int(r) == -1  # 15 wraps to -1 in 4 bits
   assert rb.dtype == ml_dtypes.bfloat16 and float(rb) == 3.5
+
+
+def _left_fold(values, dtype, init=0.0):
+  """init + v0 + v1 + ..., rounding to `dtype` after every addition."""
+  acc = dtype(init)
+  for v in values:
+    acc = dtype(float(acc) + float(v))
+  return acc
+
+
+def test_reduce_window_float_add_folds_in_window_order():
+  # Regression: the window was summed by numpy's multi-axis reduce (blocked
+  # pairwise for 8+ elements), not the row-major left fold from init that
+  # XLA and the StableHLO interpreter use; the testdata reduce_window_add
+  # files caught it at 4 ULP. Here: 7 + 1e8 rounds to 1e8 + 8 in order, so
+  # the fold gives 8; pairwise partial sums give 0.
+  text = "HloModule m\n" + ADD_F32 + """
+ENTRY e {
+  x = f32[3,3] parameter(0)
+  z = f32[] constant(0)
+  ROOT r = f32[1,1] reduce-window(x, z), window={size=3x3}, to_apply=add
+}"""
+  x = np.array([[1, 1, 1], [1, 1, 1], [1, 1e8, -1e8]], np.float32)
+  (r,) = run(text, x)
+  assert r.shape == (1, 1)
+  assert r[0, 0] == _left_fold(x.reshape(-1), np.float32) == 8.0
+
+
+def test_bf16_reductions_round_every_step():
+  # Regression: bf16 sums were accumulated in f32 and rounded once. In
+  # bf16, 1 + 2^-8 rounds back to 1 (ties to even) at every step.
+  text = """HloModule m
+addbf {
+  a = bf16[] parameter(0)
+  b = bf16[] parameter(1)
+  ROOT c = bf16[] add(a, b)
+}
+ENTRY e {
+  q = bf16[5] parameter(0)
+  zb = bf16[] constant(0)
+  r = bf16[] reduce(q, zb), dimensions={0}, to_apply=addbf
+  w = bf16[1] reduce-window(q, zb), window={size=5}, to_apply=addbf
+  ROOT t = (bf16[], bf16[1]) tuple(r, w)
+}"""
+  q = np.array([1] + [2.0**-8] * 4, ml_dtypes.bfloat16)
+  r, w = run(text, q)
+  want = _left_fold(q, ml_dtypes.bfloat16)
+  assert float(want) == 1.0  # an f32 accumulator would give 1 + 2^-6
+  assert r.dtype == ml_dtypes.bfloat16 and float(r) == float(want)
+  assert float(w[0]) == float(want)

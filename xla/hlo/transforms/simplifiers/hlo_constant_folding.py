@@ -61,7 +61,7 @@ class HloConstantFolding(hpi.HloModulePass):
     return True
 
   def run_on_computation(self, comp, side=None) -> bool:
-    side = side or hlo_dce._SideEffects()  # pylint: disable=protected-access
+    side = side or hlo_dce.SideEffectCache()
     changed = False
     for instr in comp.make_instruction_post_order():
       if instr.parent is not comp or not self._foldable(instr, side):
@@ -80,7 +80,7 @@ class HloConstantFolding(hpi.HloModulePass):
     return changed
 
   def run(self, module, execution_threads=frozenset()) -> bool:
-    side = hlo_dce._SideEffects()  # pylint: disable=protected-access
+    side = hlo_dce.SideEffectCache()
     changed = False
     for comp in hpi.computations_to_run(module, execution_threads):
       if comp.is_fusion_computation():

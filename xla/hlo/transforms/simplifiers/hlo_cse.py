@@ -89,7 +89,7 @@ class HloCSE(hpi.HloModulePass):
   # -- running -----------------------------------------------------------------
 
   def run_on_computation(self, comp, side_effects=None) -> bool:
-    side_effects = side_effects or hlo_dce._SideEffects()  # pylint: disable=protected-access
+    side_effects = side_effects or hlo_dce.SideEffectCache()
     seen: dict[object, list] = {}
     changed = False
     for instr in comp.make_instruction_post_order():
@@ -106,7 +106,7 @@ class HloCSE(hpi.HloModulePass):
     return changed
 
   def run(self, module, execution_threads=frozenset()) -> bool:
-    side_effects = hlo_dce._SideEffects()  # pylint: disable=protected-access
+    side_effects = hlo_dce.SideEffectCache()
     changed = False
     for comp in hpi.computations_to_run(module, execution_threads):
       changed |= self.run_on_computation(comp, side_effects)

@@ -23,11 +23,17 @@ from xla.hlo.ir.hlo_opcode import HloOpcode
 from xla.hlo.pass_ import hlo_pass_interface as hpi
 
 
-class _SideEffects:
-  """Memoised "has a side effect, including in called computations"."""
+class SideEffectCache:
+  """Memoised "has a side effect, including in called computations".
+
+  A computation's answer is kept for the cache's lifetime: use one cache
+  while no side-effecting instruction is added to a computation already
+  asked about (passes keep one per run)."""
 
   def __init__(self):
-    self._computations: dict[int, bool] = {}
+    # id -> (computation, answer); the computation is kept so that its id
+    # cannot be reused by another one while cached.
+    self._computations: dict[int, tuple[object, bool]] = {}
 
   def instruction(self, instr) -> bool:
     if instr.has_side_effect():
@@ -35,20 +41,21 @@ class _SideEffects:
     return any(self.computation(c) for c in instr.called_computations())
 
   def computation(self, comp) -> bool:
-    key = id(comp)
-    if key not in self._computations:
-      self._computations[key] = False  # breaks (invalid) call cycles
-      self._computations[key] = any(
-          self.instruction(i) for i in comp.instructions)
-    return self._computations[key]
+    hit = self._computations.get(id(comp))
+    if hit is None or hit[0] is not comp:
+      self._computations[id(comp)] = (comp, False)  # breaks call cycles
+      answer = any(self.instruction(i) for i in comp.instructions)
+      self._computations[id(comp)] = (comp, answer)
+      return answer
+    return hit[1]
 
 
 def has_side_effect_recursive(instr) -> bool:
   """True if `instr`, or any computation it calls, has a side effect."""
-  return _SideEffects().instruction(instr)
+  return SideEffectCache().instruction(instr)
 
 
-def _is_dead(instr, side_effects: _SideEffects) -> bool:
+def _is_dead(instr, side_effects: SideEffectCache) -> bool:
   return (not instr.users and not instr.is_root() and
           instr.opcode != HloOpcode.kParameter and
           not side_effects.instruction(instr))
@@ -76,7 +83,7 @@ class HloDCE(hpi.HloModulePass):
 
   def run_on_computation(self, comp, side_effects=None) -> bool:
     """Removes the dead instructions of one computation."""
-    side_effects = side_effects or _SideEffects()
+    side_effects = side_effects or SideEffectCache()
     changed = False
     # Users come before their operands in the reversed post order, so
     # operands left unused by a removal are seen (and removed) afterwards.
@@ -87,7 +94,7 @@ class HloDCE(hpi.HloModulePass):
     return changed
 
   def run(self, module, execution_threads=frozenset()) -> bool:
-    side_effects = _SideEffects()
+    side_effects = SideEffectCache()
     changed = False
     for comp in hpi.computations_to_run(module, execution_threads):
       changed |= self.run_on_computation(comp, side_effects)

@@ -151,7 +151,7 @@ class WhileLoopInvariantCodeMotion(hpi.HloModulePass):
         if any(u.opcode != HloOpcode.kGetTupleElement for u in p.users):
           return False
     inv_elems = self._invariant_elements(body)
-    side = hlo_dce._SideEffects()  # pylint: disable=protected-access
+    side = hlo_dce.SideEffectCache()
     invariant: dict[int, object] = {}
     gtes: dict[int, object] = {}
     for instr in body.make_instruction_post_order():

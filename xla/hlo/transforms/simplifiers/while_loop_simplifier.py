@@ -163,8 +163,7 @@ def static_trip_count(while_instr) -> Optional[int]:
 
 
 def _has_side_effect(comp) -> bool:
-  # pylint: disable-next=protected-access
-  return hlo_dce._SideEffects().computation(comp)
+  return hlo_dce.SideEffectCache().computation(comp)
 
 
 def inline_computation(caller_comp, comp, args):
@@ -252,7 +251,7 @@ def _live_elements(w) -> Optional[set[int]]:
       stack.extend(i.control_predecessors)
     return out
 
-  side = hlo_dce._SideEffects()  # pylint: disable=protected-access
+  side = hlo_dce.SideEffectCache()
   effectful = [i for i in body.instructions if side.instruction(i)]
   live |= reads(effectful)
   frontier = set(live)
