@@ -1,0 +1,405 @@
+"""The CPU compiler: HLO module -> CpuExecutable.
+
+    compile(module, options) =
+      copy the module
+      -> prepare: default layouts, call inlining, call-graph flattening
+      -> the HLO pass pipeline ("default" of hlo_opt: simplification, fusion,
+         multi-output fusion)
+      -> copy insertion for loop carries / branch results
+      -> dataflow analysis, memory scheduling, buffer assignment (64-byte
+         aligned)
+      -> one LLVM module with the kernels of every thunk (thunk_emitter)
+      -> optimise + JIT once (object code kept for the disk cache)
+      -> CpuExecutable (thunks over one arena)
+
+Compiled artifacts are cached (compilation_cache.py) by a fingerprint of
+the input module text and the code-changing options.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+from typing import Optional, Sequence
+
+import support
+from xla import primitive_util
+from xla import shape_util
+from xla.hlo.ir import hlo_computation as hc
+from xla.hlo.ir import hlo_instruction as hi
+from xla.hlo.ir import hlo_module as hm
+from xla.hlo.ir.hlo_opcode import HloOpcode
+from xla.service import buffer_assignment as ba_lib
+from xla.service import hlo_dataflow_analysis as dfa
+from xla.service import hlo_memory_scheduler
+from xla.service import hlo_verifier
+from xla.service.cpu import compilation_cache as cc
+from xla.service.cpu import cpu_copy_insertion
+from xla.service.cpu import cpu_executable
+from xla.service.cpu import ir_emitter
+from xla.service.cpu import jit as jit_lib
+from xla.service.cpu import kernel_api
+from xla.service.cpu import reduction_splitter
+from xla.service.cpu import thunk
+from xla.service.cpu import thunk_emitter
+from xla.service.cpu import topk_rewriter
+from xla.shape import Shape
+
+PIPELINE = "default"
+
+
+@dataclasses.dataclass(frozen=True)
+class CpuCompileOptions:
+  """threads: worker threads per execution (default os.cpu_count());
+  opt_level: LLVM optimisation level; cache_dir: directory of the disk
+  cache (None: memory only); disable_passes: HLO pass names to skip (short
+  names of hlo_opt.PASSES or pass names); dump_to: directory that receives
+  the optimised HLO, buffer assignment, LLVM IR and thunk plan."""
+  threads: Optional[int] = None
+  opt_level: int = 3
+  cache_dir: Optional[str] = None
+  disable_passes: Sequence[str] = ()
+  dump_to: Optional[str] = None
+
+  def resolved_threads(self) -> int:
+    return self.threads if self.threads else thunk.default_threads()
+
+  def cache_key(self) -> str:
+    return json.dumps({"opt": self.opt_level,
+                       "disable": sorted(self.disable_passes)})
+
+
+# -- HLO passes ----------------------------------------------------------------
+
+
+def _canonicalize_bitcasts(module) -> None:
+  """Rewrites XLA's physical bitcasts into logical ops before layouts are
+  dropped: one that changes the element type (same width) becomes a
+  bitcast-convert, one between non-default layouts becomes transpose (to
+  the operand's physical order) -> reshape -> transpose (from the result's
+  physical order). Bitcasts left are reshapes of row-major arrays."""
+  for comp in module.computations:
+    for instr in list(comp.instructions):
+      if instr.opcode != HloOpcode.kBitcast:
+        continue
+      x = instr.operand(0)
+      a, b = x.shape, instr.shape
+      if not (a.is_array() and b.is_array()):
+        continue
+      new = x
+      if a.element_type != b.element_type:
+        if (primitive_util.bit_width(a.element_type) !=
+            primitive_util.bit_width(b.element_type)):
+          raise support.UnimplementedError(
+              f"CPU backend: bitcast {instr.name} changes the element width")
+        new = comp.add_instruction(hi.create(
+            HloOpcode.kBitcastConvert,
+            Shape.array(b.element_type, a.dimensions), [new]))
+      if (shape_util.has_default_layout(a) and
+          shape_util.has_default_layout(b)):
+        if new is not x:
+          if tuple(a.dimensions) != tuple(b.dimensions):
+            new = comp.add_instruction(hi.create_reshape(
+                Shape.array(b.element_type, b.dimensions), new))
+          comp.replace_instruction(instr, new)
+        continue
+      ma = list(reversed(shape_util.minor_to_major(a)))
+      mb = list(reversed(shape_util.minor_to_major(b)))
+      et = b.element_type
+      if ma != list(range(len(ma))):
+        new = comp.add_instruction(hi.create_transpose(
+            Shape.array(et, [a.dimensions[i] for i in ma]), new, ma))
+      phys_b = [b.dimensions[i] for i in mb]
+      new = comp.add_instruction(hi.create_reshape(Shape.array(et, phys_b),
+                                                   new))
+      if mb != list(range(len(mb))):
+        inv = [mb.index(j) for j in range(len(mb))]
+        new = comp.add_instruction(hi.create_transpose(
+            Shape.array(et, b.dimensions), new, inv))
+      comp.replace_instruction(instr, new)
+
+
+def _default_layouts(module) -> None:
+  """Gives every instruction the default row-major layout. Arrays reach
+  the runtime as logical numpy arrays, so layouts carry no meaning here
+  once bitcasts are canonical (see `_canonicalize_bitcasts`)."""
+  for comp in module.computations:
+    for instr in comp.instructions:
+      instr.shape = shape_util.with_default_layouts(instr.shape, replace=True)
+  module.config.entry_computation_layout = None
+
+
+def _reshapes_to_bitcasts(module) -> None:
+  """With row-major layouts everywhere a reshape does not move data: turn
+  the ones outside fusions into bitcasts, which buffer assignment aliases
+  to their operand instead of copying (XLA's ReshapeIsBitcast rewrite)."""
+  for comp in module.computations:
+    if comp.is_fusion_computation():
+      continue
+    for instr in list(comp.instructions):
+      if (instr.opcode == HloOpcode.kReshape and instr.shape.is_array() and
+          instr.operand(0).shape.element_type == instr.shape.element_type and
+          not instr.control_predecessors and not instr.control_successors):
+        bc = comp.add_instruction(hi.create(
+            HloOpcode.kBitcast, instr.shape, [instr.operand(0)],
+            name=instr.name))
+        comp.replace_instruction(instr, bc)
+
+
+def _pipeline(options: CpuCompileOptions):
+  from xla.hlo.pass_ import hlo_pass_pipeline  # pylint: disable=g-import-not-at-top
+  from xla.tools import hlo_opt  # pylint: disable=g-import-not-at-top
+  pipeline = hlo_pass_pipeline.HloPassPipeline("cpu")
+  skip = set(options.disable_passes)
+  for short in hlo_opt.PIPELINES[PIPELINE]:
+    if short == "fusion" and "reduction-splitter" not in skip:
+      # Before fusion, so the producers of the split reductions fuse into
+      # their first (large) step.
+      splitter = reduction_splitter.ReductionSplitter()
+      if splitter.name not in skip:
+        pipeline.add_pass(splitter)
+    if short == "fusion" and "topk-rewriter" not in skip:
+      # Before fusion fuses the slices of a sort into their users.
+      topk = topk_rewriter.TopkRewriter()
+      if topk.name not in skip:
+        pipeline.add_pass(topk)
+    if short in skip:
+      continue
+    try:
+      p = hlo_opt.load_pass(short)
+    except hlo_opt.PassNotAvailable:
+      continue
+    if p.name in skip:
+      continue
+    pipeline.add_pass(p)
+  return pipeline
+
+
+def run_hlo_passes(module, options: Optional[CpuCompileOptions] = None):
+  """Runs the CPU pipeline on `module` in place (see the module
+  docstring); returns it."""
+  options = options or CpuCompileOptions()
+  _canonicalize_bitcasts(module)
+  _default_layouts(module)
+  cpu_copy_insertion.convert_async(module)
+  cpu_copy_insertion.unfuse(module)
+  cpu_copy_insertion.inline_calls(module)
+  cpu_copy_insertion.flatten_call_graph(module)
+  _pipeline(options).run(module)
+  _reshapes_to_bitcasts(module)
+  cpu_copy_insertion.inline_calls(module)
+  cpu_copy_insertion.flatten_call_graph(module)
+  cpu_copy_insertion.insert_copies(module)
+  hlo_verifier.verify(module)
+  return module
+
+
+def _fix_sizes(analysis: dfa.HloDataflowAnalysis) -> None:
+  """The dataflow analysis packs sub-byte types; our kernels store them a
+  byte per element (as numpy does), so widen those buffers."""
+  changed = False
+  for v in analysis.values:
+    if v.shape.is_array():
+      size = thunk_emitter.storage_bytes(v.shape)
+      if size != v.size:
+        v.size = size
+        changed = True
+  if changed:
+    for b in analysis.buffers:
+      b.size = max((v.size for v in b.values), default=0)
+
+
+def assign_buffers(module):
+  analysis = dfa.HloDataflowAnalysis.run(module)
+  _fix_sizes(analysis)
+  schedule, _ = hlo_memory_scheduler.schedule_module(module,
+                                                     analysis=analysis)
+  return ba_lib.assign_buffers(module, schedule, analysis,
+                               alignment=cpu_executable.ALIGNMENT)
+
+
+# -- custom calls in the plan ------------------------------------------------------
+
+
+def _custom_call_text(instr) -> Optional[str]:
+  """A one-instruction HLO module holding `instr` (operands as parameters),
+  so a disk-cached program can hand its handler an HloInstruction."""
+  if instr.called_computations():
+    return None
+  module = hm.HloModule(f"custom_call_{instr.name}")
+  comp = hc.HloComputation("entry")
+  params = [comp.add_instruction(hi.create_parameter(i, o.shape))
+            for i, o in enumerate(instr.operands)]
+  new = hi.HloInstruction(instr.opcode, instr.shape, params, name=instr.name)
+  for k, v in instr.attrs.items():
+    new.set_attr(k, v)
+  new.backend_config = instr.backend_config
+  new.frontend_attributes = dict(instr.frontend_attributes)
+  comp.add_instruction(new)
+  comp.set_root_instruction(new)
+  module.add_entry_computation(comp)
+  return module.to_string()
+
+
+def _custom_call_from_text(text: str):
+  from xla.hlo.parser import hlo_parser  # pylint: disable=g-import-not-at-top
+  return hlo_parser.parse_and_return_unverified_module(
+      text).entry_computation.root_instruction
+
+
+# -- compile -----------------------------------------------------------------------
+
+
+def _host() -> str:
+  info = jit_lib.host_target_info()
+  return f"{info.cpu_name}|{info.features}"
+
+
+def _dump(options, name: str, suffix: str, text: str) -> None:
+  if not options.dump_to:
+    return
+  os.makedirs(options.dump_to, exist_ok=True)
+  safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
+  with open(os.path.join(options.dump_to, f"{safe}.{suffix}"), "w") as f:
+    f.write(text)
+
+
+def compile_artifact(hlo_module, options: CpuCompileOptions,
+                     stats: dict) -> tuple[cc.Artifact, object]:
+  """Runs the whole compiler (no cache); returns the artifact (with its
+  loaded JIT) and the optimised module."""
+  t = time.perf_counter()
+  module = hlo_module.clone()
+  run_hlo_passes(module, options)
+  stats["hlo_passes"] = time.perf_counter() - t
+  _dump(options, module.name, "optimized.hlo.txt", module.to_string())
+
+  t = time.perf_counter()
+  assignment = assign_buffers(module)
+  stats["buffer_assignment"] = time.perf_counter() - t
+  _dump(options, module.name, "buffer_assignment.txt", assignment.to_string())
+
+  t = time.perf_counter()
+  ir_module = _new_ir_module(module.name)
+  ctx = kernel_api.KernelContext(ir_module, jit_lib.host_target_info())
+  emitter = thunk_emitter.ThunkEmitter(module, assignment, ctx)
+  plan = emitter.emit()
+  plan["peak_live_bytes"] = assignment.peak_live_bytes()
+  # External functions the kernels call (BLAS, libc); a disk-cached object
+  # is only loaded when all of them resolve in this process.
+  plan["externals"] = sorted(
+      f.name for f in ir_module.functions
+      if f.is_declaration and not f.name.startswith("llvm."))
+  stats["emission"] = time.perf_counter() - t
+  _prefer_wide_vectors(ir_module)
+  _dump(options, module.name, "ir.ll", str(ir_module))
+  _dump(options, module.name, "thunks.json", json.dumps(plan, indent=1))
+
+  t = time.perf_counter()
+  jit = jit_lib.CpuJit(options.opt_level)
+  obj = jit.object_code(_verified_ir(ir_module))
+  jit.load_object_code(obj)
+  stats["llvm"] = time.perf_counter() - t
+  instrs = list(emitter.custom_calls)
+  texts = [_custom_call_text(i) for i in instrs]
+  art = cc.Artifact(plan, obj, texts, jit, instrs)
+  return art, module
+
+
+def _new_ir_module(name: str):
+  from llvmlite import ir  # pylint: disable=g-import-not-at-top
+  mod = ir.Module(name="".join(c if c.isalnum() else "_" for c in name))
+  jit_lib.configure_module(mod)
+  return mod
+
+
+def _prefer_wide_vectors(ir_module) -> None:
+  """Lets LLVM use the host's full vector width: for AVX-512 hosts LLVM
+  otherwise prefers 256-bit vectors, which measured 1.4x slower on the
+  exp(tanh(x)) loop (see the report in cpu_compiler_test's benchmark)."""
+  bits = jit_lib.host_target_info().vector_bits
+  if bits < 512:
+    return
+  attr = f'"prefer-vector-width"="{bits}"'
+  for fn in ir_module.functions:
+    if not fn.is_declaration:
+      set.add(fn.attributes, attr)  # a string attribute llvmlite can't name
+
+
+def _verified_ir(ir_module) -> str:
+  from llvmlite import binding as llvm  # pylint: disable=g-import-not-at-top
+  text = str(ir_module)
+  try:
+    llvm.parse_assembly(text).verify()
+  except RuntimeError as e:
+    raise support.InternalError(
+        f"CPU codegen produced invalid LLVM IR: {e}") from e
+  return text
+
+
+def _load_disk_artifact(art: cc.Artifact, options) -> Optional[cc.Artifact]:
+  """Loads a disk artifact's object code; None if it cannot be used."""
+  if any(t is None for t in art.custom_calls):
+    return None
+  ir_emitter.load_emitter_modules()  # registers external symbols
+  from llvmlite import binding as llvm  # pylint: disable=g-import-not-at-top
+  missing = [n for n in art.plan.get("externals", ())
+             if not llvm.address_of_symbol(n)]
+  if missing:
+    from support import log  # pylint: disable=g-import-not-at-top
+    log.warning("CPU compilation cache: unresolved symbols %s", missing)
+    return None
+  try:
+    jit = jit_lib.CpuJit(options.opt_level)
+    jit.load_object_code(art.object_code)
+    for name in art.plan["kernels"]:
+      jit.address(name)
+    art.jit = jit
+    art.custom_call_instrs = [_custom_call_from_text(t)
+                              for t in art.custom_calls]
+  except (RuntimeError, support.XlaError, KeyError, ValueError) as e:
+    from support import log  # pylint: disable=g-import-not-at-top
+    log.warning("CPU compilation cache: unusable entry: %s", e)
+    return None
+  return art
+
+
+def compile(hlo_module,  # pylint: disable=redefined-builtin
+            options: Optional[CpuCompileOptions] = None
+            ) -> cpu_executable.CpuExecutable:
+  """Compiles `hlo_module` (left unchanged) for this host's CPU."""
+  options = options or CpuCompileOptions()
+  t0 = time.perf_counter()
+  stats: dict = {}
+  key = cc.fingerprint(hlo_module.to_string(), options.cache_key(), _host())
+  art = cc.CACHE.get(key)
+  module = None
+  stats["cache"] = "memory" if art is not None else "miss"
+  if art is None and options.cache_dir:
+    loaded = cc.CACHE.load(options.cache_dir, key)
+    if loaded is not None:
+      art = _load_disk_artifact(loaded, options)
+      if art is not None:
+        stats["cache"] = "disk"
+        cc.CACHE.put(key, art)
+  if art is None:
+    with cc.CACHE._lock:  # pylint: disable=protected-access
+      cc.CACHE.stats["misses"] += 1
+    art, module = compile_artifact(hlo_module, options, stats)
+    cc.CACHE.put(key, art)
+    if options.cache_dir and all(t is not None for t in art.custom_calls):
+      cc.CACHE.store(options.cache_dir, key, art)
+  from xla.hlo.evaluator import hlo_evaluator  # pylint: disable=g-import-not-at-top
+  t = time.perf_counter()
+  exe = cpu_executable.CpuExecutable(
+      art.plan, art.jit, custom_call_instrs=art.custom_call_instrs,
+      threads=options.resolved_threads(), compile_stats=stats,
+      module=module,
+      builtin_custom_calls=hlo_evaluator.BUILTIN_CUSTOM_CALLS)
+  stats["load"] = time.perf_counter() - t
+  stats["total"] = time.perf_counter() - t0
+  stats["cache_key"] = key
+  exe.compile_stats = stats
+  return exe

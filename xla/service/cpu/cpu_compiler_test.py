@@ -1,0 +1,589 @@
+"""End-to-end tests of the CPU compiler and runtime: control flow, custom
+calls, donation, in-place updates, the pass pipeline, errors."""
+
+import numpy as np
+import pytest
+
+import support
+from xla.hlo.evaluator.hlo_evaluator import HloEvaluator
+from xla.service.cpu import cpu_compiler
+from xla.service.cpu import cpu_testing as ct
+
+_COUNTER_COND = """
+cond {{
+  p = {shape} parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  n = s32[] constant({n})
+  ROOT lt = pred[] compare(i, n), direction=LT
+}}
+"""
+
+
+def _while_module(shape: str, n: int, body: str, entry: str) -> str:
+  return ("HloModule m\n" + _COUNTER_COND.format(shape=shape, n=n) + body +
+          entry)
+
+
+WHILE_SWAP = _while_module("(s32[], f32[4], f32[4])", 5, """
+body {
+  p = (s32[], f32[4], f32[4]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  one = s32[] constant(1)
+  i1 = s32[] add(i, one)
+  a = f32[4] get-tuple-element(p), index=1
+  b = f32[4] get-tuple-element(p), index=2
+  c = f32[4] add(a, b)
+  ROOT t = (s32[], f32[4], f32[4]) tuple(i1, b, c)
+}
+""", """
+ENTRY e {
+  x = f32[4] parameter(0)
+  y = f32[4] parameter(1)
+  z = s32[] constant(0)
+  t = (s32[], f32[4], f32[4]) tuple(z, x, y)
+  ROOT w = (s32[], f32[4], f32[4]) while(t), condition=cond, body=body
+}""")
+
+WHILE_DUS = _while_module("(s32[], f32[10,3])", 10, """
+body {
+  p = (s32[], f32[10,3]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  one = s32[] constant(1)
+  i1 = s32[] add(i, one)
+  a = f32[10,3] get-tuple-element(p), index=1
+  f = f32[] convert(i)
+  u = f32[1,3] broadcast(f), dimensions={}
+  z = s32[] constant(0)
+  d = f32[10,3] dynamic-update-slice(a, u, i, z)
+  ROOT t = (s32[], f32[10,3]) tuple(i1, d)
+}
+""", """
+ENTRY e {
+  x = f32[10,3] parameter(0)
+  z = s32[] constant(0)
+  t = (s32[], f32[10,3]) tuple(z, x)
+  ROOT w = (s32[], f32[10,3]) while(t), condition=cond, body=body
+}""")
+
+WHILE_READS_AFTER = _while_module("(s32[], f32[4], f32[4])", 4, """
+body {
+  p = (s32[], f32[4], f32[4]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  one = s32[] constant(1)
+  i1 = s32[] add(i, one)
+  a = f32[4] get-tuple-element(p), index=1
+  b = f32[4] get-tuple-element(p), index=2
+  ra = f32[4] reverse(a), dimensions={0}
+  c = f32[4] multiply(ra, b)
+  d = f32[4] add(a, c)
+  ROOT t = (s32[], f32[4], f32[4]) tuple(i1, ra, d)
+}
+""", """
+ENTRY e {
+  x = f32[4] parameter(0)
+  y = f32[4] parameter(1)
+  z = s32[] constant(0)
+  t = (s32[], f32[4], f32[4]) tuple(z, x, y)
+  ROOT w = (s32[], f32[4], f32[4]) while(t), condition=cond, body=body
+}""")
+
+WHILE_CONST_DUP = _while_module("(s32[], f32[4], f32[4])", 3, """
+body {
+  p = (s32[], f32[4], f32[4]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  one = s32[] constant(1)
+  i1 = s32[] add(i, one)
+  a = f32[4] get-tuple-element(p), index=1
+  b = f32[4] get-tuple-element(p), index=2
+  k = f32[4] constant({1,2,3,4})
+  s = f32[4] add(a, b)
+  ROOT t = (s32[], f32[4], f32[4]) tuple(i1, s, k)
+}
+""", """
+ENTRY e {
+  x = f32[4] parameter(0)
+  e = f32[4] exponential(x)
+  z = s32[] constant(0)
+  t = (s32[], f32[4], f32[4]) tuple(z, e, e)
+  w = (s32[], f32[4], f32[4]) while(t), condition=cond, body=body
+  w1 = f32[4] get-tuple-element(w), index=1
+  ROOT r = f32[4] add(w1, e)
+}""")
+
+NESTED_WHILE = """
+HloModule m
+icond {
+  p = (s32[], f32[3]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  n = s32[] constant(3)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+ibody {
+  p = (s32[], f32[3]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  one = s32[] constant(1)
+  i1 = s32[] add(i, one)
+  x = f32[3] get-tuple-element(p), index=1
+  h = f32[] constant(0.5)
+  hb = f32[3] broadcast(h), dimensions={}
+  y = f32[3] multiply(x, hb)
+  ROOT t = (s32[], f32[3]) tuple(i1, y)
+}
+ocond {
+  p = (s32[], f32[3]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  n = s32[] constant(4)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+obody {
+  p = (s32[], f32[3]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  one = s32[] constant(1)
+  i1 = s32[] add(i, one)
+  x = f32[3] get-tuple-element(p), index=1
+  z = s32[] constant(0)
+  it = (s32[], f32[3]) tuple(z, x)
+  w = (s32[], f32[3]) while(it), condition=icond, body=ibody
+  wx = f32[3] get-tuple-element(w), index=1
+  s = f32[3] add(wx, x)
+  ROOT t = (s32[], f32[3]) tuple(i1, s)
+}
+ENTRY e {
+  x = f32[3] parameter(0)
+  z = s32[] constant(0)
+  t = (s32[], f32[3]) tuple(z, x)
+  w1 = (s32[], f32[3]) while(t), condition=ocond, body=obody
+  w2 = (s32[], f32[3]) while(t), condition=ocond, body=obody
+  a = f32[3] get-tuple-element(w1), index=1
+  b = f32[3] get-tuple-element(w2), index=1
+  ROOT r = f32[3] subtract(a, b)
+}"""
+
+
+@pytest.mark.parametrize("text", [WHILE_SWAP, WHILE_DUS, WHILE_READS_AFTER,
+                                  WHILE_CONST_DUP, NESTED_WHILE],
+                         ids=["swap", "dus", "reads_after", "const_dup",
+                              "nested_shared"])
+def test_while_loops(text):
+  ct.run_and_compare(text)
+
+
+def test_while_dus_is_in_place():
+  exe, _ = ct.run_and_compare(WHILE_DUS)
+  kinds = ct.flat_kinds(exe.plan["thunks"])
+  (loop,) = [t for t in exe.plan["thunks"] if t["kind"] == "while"]
+  body = ct.flat_kinds(loop["body"])
+  assert "copy" not in body, body
+  assert kinds.count("while") == 1
+
+
+def test_while_swap_copies_through_temporaries():
+  exe, (i, a, b) = ct.run_and_compare(WHILE_SWAP, [
+      np.ones(4, np.float32), np.full(4, 2, np.float32)])
+  assert i == 5
+  (loop,) = [t for t in exe.plan["thunks"] if t["kind"] == "while"]
+  assert "copy" in ct.flat_kinds(loop["body"])
+
+
+CONDITIONAL = """
+HloModule m
+b0 {
+  p = (f32[4], f32[4]) parameter(0)
+  ROOT a = f32[4] get-tuple-element(p), index=0
+}
+b1 {
+  p = (f32[4], f32[4]) parameter(0)
+  a = f32[4] get-tuple-element(p), index=0
+  b = f32[4] get-tuple-element(p), index=1
+  ROOT c = f32[4] multiply(a, b)
+}
+b2 {
+  p = f32[4] parameter(0)
+  ROOT n = f32[4] negate(p)
+}
+ENTRY e {
+  k = s32[] parameter(0)
+  x = f32[4] parameter(1)
+  y = f32[4] parameter(2)
+  t = (f32[4], f32[4]) tuple(x, y)
+  c = f32[4] conditional(k, t, t, x), branch_computations={b0, b1, b2}
+  ROOT r = (f32[4], f32[4]) tuple(c, x)
+}"""
+
+
+@pytest.mark.parametrize("index", [0, 1, 2, 7, -1])
+def test_conditional_index(index):
+  x = np.arange(4, dtype=np.float32)
+  _, (c, xo) = ct.run_and_compare(CONDITIONAL, [np.int32(index), x, x + 2])
+  np.testing.assert_array_equal(xo, x)  # the operand is not clobbered
+
+
+def test_conditional_pred():
+  text = """
+HloModule m
+t {
+  p = f32[5] parameter(0)
+  ROOT e = f32[5] exponential(p)
+}
+f {
+  p = f32[5] parameter(0)
+  ROOT e = f32[5] copy(p)
+}
+ENTRY e {
+  c = pred[] parameter(0)
+  x = f32[5] parameter(1)
+  ROOT r = f32[5] conditional(c, x, x), true_computation=t, false_computation=f
+}"""
+  x = np.linspace(0, 1, 5).astype(np.float32)
+  ct.run_and_compare(text, [np.bool_(True), x])
+  ct.run_and_compare(text, [np.bool_(False), x])
+
+
+def test_call_is_inlined():
+  text = """
+HloModule m
+sq {
+  p = f32[6] parameter(0)
+  ROOT m = f32[6] multiply(p, p)
+}
+ENTRY e {
+  x = f32[6] parameter(0)
+  c = f32[6] call(x), to_apply=sq
+  d = f32[6] call(c), to_apply=sq
+  ROOT r = (f32[6], f32[6]) tuple(c, d)
+}"""
+  exe, _ = ct.run_and_compare(text)
+  assert "call(" not in exe.module.to_string()
+
+
+CUSTOM = """
+HloModule m
+ENTRY e {
+  x = f32[3,2] parameter(0)
+  y = s32[4] parameter(1)
+  c = (f32[2,3], s32[]) custom-call(x, y), custom_call_target="my_op", backend_config="cfg"
+  t = f32[2,3] get-tuple-element(c), index=0
+  s = s32[] get-tuple-element(c), index=1
+  e = f32[2,3] exponential(t)
+  ROOT r = (f32[2,3], s32[]) tuple(e, s)
+}"""
+
+
+def _my_op(instr, operands):
+  x, y = operands
+  assert instr.custom_call_target == "my_op"
+  assert instr.backend_config == "cfg"
+  return (x.T * 2, np.int32(y.sum()))
+
+
+def test_custom_call():
+  x = np.arange(6, dtype=np.float32).reshape(3, 2)
+  y = np.array([1, 2, 3, 4], np.int32)
+  _, (e, s) = ct.run_and_compare(CUSTOM, [x, y],
+                                 custom_calls={"my_op": _my_op})
+  assert s == 10
+  np.testing.assert_allclose(e, np.exp(x.T * 2), rtol=1e-6)
+  _, exe = ct.compile_text(CUSTOM)
+  flags = []
+  exe.execute([x, y], custom_calls={"my_op": lambda i, ops: (
+      flags.extend(o.flags.writeable for o in ops) or _my_op(i, ops))})
+  assert flags == [False, False]  # operands are read-only views
+
+
+def test_custom_call_unknown_target():
+  _, exe = ct.compile_text(CUSTOM)
+  with pytest.raises(support.UnimplementedError, match="my_op"):
+    exe.execute([np.zeros((3, 2), np.float32), np.zeros(4, np.int32)])
+
+
+def test_custom_call_returning_none_zeroes_result():
+  text = """
+HloModule m
+ENTRY e {
+  x = f32[3] parameter(0)
+  ROOT c = f32[3] custom-call(x), custom_call_target="noop"
+}"""
+  seen = []
+  _, exe = ct.compile_text(text)
+  (out,) = exe.execute([np.ones(3, np.float32)],
+                       custom_calls={"noop": lambda i, ops: seen.append(1)})
+  np.testing.assert_array_equal(out, np.zeros(3, np.float32))
+  assert seen == [1]
+
+
+DUS_ALIAS = """
+HloModule m, input_output_alias={ {}: (0, {}, may-alias) }
+ENTRY e {
+  x = f32[1000] parameter(0)
+  u = f32[10] parameter(1)
+  i = s32[] parameter(2)
+  ROOT d = f32[1000] dynamic-update-slice(x, u, i)
+}"""
+
+
+def test_donation_updates_in_place():
+  _, exe = ct.compile_text(DUS_ALIAS)
+  assert exe.plan["donation"] and exe.plan["donation"][0]["param"] == 0
+  x = np.zeros(1000, np.float32)
+  u = np.arange(10, dtype=np.float32)
+  (out,) = exe.execute([x, u, np.int32(995)], donate=[0])
+  assert np.shares_memory(out, x)
+  np.testing.assert_array_equal(out[990:], np.r_[np.zeros(0), u])
+  x2 = np.zeros(1000, np.float32)
+  (out2,) = exe.execute([x2, u, np.int32(3)])  # not donated: x2 untouched
+  assert not np.shares_memory(out2, x2) and not x2.any()
+  np.testing.assert_array_equal(out2[3:13], u)
+
+
+def test_donation_refused_when_parameter_read_later():
+  text = """
+HloModule m
+ENTRY e {
+  x = f32[64] parameter(0)
+  r = f32[64] reverse(x), dimensions={0}
+  ROOT a = f32[64] add(r, x)
+}"""
+  _, exe = ct.compile_text(text)
+  x = np.arange(64, dtype=np.float32)
+  (out,) = exe.execute([x], donate=[0])
+  np.testing.assert_array_equal(out, x[::-1] + x)
+
+
+def test_elementwise_donation_by_liveness():
+  text = """
+HloModule m
+ENTRY e {
+  x = f32[256] parameter(0)
+  ROOT a = f32[256] exponential(x)
+}"""
+  _, exe = ct.compile_text(text)
+  x = np.linspace(0, 1, 256).astype(np.float32)
+  want = np.exp(x)
+  (out,) = exe.execute([x], donate=[0])
+  assert np.shares_memory(out, x)
+  np.testing.assert_allclose(out, want, rtol=1e-6)
+
+
+def test_outputs_are_fresh_per_execution():
+  text = """
+HloModule m
+ENTRY e {
+  x = f32[8] parameter(0)
+  k = f32[8] constant({1,2,3,4,5,6,7,8})
+  a = f32[8] add(x, k)
+  ROOT t = (f32[8], f32[8], f32[8], f32[8]) tuple(a, a, x, k)
+}"""
+  _, exe = ct.compile_text(text)
+  x = np.ones(8, np.float32)
+  r1 = exe.execute([x])
+  r2 = exe.execute([x * 2])
+  assert not np.shares_memory(r1[0], r2[0])
+  assert not np.shares_memory(r1[0], r1[1])
+  assert not np.shares_memory(r1[2], x)
+  np.testing.assert_array_equal(r1[0], r1[1])
+  np.testing.assert_array_equal(r1[3], np.arange(1, 9))
+  np.testing.assert_array_equal(r2[0], 2 + np.arange(1, 9))
+
+
+def test_argument_conversion_and_errors():
+  text = """
+HloModule m
+ENTRY e {
+  x = f32[2,3] parameter(0)
+  ROOT n = f32[2,3] negate(x)
+}"""
+  _, exe = ct.compile_text(text)
+  x = np.arange(6, dtype=np.float64).reshape(3, 2).T  # wrong dtype, F order
+  (out,) = exe.execute([x])
+  np.testing.assert_array_equal(out, -x.astype(np.float32))
+  with pytest.raises(support.InvalidArgumentError):
+    exe.execute([np.zeros((3, 2), np.float32)])
+  with pytest.raises(support.InvalidArgumentError):
+    exe.execute([])
+
+
+def test_tuple_parameter():
+  text = """
+HloModule m
+ENTRY e {
+  p = (f32[3], (s32[2], f32[3])) parameter(0)
+  a = f32[3] get-tuple-element(p), index=0
+  q = (s32[2], f32[3]) get-tuple-element(p), index=1
+  b = f32[3] get-tuple-element(q), index=1
+  ROOT s = f32[3] add(a, b)
+}"""
+  args = [(np.ones(3, np.float32), (np.zeros(2, np.int32),
+                                    np.arange(3, dtype=np.float32)))]
+  ct.run_and_compare(text, args)
+
+
+def test_unimplemented_opcode_named_at_compile_time():
+  text = """
+HloModule m
+ENTRY e {
+  x = f32[2,3] parameter(0)
+  s = f32[3] parameter(1)
+  ROOT b = f32[2,3] batch-norm-inference(x, s, s, s, s), epsilon=0.001, feature_index=1
+}"""
+  with pytest.raises(support.UnimplementedError,
+                     match="opcode batch-norm-inference is not implemented"):
+    ct.compile_text(text)
+
+
+def test_threads_one_and_two_agree():
+  text = """
+HloModule m
+add { a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b) }
+ENTRY e {
+  x = f32[512,600] parameter(0)
+  z = f32[] constant(0)
+  l = f32[512,600] log-plus-one(x)
+  r = f32[512] reduce(l, z), dimensions={1}, to_apply=add
+  c = f32[600] reduce(l, z), dimensions={0}, to_apply=add
+  ROOT t = (f32[512], f32[600], f32[512,600]) tuple(r, c, l)
+}"""
+  module = ct.parse(text)
+  x = np.abs(ct.random_args(module)[0])
+  outs = []
+  for threads in (1, 2):
+    exe = cpu_compiler.compile(
+        module, cpu_compiler.CpuCompileOptions(threads=threads))
+    outs.append(exe.execute([x]))
+  for a, b in zip(*outs):
+    np.testing.assert_array_equal(a, b)  # same kernels, same results
+  want = HloEvaluator().evaluate(module, [x])
+  ct.assert_same(outs[1], want, rtol=1e-4, atol=1e-3)
+
+
+def test_compile_stats_and_memory():
+  _, exe = ct.compile_text(WHILE_DUS)
+  stats = exe.compile_stats
+  for key in ("total", "cache"):
+    assert key in stats
+  assert exe.peak_memory_bytes >= exe.arena_bytes >= 0
+  assert exe.arena_bytes % 64 == 0
+
+
+def test_dump_to(tmp_path):
+  ct.compile_text(WHILE_SWAP.replace("n = s32[] constant(5)",
+                                     "n = s32[] constant(6)"),
+                  dump_to=str(tmp_path))
+  names = sorted(p.name for p in tmp_path.iterdir())
+  assert any(n.endswith("optimized.hlo.txt") for n in names)
+  assert any(n.endswith("ir.ll") for n in names)
+  assert any(n.endswith("thunks.json") for n in names)
+
+
+def test_disable_passes_skips_fusion():
+  text = """
+HloModule m
+ENTRY e {
+  x = f32[16] parameter(0)
+  e = f32[16] exponential(x)
+  ROOT n = f32[16] negate(e)
+}"""
+  module = ct.parse(text)
+  exe = cpu_compiler.compile(module, cpu_compiler.CpuCompileOptions(
+      disable_passes=("fusion",)))
+  assert "fusion" not in exe.module.to_string()
+  assert len([t for t in exe.plan["thunks"] if t["kind"] == "kernel"]) == 2
+  ct.assert_same(exe.execute([np.ones(16, np.float32)]),
+                 HloEvaluator().evaluate(module, [np.ones(16, np.float32)]))
+
+
+def test_async_wrapped_computation_and_copy_start():
+  text = """
+HloModule m
+wrapped {
+  p = f32[8] parameter(0)
+  q = f32[8] parameter(1)
+  ROOT a = f32[8] add(p, q)
+}
+ENTRY e {
+  x = f32[8] parameter(0)
+  y = f32[8] parameter(1)
+  s = ((f32[8], f32[8]), f32[8], s32[]) async-start(x, y), calls=wrapped
+  u = ((f32[8], f32[8]), f32[8], s32[]) async-update(s)
+  d = f32[8] async-done(u)
+  cs = (f32[8], f32[8], u32[]) copy-start(d)
+  cd = f32[8] copy-done(cs)
+  ROOT n = f32[8] negate(cd)
+}"""
+  exe, _ = ct.run_and_compare(text)
+  assert "async" not in exe.module.to_string()
+
+
+def test_physical_bitcasts_of_xla_optimized_hlo():
+  # Bitcasts as XLA prints them after layout assignment: between layouts
+  # (a physical transpose) and between element types of one width.
+  text = """
+HloModule m
+ENTRY e {
+  x = f32[2,3,4]{2,1,0} parameter(0)
+  t = f32[4,2,3]{0,2,1} bitcast(x)
+  c = f32[4,2,3]{2,1,0} copy(t)
+  r = f32[8,3]{0,1} bitcast(x)
+  rc = f32[8,3]{1,0} copy(r)
+  i = s32[2,3,4]{2,1,0} bitcast(x)
+  ROOT o = (f32[4,2,3], f32[8,3], s32[2,3,4]) tuple(c, rc, i)
+}"""
+  ct.run_and_compare(text)
+
+
+def test_prefused_input_is_refused_by_our_pipeline():
+  text = """
+HloModule m
+fused {
+  p = f32[10] parameter(0)
+  q = f32[10] parameter(1)
+  d = f32[] constant(2)
+  db = f32[10] broadcast(d), dimensions={}
+  m = f32[10] multiply(p, db)
+  ROOT a = f32[10] add(m, q)
+}
+ENTRY e {
+  x = f32[10] parameter(0)
+  y = f32[10] parameter(1)
+  ROOT f = f32[10] fusion(x, y), kind=kOutput, calls=fused
+}"""
+  exe, _ = ct.run_and_compare(text)
+  assert "kOutput" not in exe.module.to_string()
+
+
+def test_loop_with_custom_call_runs_through_python_thunks():
+  # A custom call inside the body keeps the loop out of the native runner.
+  text = _while_module("(s32[], f32[5])", 4, """
+body {
+  p = (s32[], f32[5]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  one = s32[] constant(1)
+  i1 = s32[] add(i, one)
+  x = f32[5] get-tuple-element(p), index=1
+  c = f32[5] custom-call(x), custom_call_target="plus_one"
+  y = f32[5] multiply(c, c)
+  ROOT t = (s32[], f32[5]) tuple(i1, y)
+}
+""", """
+ENTRY e {
+  x = f32[5] parameter(0)
+  z = s32[] constant(0)
+  t = (s32[], f32[5]) tuple(z, x)
+  ROOT w = (s32[], f32[5]) while(t), condition=cond, body=body
+}""")
+  calls = []
+
+  def plus_one(instr, ops):
+    calls.append(1)
+    return ops[0] + 1
+
+  x = np.linspace(-0.5, 0.5, 5).astype(np.float32)
+  exe, _ = ct.run_and_compare(text, [x], custom_calls={"plus_one": plus_one})
+  assert len(calls) == 8  # 4 iterations, ours and the evaluator's
+  assert any(type(t).__name__ == "WhileThunk" for t in exe.thunks)
+
+
+def test_small_loops_run_natively():
+  exe, _ = ct.run_and_compare(WHILE_DUS)
+  assert [type(t).__name__ for t in exe.thunks] == ["NativeProgramThunk"]

@@ -1,0 +1,338 @@
+"""A compiled CPU program: JIT'ed kernels, a thunk list and its buffers.
+
+Memory, per the buffer assignment (see thunk_emitter.py for the plan):
+
+* temporaries live in one *arena* (a 64-byte aligned numpy uint8 array)
+  reused by every execution (an execution running concurrently with
+  another gets an arena of its own from a small pool);
+* each output allocation is a fresh aligned buffer per execution, and the
+  returned arrays are views of it (no copy); an output that is a
+  parameter, a constant or a repeat of another output is copied out;
+* parameters are read in place from the caller's arrays (converted to the
+  expected dtype / C order only when they are not already);
+* constants are numpy arrays built once at load time;
+* a *donated* parameter's memory may stand in for an output allocation
+  when the compiler proved it safe (`donation` in the plan); the caller's
+  array then holds the result.
+
+`execute` fills a table of base addresses, computes every slot's address
+with one numpy operation, and runs the prebuilt thunks.
+
+Threads: the runtime splits kernels across its own pool (thunk.py), so
+while a program that calls BLAS runs, OpenBLAS (numpy's, process-wide) is
+held at one thread and restored afterwards. Letting both split the same
+work oversubscribes the cores: measured on the bench's 2-core machine,
+mlp_train took 39 ms with OpenBLAS at its default 2 threads and 17 ms at 1,
+and a transformer's many small per-head gemms 636 ms against 57 ms.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import threading
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+import support
+from xla.service.cpu import blas
+from xla.service.cpu import blas
+from xla.service.cpu import native_runner
+from xla.service.cpu import thunk as thunk_lib
+from xla.service.cpu.thunk_emitter import numpy_dtype
+
+ALIGNMENT = 64
+
+
+def aligned_empty(nbytes: int) -> np.ndarray:
+  """An uninitialised uint8 array of `nbytes` starting 64-byte aligned."""
+  raw = np.empty(nbytes + ALIGNMENT, np.uint8)
+  off = (-raw.ctypes.data) % ALIGNMENT
+  return raw[off:off + nbytes]
+
+
+def _address(arr: np.ndarray) -> int:
+  return arr.__array_interface__["data"][0]
+
+
+class _BlasSingleThreaded:
+  """Holds OpenBLAS at one thread while any execution that calls it runs
+  (nesting and concurrent executions counted); the caller's setting is
+  restored when the last one ends."""
+
+  _lock = threading.Lock()
+  _depth = 0
+  _saved: Optional[int] = None
+
+  def __enter__(self):
+    cls = type(self)
+    with cls._lock:
+      if cls._depth == 0:
+        cls._saved = blas.get_num_threads()
+        if cls._saved not in (None, 1):
+          blas.set_num_threads(1)
+      cls._depth += 1
+    return self
+
+  def __exit__(self, *exc):
+    cls = type(self)
+    with cls._lock:
+      cls._depth -= 1
+      if cls._depth == 0 and cls._saved not in (None, 1):
+        blas.set_num_threads(cls._saved)
+    return False
+
+
+_BLAS_SINGLE_THREADED = _BlasSingleThreaded()
+
+
+def uses_blas(plan: dict) -> bool:
+  """Whether the plan's kernels call a BLAS gemm."""
+  return any("cblas" in name for name in plan.get("externals", ()))
+
+
+class _Leaf:
+  __slots__ = ("param", "path", "dtype", "dims", "alloc", "nbytes")
+
+  def __init__(self, param, path, dtype, dims, alloc):
+    self.param, self.path = param, tuple(path)
+    self.dtype, self.dims, self.alloc = dtype, tuple(dims), alloc
+    self.nbytes = math.prod(self.dims) * dtype.itemsize
+
+
+class CpuExecutable:
+  """See the module docstring. Built by `cpu_compiler.compile`."""
+
+  def __init__(self, plan: dict, jit, *, custom_call_instrs: Sequence = (),
+               threads: int = 1, compile_stats: Optional[dict] = None,
+               module=None, builtin_custom_calls: Optional[dict] = None):
+    self.plan = plan
+    self._jit = jit  # keeps the machine code alive
+    self.module = module
+    self.threads = max(1, int(threads))
+    self.compile_stats = dict(compile_stats or {})
+    self._custom_call_instrs = list(custom_call_instrs)
+    self._builtin_custom_calls = dict(builtin_custom_calls or {})
+    self._addresses = {name: jit.address(name) for name in plan["kernels"]}
+    self._pool = thunk_lib.thread_pool(self.threads)
+    self._uses_blas = uses_blas(plan)
+    # OpenBLAS runs single-threaded while our kernels call it: the runtime
+    # splits gemms across its own workers (see blas.pin_single_thread).
+    self._uses_blas = blas.uses_blas(plan.get("externals", ()))
+    self.thunks = native_runner.compile_thunks(self._build(plan["thunks"]))
+    self._setup_memory()
+
+  # -- construction ------------------------------------------------------------
+
+  def _build(self, thunks: list[dict]) -> list[thunk_lib.Thunk]:
+    out = []
+    for t in thunks:
+      k = t["kind"]
+      if k == "kernel":
+        out.append(thunk_lib.KernelThunk(
+            t["name"], self._addresses[t["fn"]], t["slot"], t["extent"],
+            t["cost"], self.threads))
+      elif k == "copy":
+        out.append(thunk_lib.CopyThunk(t["name"], t["src"], t["dst"],
+                                       t["bytes"]))
+      elif k == "while":
+        out.append(thunk_lib.WhileThunk(
+            t["name"], self._build(t["init"]), self._build(t["cond"]),
+            t["pred"], self._build(t["body"])))
+      elif k == "conditional":
+        out.append(thunk_lib.ConditionalThunk(
+            t["name"], t["index"], t["pred"],
+            [self._build(b) for b in t["branches"]]))
+      elif k == "sequence":
+        out.append(thunk_lib.SequenceThunk(t["name"],
+                                           self._build(t["thunks"])))
+      elif k == "custom_call":
+        instr = self._custom_call_instrs[t["call"]]
+        out.append(thunk_lib.CustomCallThunk(
+            t["name"], t["target"], instr, _leaf_specs(t["operands"]),
+            [_leaf_specs(r) for r in t["results"]], instr.shape))
+      else:
+        raise support.InternalError(f"unknown thunk kind {k!r}")
+    return out
+
+  def _setup_memory(self) -> None:
+    allocs = self.plan["allocations"]
+    n = len(allocs)
+    self._static_bases = np.zeros(n, np.uint64)
+    self._constants = []
+    self._null = aligned_empty(ALIGNMENT)
+    self._temp = None
+    self._outputs: list[tuple[int, int, int]] = []  # (alloc, size, offset)
+    self._out_block_bytes = 0
+    self.arena_bytes = 0
+    const_bytes = 0
+    for i, a in enumerate(allocs):
+      kind = a["kind"]
+      if kind == "constant":
+        data = base64.b64decode(a["data"])
+        buf = aligned_empty(max(len(data), 1))
+        buf[:len(data)] = np.frombuffer(data, np.uint8)
+        self._constants.append(buf)
+        self._static_bases[i] = _address(buf)
+        const_bytes += len(data)
+      elif kind == "temp":
+        self._temp = i
+        self.arena_bytes = a["size"]
+      elif kind == "output":
+        self._outputs.append((i, a["size"], self._out_block_bytes))
+        self._out_block_bytes += -(-a["size"] // ALIGNMENT) * ALIGNMENT
+      elif kind == "null":
+        self._static_bases[i] = _address(self._null)
+    slots = self.plan["slots"]
+    self._slot_alloc = np.array([s[0] for s in slots], np.intp)
+    self._slot_off = np.array([s[1] for s in slots], np.uint64)
+    self._leaves: list[list[_Leaf]] = []
+    for p in self.plan["params"]:
+      leaves = []
+      for leaf in p["leaves"]:
+        if leaf is None:
+          continue
+        alloc = leaf["alloc"]
+        if allocs[alloc]["kind"] != "parameter":
+          alloc = None
+        leaves.append(_Leaf(p["number"], leaf["index"],
+                            numpy_dtype(leaf["dtype"]), leaf["dims"], alloc))
+      self._leaves.append(leaves)
+    self._flat_leaves = [l for ls in self._leaves for l in ls]
+    self._param_shapes = [p["shape"] for p in self.plan["params"]]
+    self._donation = {(d["param"], tuple(d["index"])): d["outputs"]
+                      for d in self.plan["donation"]}
+    self._out_specs = []
+    offsets = {a: off for a, _, off in self._outputs}
+    for o in self.plan["outputs"]:
+      if o is None:
+        self._out_specs.append(None)
+        continue
+      is_out = allocs[o["alloc"]]["kind"] == "output"
+      off = offsets.get(o["alloc"], 0)
+      self._out_specs.append((o["slot"], o["alloc"], numpy_dtype(o["dtype"]),
+                              tuple(o["dims"]), is_out, off))
+    self._arenas: list[np.ndarray] = []
+    self._arena_lock = threading.Lock()
+    self.peak_memory_bytes = (self.arena_bytes + self._out_block_bytes +
+                              const_bytes)
+
+  # -- execution ----------------------------------------------------------------
+
+  @property
+  def parameter_count(self) -> int:
+    return len(self._leaves)
+
+  def _arena(self) -> np.ndarray:
+    with self._arena_lock:
+      if self._arenas:
+        return self._arenas.pop()
+    return aligned_empty(self.arena_bytes)
+
+  def _coerce(self, value, leaf: _Leaf) -> np.ndarray:
+    for i in leaf.path:
+      if not isinstance(value, (tuple, list)):
+        raise support.InvalidArgumentError(
+            f"parameter {leaf.param} expects a tuple "
+            f"({self._param_shapes[leaf.param]})")
+      value = value[i]
+    arr = value if isinstance(value, np.ndarray) else np.asarray(value)
+    if arr.dtype != leaf.dtype:
+      arr = arr.astype(leaf.dtype)
+    if arr.shape != leaf.dims:
+      raise support.InvalidArgumentError(
+          f"parameter {leaf.param} has shape {self._param_shapes[leaf.param]}"
+          f", got an array of shape {arr.shape}")
+    if not arr.flags.c_contiguous:
+      arr = np.ascontiguousarray(arr)
+    return arr
+
+  def execute(self, args: Sequence[Any], *,
+              custom_calls: Optional[dict[str, Callable]] = None,
+              donate: Sequence[int] = ()) -> list[np.ndarray]:
+    """Runs the program on `args` (one array, or nested tuple of arrays, per
+    parameter); returns the result's array leaves, depth first."""
+    if len(args) != len(self._leaves):
+      raise support.InvalidArgumentError(
+          f"the program takes {len(self._leaves)} arguments, got {len(args)}")
+    bases = self._static_bases.copy()
+    keep = []
+    donated: dict[int, np.ndarray] = {}
+    for leaf in self._flat_leaves:
+      arr = args[leaf.param]
+      if (leaf.path or type(arr) is not np.ndarray or  # pylint: disable=unidiomatic-typecheck
+          arr.dtype != leaf.dtype or arr.shape != leaf.dims or
+          not arr.flags.c_contiguous):
+        arr = self._coerce(arr, leaf)
+      keep.append(arr)
+      if leaf.alloc is not None:
+        bases[leaf.alloc] = _address(arr)
+      if donate and leaf.param in donate and arr.flags.writeable:
+        for a in self._donation.get((leaf.param, leaf.path), ()):
+          if a not in donated:
+            donated[a] = arr
+            break
+    # All outputs share one fresh block (one allocation per execution),
+    # except those standing in for donated parameters.
+    block = None
+    if self._out_block_bytes:
+      block = aligned_empty(self._out_block_bytes)
+      base = _address(block)
+      for a, _, off in self._outputs:
+        bases[a] = base + off
+    for a, src in donated.items():
+      bases[a] = _address(src)
+    arena = None
+    if self._temp is not None:
+      arena = self._arena()
+      bases[self._temp] = _address(arena)
+    table = bases[self._slot_alloc]
+    table += self._slot_off
+    handlers = self._builtin_custom_calls
+    if custom_calls:
+      handlers = dict(handlers)
+      handlers.update(custom_calls)
+    state = thunk_lib.ExecutionState(table, handlers, self._pool)
+    if self._uses_blas:
+      blas.pin_single_thread()
+    try:
+      for t in self.thunks:
+        t.run(state)
+    finally:
+      if self._uses_blas:
+        blas.unpin()
+      if arena is not None:
+        with self._arena_lock:
+          self._arenas.append(arena)
+    results = []
+    used = set()
+    for spec in self._out_specs:
+      if spec is None:
+        results.append(None)
+        continue
+      slot, alloc, dtype, dims, is_out, off = spec
+      if is_out and alloc not in used:
+        used.add(alloc)
+        src = donated.get(alloc)
+        if src is not None:
+          results.append(src.reshape(-1).view(np.uint8)[
+              :math.prod(dims) * dtype.itemsize].view(dtype).reshape(dims))
+        else:
+          results.append(np.ndarray(dims, dtype, block, off))
+      else:
+        view = thunk_lib.array_view(int(table[slot]), dtype, dims)
+        results.append(np.array(view, copy=True))
+    del keep
+    return results
+
+  __call__ = execute
+
+
+def _leaf_specs(spec):
+  if spec is None:
+    return None
+  if isinstance(spec, list):
+    return [_leaf_specs(s) for s in spec]
+  return thunk_lib.LeafSpec(spec["slot"], numpy_dtype(spec["dtype"]),
+                            spec["dims"])

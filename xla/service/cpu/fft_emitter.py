@@ -1,0 +1,282 @@
+"""CPU kernel for `fft` (FFT, IFFT, RFFT, IRFFT over the trailing 1-3 dims).
+
+A direct DFT per axis, O(n) work per output element along each axis,
+computed in double precision and rounded once to the result type (as the
+HLO evaluator does). It is meant for the small transforms programs embed
+(a fast radix-2 / Bluestein kernel would be the next step for long
+lengths). Per batch element (the parallel extent) the kernel loads the
+transformed block into a complex128 work buffer, transforms lines along
+each fft axis through a line buffer, and stores the result:
+
+* FFT / IFFT: X[j] = sum_t x[t] exp(-/+ 2 pi i j t / n), IFFT scaled 1/n.
+* RFFT: the full complex transform of the real input; the last axis keeps
+  its first n / 2 + 1 entries.
+* IRFFT: inverse complex transforms along the leading axes, then the
+  Hermitian (complex-to-real) inverse along the last axis:
+  x[t] = (Re X[0] + 2 sum_{0<m<n/2} Re(X[m] e^{2 pi i m t / n})
+  + [n even] Re X[n/2] (-1)^t) / n, ignoring the imaginary parts of the
+  DC and Nyquist terms like numpy / pocketfft.
+
+Twiddles exp(2 pi i m / n) are constant tables computed in Python; the
+index j * t mod n is carried incrementally, so no sin/cos runs per call.
+"""
+
+from __future__ import annotations
+
+import math
+
+from llvmlite import ir
+
+import support
+from xla import primitive_util
+from xla.service.cpu import kernel_api
+from xla.service.cpu import op_emitter_util as u
+from xla.xla_data import FftType
+from xla.xla_data import PrimitiveType
+
+P = PrimitiveType
+F64 = ir.DoubleType()
+C128 = ir.LiteralStructType([F64, F64])
+
+
+def _twiddles(module: ir.Module, n: int) -> ir.GlobalVariable:
+  """A constant table of n (cos, sin)(2 pi m / n) pairs (doubles)."""
+  name = f"__fft_twiddles_{n}"
+  g = module.globals.get(name)
+  if g is not None:
+    return g
+  vals = []
+  for m in range(n):
+    # Exact values at multiples of pi / 2 (and symmetric rounding).
+    if (4 * m) % n == 0:
+      q = (4 * m) // n
+      c, s = ((1.0, 0.0), (0.0, 1.0), (-1.0, 0.0), (0.0, -1.0))[q]
+    else:
+      c, s = math.cos(2 * math.pi * m / n), math.sin(2 * math.pi * m / n)
+    vals += [c, s]
+  ty = ir.ArrayType(F64, 2 * n)
+  g = ir.GlobalVariable(module, ty, name)
+  g.global_constant = True
+  g.linkage = "internal"
+  g.initializer = ir.Constant(ty, vals)
+  return g
+
+
+class _Cplx:
+  """(re, im) double pairs in the work buffers (double* at 2 * index)."""
+
+  def __init__(self, b: ir.IRBuilder):
+    self.b = b
+
+  def load(self, buf, idx):
+    b = self.b
+    p = b.gep(buf, [b.mul(idx, u.i64(2))])
+    return b.load(p), b.load(b.gep(p, [u.i64(1)]))
+
+  def store(self, buf, idx, re, im):
+    b = self.b
+    p = b.gep(buf, [b.mul(idx, u.i64(2))])
+    b.store(re, p)
+    b.store(im, b.gep(p, [u.i64(1)]))
+
+
+def _emit_line_dft(b, cx, work, line, tw, n, stride, base, inverse,
+                   acc_re, acc_im, pos):
+  """Transforms one line of `n` elements (stride `stride`) of `work` at
+  `base`, through the line buffer `line`."""
+  with u.for_range(b, 0, n, "ld") as t:
+    re, im = cx.load(work, b.add(base, b.mul(t, u.i64(stride))))
+    cx.store(line, t, re, im)
+  scale = ir.Constant(F64, 1.0 / n)
+  with u.for_range(b, 0, n, "dj") as j:
+    b.store(ir.Constant(F64, 0.0), acc_re)
+    b.store(ir.Constant(F64, 0.0), acc_im)
+    b.store(u.i64(0), pos)
+    with u.for_range(b, 0, n, "dt") as t:
+      xr, xi = cx.load(line, t)
+      m = b.load(pos)
+      wr = b.load(b.gep(tw, [u.i64(0), b.mul(m, u.i64(2))]))
+      wi = b.load(b.gep(tw, [u.i64(0), b.add(b.mul(m, u.i64(2)),
+                                               u.i64(1))]))
+      if not inverse:
+        wi = b.fneg(wi)
+      b.store(b.fadd(b.load(acc_re), b.fsub(b.fmul(xr, wr), b.fmul(xi, wi))),
+              acc_re)
+      b.store(b.fadd(b.load(acc_im), b.fadd(b.fmul(xr, wi), b.fmul(xi, wr))),
+              acc_im)
+      nxt = b.add(m, j)
+      nxt = b.select(b.icmp_signed(">=", nxt, u.i64(n)),
+                     b.sub(nxt, u.i64(n)), nxt)
+      b.store(nxt, pos)
+    re, im = b.load(acc_re), b.load(acc_im)
+    if inverse:
+      re, im = b.fmul(re, scale), b.fmul(im, scale)
+    cx.store(work, b.add(base, b.mul(j, u.i64(stride))), re, im)
+
+
+def _transform_axis(b, cx, work, line, tw, dims, axis, inverse, scratch):
+  """DFT along `axis` of the row-major block `dims` held in `work`."""
+  n = dims[axis]
+  if n <= 1:
+    return
+  inner = math.prod(dims[axis + 1:])
+  outer = math.prod(dims[:axis])
+  acc_re, acc_im, pos = scratch
+  with u.for_range(b, 0, outer * inner, "line") as li:
+    o = b.udiv(li, u.i64(inner)) if inner > 1 else li
+    i = b.urem(li, u.i64(inner)) if inner > 1 else u.i64(0)
+    base = b.add(b.mul(o, u.i64(n * inner)), i)
+    _emit_line_dft(b, cx, work, line, tw, n, inner, base, inverse, acc_re,
+                   acc_im, pos)
+
+
+def _load_value(b, ptr, et):
+  """An element of `et` (f32/f64/c64/c128) as a (re, im) double pair."""
+  v = b.load(ptr)
+  if primitive_util.is_complex(et):
+    re, im = b.extract_value(v, 0), b.extract_value(v, 1)
+    if et == P.C64:
+      re, im = b.fpext(re, F64), b.fpext(im, F64)
+    return re, im
+  if et == P.F32:
+    v = b.fpext(v, F64)
+  return v, ir.Constant(F64, 0.0)
+
+
+def _store_value(b, ptr, et, re, im):
+  if et in (P.C64, P.C128):
+    ft = ir.FloatType() if et == P.C64 else F64
+    if et == P.C64:
+      re, im = b.fptrunc(re, ft), b.fptrunc(im, ft)
+    z = ir.Constant(ir.LiteralStructType([ft, ft]), ir.Undefined)
+    b.store(b.insert_value(b.insert_value(z, re, 0), im, 1), ptr)
+  else:
+    b.store(b.fptrunc(re, ir.FloatType()) if et == P.F32 else re, ptr)
+
+
+_IN_TYPES = {FftType.FFT: (P.C64, P.C128), FftType.IFFT: (P.C64, P.C128),
+             FftType.RFFT: (P.F32, P.F64), FftType.IRFFT: (P.C64, P.C128)}
+
+
+@kernel_api.register_kernel_emitter("fft")
+def emit_fft(ctx: kernel_api.KernelContext, instr) -> kernel_api.KernelSpec:
+  kind = FftType(instr.attr("fft_type"))
+  length = tuple(instr.attr("fft_length"))
+  in_shape = instr.operand(0).shape
+  in_et, out_et = in_shape.element_type, instr.shape.element_type
+  if in_et not in _IN_TYPES[kind]:
+    raise support.UnimplementedError(
+        f"CPU codegen for fft ({instr.name}): {kind.name} on "
+        f"{primitive_util.lowercase_name(in_et)}")
+  in_dims = tuple(in_shape.dimensions)
+  out_dims = tuple(instr.shape.dimensions)
+  k = len(length)
+  if not 1 <= k <= 3 or len(in_dims) < k:
+    raise support.InvalidArgumentError(
+        f"fft {instr.name}: fft_length {list(length)} for rank "
+        f"{len(in_dims)}")
+  batch = math.prod(in_dims[:-k])
+  half = length[-1] // 2 + 1
+  block_in = in_dims[-k:]
+  if kind == FftType.IRFFT:
+    work_dims = length[:-1] + (half,)
+  else:
+    work_dims = length
+  want_out = in_dims[:-k] + (length[:-1] + (half,) if kind == FftType.RFFT
+                             else length)
+  want_in = in_dims[:-k] + work_dims
+  if out_dims != want_out or in_dims != want_in:
+    raise support.InvalidArgumentError(
+        f"fft {instr.name}: shapes {list(in_dims)} -> {list(out_dims)} do "
+        f"not match {kind.name} of length {list(length)}")
+  ka = u.KernelArgs(ctx, instr, f"fft_{instr.name}")
+  b = ka.b
+  out_count = math.prod(out_dims)
+  if out_count == 0:
+    b.ret_void()
+    return kernel_api.KernelSpec(ka.fn.name, 1, 0)
+  src, dst = ka.operands[0], ka.results[0]
+  if math.prod(length) == 0:  # nothing to transform: zeros (as RFFT of [])
+    fn = b.module.declare_intrinsic("llvm.memset", [u.I8_PTR, u.I64])
+    b.call(fn, [b.bitcast(dst, u.I8_PTR), ir.Constant(u.I8, 0),
+                u.i64(out_count * u.byte_size(out_et)),
+                ir.Constant(u.I1, 0)])
+    b.ret_void()
+    return kernel_api.KernelSpec(ka.fn.name, 1, out_count)
+  nwork = math.prod(work_dims)
+  nline = max(length)
+  scratch = u.Scratch(b, 16 * (nwork + nline))
+  work = scratch.at(b, 0, F64)
+  line = scratch.at(b, 16 * nwork, F64)
+  accs = (u.entry_alloca(b, F64, name="acc_re"),
+          u.entry_alloca(b, F64, name="acc_im"),
+          u.entry_alloca(b, u.I64, name="twiddle_pos"))
+  cx = _Cplx(b)
+  inverse = kind in (FftType.IFFT, FftType.IRFFT)
+  complex_axes = range(k) if kind != FftType.IRFFT else range(k - 1)
+  in_block = math.prod(block_in)
+  out_block = math.prod(out_dims[-k:])
+  with u.for_range(b, ka.begin, ka.end, "batch") as bi:
+    in_base = b.mul(bi, u.i64(in_block))
+    out_base = b.mul(bi, u.i64(out_block))
+    with u.for_range(b, 0, nwork, "load") as e:
+      re, im = _load_value(b, b.gep(src, [b.add(in_base, e)]), in_et)
+      cx.store(work, e, re, im)
+    for axis in complex_axes:
+      _transform_axis(b, cx, work, line, _twiddles(b.module, work_dims[axis]),
+                      work_dims, axis, inverse, accs)
+    if kind == FftType.IRFFT:
+      _emit_c2r_last_axis(b, cx, work, dst, out_base, work_dims, length[-1],
+                          out_et, accs)
+    elif kind == FftType.RFFT:
+      rows = nwork // length[-1]
+      with u.for_range(b, 0, rows, "row") as r:
+        with u.for_range(b, 0, half, "col") as c:
+          re, im = cx.load(work, b.add(b.mul(r, u.i64(length[-1])), c))
+          o = b.add(out_base, b.add(b.mul(r, u.i64(half)), c))
+          _store_value(b, b.gep(dst, [o]), out_et, re, im)
+    else:
+      with u.for_range(b, 0, nwork, "store") as e:
+        re, im = cx.load(work, e)
+        _store_value(b, b.gep(dst, [b.add(out_base, e)]), out_et, re, im)
+  scratch.release(b)
+  b.ret_void()
+  cost = batch * math.prod(length) * sum(length) * 4
+  return kernel_api.KernelSpec(ka.fn.name, max(1, batch), cost=cost)
+
+
+def _emit_c2r_last_axis(b, cx, work, dst, out_base, work_dims, n, out_et,
+                        accs):
+  """The Hermitian inverse DFT along the last axis, into the real output."""
+  half = work_dims[-1]
+  rows = math.prod(work_dims[:-1])
+  tw = _twiddles(b.module, n)
+  acc, _, pos = accs
+  scale = ir.Constant(F64, 1.0 / n)
+  two = ir.Constant(F64, 2.0)
+  upper = (n + 1) // 2  # m in [1, upper) count twice
+  with u.for_range(b, 0, rows, "crow") as r:
+    rbase = b.mul(r, u.i64(half))
+    with u.for_range(b, 0, n, "ct") as t:
+      x0, _ = cx.load(work, rbase)
+      b.store(x0, acc)
+      b.store(t, pos)
+      with u.for_range(b, 1, upper, "cm") as m:
+        xr, xi = cx.load(work, b.add(rbase, m))
+        p = b.load(pos)
+        wr = b.load(b.gep(tw, [u.i64(0), b.mul(p, u.i64(2))]))
+        wi = b.load(b.gep(tw, [u.i64(0), b.add(b.mul(p, u.i64(2)),
+                                                 u.i64(1))]))
+        term = b.fsub(b.fmul(xr, wr), b.fmul(xi, wi))
+        b.store(b.fadd(b.load(acc), b.fmul(two, term)), acc)
+        nxt = b.add(p, t)
+        nxt = b.select(b.icmp_signed(">=", nxt, u.i64(n)),
+                       b.sub(nxt, u.i64(n)), nxt)
+        b.store(nxt, pos)
+      if n % 2 == 0 and n // 2 < half:
+        xn, _ = cx.load(work, b.add(rbase, u.i64(n // 2)))
+        odd = b.trunc(t, u.I1)
+        b.store(b.fadd(b.load(acc), b.select(odd, b.fneg(xn), xn)), acc)
+      o = b.add(out_base, b.add(b.mul(r, u.i64(n)), t))
+      _store_value(b, b.gep(dst, [o]), out_et, b.fmul(b.load(acc), scale),
+                   None)

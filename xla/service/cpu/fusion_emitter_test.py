@@ -1,0 +1,265 @@
+"""Loop kernels: elementwise chains and data-movement ops, fused and
+standalone, over several element types, compiled and compared with the
+HLO evaluator."""
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from xla.service.cpu import cpu_testing as ct
+from xla.service.cpu import loop_kernels
+
+CASES = {
+    "broadcast_transpose": """
+HloModule m
+ENTRY e {
+  x = f32[3,5] parameter(0)
+  y = f32[5] parameter(1)
+  b = f32[3,5] broadcast(y), dimensions={1}
+  t = f32[5,3] transpose(x), dimensions={1,0}
+  tt = f32[3,5] transpose(t), dimensions={1,0}
+  a = f32[3,5] add(tt, b)
+  c = f32[2,5,3] broadcast(t), dimensions={1,2}
+  ROOT r = (f32[3,5], f32[2,5,3], f32[5,3]) tuple(a, c, t)
+}""",
+    "slice_pad_concat": """
+HloModule m
+ENTRY e {
+  x = f32[6,7] parameter(0)
+  s = f32[3,3] slice(x), slice={[1:6:2], [0:7:3]}
+  z = f32[] constant(1.5)
+  p = f32[9,8] pad(s, z), padding=1_3_1x2_1_1
+  p2 = f32[8,11] pad(x, z), padding=1_1x2_2
+  x2 = f32[6,8] slice(p2), slice={[0:6],[0:8]}
+  n = f32[4,6] pad(x, z), padding=-1_-1x0_-1
+  c = f32[15,8] concatenate(p, x2), dimensions={0}
+  r = f32[15,8] negate(c)
+  ROOT t = (f32[15,8], f32[4,6]) tuple(r, n)
+}""",
+    "iota_reverse_reshape": """
+HloModule m
+ENTRY e {
+  i = s32[4,6] iota(), iota_dimension=1
+  r = s32[4,6] reverse(i), dimensions={0,1}
+  f = f32[4,6] convert(r)
+  rs = f32[24] reshape(f)
+  rs2 = f32[2,12] reshape(rs)
+  x = f32[2,12] parameter(0)
+  m = f32[2,12] multiply(rs2, x)
+  io = f32[3,2] iota(), iota_dimension=0
+  ROOT t = (f32[2,12], f32[3,2]) tuple(m, io)
+}""",
+    "concat_standalone": """
+HloModule m
+ENTRY e {
+  a = s32[2,3] parameter(0)
+  b = s32[2,0] parameter(1)
+  c = s32[2,4] parameter(2)
+  ROOT r = s32[2,7] concatenate(a, b, c), dimensions={1}
+}""",
+    "dynamic_slice_clamped": """
+HloModule m
+ENTRY e {
+  x = f32[8,6] parameter(0)
+  i = s32[] constant(-3)
+  j = s32[] constant(5)
+  ROOT s = f32[3,4] dynamic-slice(x, i, j), dynamic_slice_sizes={3,4}
+}""",
+    "select_clamp_compare": """
+HloModule m
+ENTRY e {
+  x = f32[50] parameter(0)
+  y = f32[50] parameter(1)
+  lo = f32[] constant(-0.5)
+  hi = f32[] constant(0.5)
+  c = f32[50] clamp(lo, x, hi)
+  p = pred[50] compare(x, y), direction=LT
+  s = f32[50] select(p, c, y)
+  ROOT t = (f32[50], pred[50]) tuple(s, p)
+}""",
+    "map": """
+HloModule m
+f {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  m = f32[] multiply(a, b)
+  ROOT s = f32[] subtract(m, a)
+}
+ENTRY e {
+  x = f32[7,3] parameter(0)
+  y = f32[7,3] parameter(1)
+  ROOT r = f32[7,3] map(x, y), dimensions={0,1}, to_apply=f
+}""",
+    "int_types": """
+HloModule m
+ENTRY e {
+  a = s8[40] parameter(0)
+  b = u8[40] parameter(1)
+  c = s64[40] parameter(2)
+  d = u16[40] parameter(3)
+  a2 = s8[40] multiply(a, a)
+  bd = u8[40] divide(b, b)
+  cc = s64[40] convert(a2)
+  c2 = s64[40] add(c, cc)
+  dn = u16[40] not(d)
+  ROOT t = (s8[40], u8[40], s64[40], u16[40]) tuple(a2, bd, c2, dn)
+}""",
+    "narrow_floats": """
+HloModule m
+ENTRY e {
+  a = bf16[33] parameter(0)
+  b = f16[33] parameter(1)
+  e = bf16[33] exponential(a)
+  m = bf16[33] multiply(e, a)
+  f = f16[33] tanh(b)
+  g = f16[33] add(f, b)
+  ROOT t = (bf16[33], f16[33]) tuple(m, g)
+}""",
+    "f64_and_complex": """
+HloModule m
+ENTRY e {
+  a = f64[9] parameter(0)
+  c = c64[9] parameter(1)
+  l = f64[9] log(a)
+  x = f64[9] multiply(a, a)
+  cc = c64[9] multiply(c, c)
+  ca = c64[9] add(cc, c)
+  re = f32[9] real(ca)
+  ROOT t = (f64[9], f64[9], c64[9], f32[9]) tuple(l, x, ca, re)
+}""",
+    "pred_logic": """
+HloModule m
+ENTRY e {
+  a = pred[3,5] parameter(0)
+  b = pred[3,5] parameter(1)
+  o = pred[3,5] or(a, b)
+  x = pred[3,5] xor(a, b)
+  n = pred[3,5] not(o)
+  t = pred[5,3] transpose(n), dimensions={1,0}
+  ROOT r = (pred[3,5], pred[5,3]) tuple(x, t)
+}""",
+    "constants": """
+HloModule m
+ENTRY e {
+  x = f32[2,3] parameter(0)
+  k = f32[2,3] constant({{1,2,3},{4,5,6}})
+  s = f32[] constant(0.25)
+  sb = f32[2,3] broadcast(s), dimensions={}
+  a = f32[2,3] add(x, k)
+  m = f32[2,3] multiply(a, sb)
+  ROOT t = (f32[2,3], f32[2,3]) tuple(m, k)
+}""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_matches_evaluator(name):
+  ct.run_and_compare(CASES[name], rtol=1e-5)
+
+
+def test_nan_and_inf_propagate():
+  text = """
+HloModule m
+ENTRY e {
+  x = f32[6] parameter(0)
+  y = f32[6] parameter(1)
+  mx = f32[6] maximum(x, y)
+  mn = f32[6] minimum(x, y)
+  e = f32[6] exponential(x)
+  ROOT t = (f32[6], f32[6], f32[6]) tuple(mx, mn, e)
+}"""
+  x = np.array([np.nan, 1, -np.inf, np.inf, 0, -0.0], np.float32)
+  y = np.array([1, np.nan, 2, np.nan, -0.0, 0], np.float32)
+  _, (mx, mn, e) = ct.run_and_compare(text, [x, y])
+  assert np.isnan(mx[:2]).all() and np.isnan(mn[:2]).all()
+  assert e[2] == 0 and np.isinf(e[3])
+
+
+def test_empty_shapes():
+  text = """
+HloModule m
+ENTRY e {
+  x = f32[0,4] parameter(0)
+  y = f32[4,0] transpose(x), dimensions={1,0}
+  z = f32[4,0] exponential(y)
+  ROOT t = (f32[4,0], f32[0,4]) tuple(z, x)
+}"""
+  _, out = ct.run_and_compare(text, [np.zeros((0, 4), np.float32)])
+  assert out[0].shape == (4, 0) and out[1].shape == (0, 4)
+
+
+def test_large_loop_partitions_and_matches():
+  # Big enough that the kernel gets a parallel extent > 1 and the
+  # runtime splits it across two threads.
+  text = """
+HloModule m
+ENTRY e {
+  x = f32[300,700] parameter(0)
+  y = f32[700] parameter(1)
+  b = f32[300,700] broadcast(y), dimensions={1}
+  t = f32[300,700] tanh(x)
+  ROOT a = f32[300,700] add(t, b)
+}"""
+  exe, _ = ct.run_and_compare(text, threads=2)
+  kernels = [t for t in exe.thunks if hasattr(t, "bounds")]
+  assert kernels and kernels[0].extent > 1
+  assert len(kernels[0].bounds) == 2
+
+
+def test_partition_covers_shape():
+  for dims in ([4096, 4096], [10], [1 << 20], [3, 100000], [1000000, 4],
+               [7, 1, 9], []):
+    p, c, extent = loop_kernels.partition(dims)
+    if not dims:
+      assert extent == 1
+      continue
+    inner = int(np.prod(dims[p + 1:]))
+    nb = -(-dims[p] // c)
+    assert extent == int(np.prod(dims[:p])) * nb
+    assert c * inner >= min(loop_kernels.TARGET_UNIT_ELEMENTS,
+                            int(np.prod(dims[p:])))
+
+
+def test_int4_storage_one_byte_per_element():
+  text = """
+HloModule m
+ENTRY e {
+  x = s4[7,5] parameter(0)
+  y = s4[7,5] parameter(1)
+  a = s4[7,5] add(x, y)
+  t = s4[5,7] transpose(a), dimensions={1,0}
+  c = s32[5,7] convert(t)
+  u = u4[7,5] convert(x)
+  ROOT r = (s4[5,7], s32[5,7], u4[7,5]) tuple(t, c, u)
+}"""
+  rng = np.random.default_rng(0)
+  x, y = (rng.integers(-8, 8, (7, 5)).astype(ml_dtypes.int4)
+          for _ in range(2))
+  ct.run_and_compare(text, [x, y])
+
+
+def test_bf16_roundtrip_exact():
+  text = """
+HloModule m
+ENTRY e {
+  x = bf16[16] parameter(0)
+  ROOT n = bf16[16] negate(x)
+}"""
+  x = np.linspace(-3, 3, 16).astype(ml_dtypes.bfloat16)
+  _, (out,) = ct.run_and_compare(text, [x])
+  np.testing.assert_array_equal(out, -x)
+
+
+def test_transposed_reads_use_tiles():
+  # Ragged tile edges (70 = 2*32 + 6, 130 = 4*32 + 2) and a batch dim.
+  text = """
+HloModule m
+ENTRY e {
+  x = f32[3,130,70] parameter(0)
+  y = f32[3,70,130] parameter(1)
+  t = f32[3,70,130] transpose(x), dimensions={0,2,1}
+  ROOT a = f32[3,70,130] add(t, y)
+}"""
+  exe, _ = ct.run_and_compare(text)
+  (kernel,) = [t for t in exe.plan["thunks"] if t["kind"] == "kernel"]
+  assert kernel["extent"] == 3 * 3 * 5  # one unit per 32x32 tile
