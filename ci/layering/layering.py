@@ -37,6 +37,9 @@ ALLOWED = {
 # Only the CPU plugin puts our compiler behind the PJRT ABI.
 EXCEPTIONS = (
     ("pjrt/plugins/cpu/*", {"xla"}),
+    # The CPU plugin's execution backends (the plugin lives in
+    # pjrt/_src/plugin/; only this module of it imports //xla).
+    ("pjrt/_src/plugin/backends.py", {"xla"}),
 )
 
 

@@ -38,7 +38,15 @@ COMPONENTS = (
               ("numpy", "ml_dtypes", "llvmlite", "protobuf")),
     Component("pjrt", "openxla-pjrt",
               "PJRT plugin ABI, loader, client, and the CPU plugin.",
-              ("support", "stablehlo", "xla"), ("numpy",)),
+              ("support", "stablehlo", "xla"), ("numpy",),
+              entry_points=(
+                  # JAX imports this module and calls its initialize():
+                  # JAX_PLATFORMS=openxla_cpu then runs on our CPU plugin.
+                  ("jax_plugins", "openxla_cpu", "pjrt.jax_plugin"),
+                  # pjrt's own registry: pjrt.Client("openxla_cpu").
+                  ("pjrt_plugins", "openxla_cpu",
+                   "pjrt._src.plugin.api:get_api"),
+              )),
 )
 
 BY_PACKAGE = {c.package: c for c in COMPONENTS}

@@ -68,3 +68,9 @@ def test_unknown_plugin_is_a_usage_error():
   proc = _run_cts("--plugin", "no_such_pjrt_plugin", timeout=60)
   assert proc.returncode == pytest.ExitCode.USAGE_ERROR, proc.stdout
   assert "no_such_pjrt_plugin" in proc.stderr
+
+
+def test_unimportable_plugin_object_is_a_usage_error():
+  proc = _run_cts("--plugin", "no_such_pjrt_module:get_api", timeout=60)
+  assert proc.returncode == pytest.ExitCode.USAGE_ERROR, proc.stdout
+  assert "cannot import plugin object" in proc.stderr

@@ -3,8 +3,10 @@ running crash-prone probes in a child process, and checking errors.
 
 The plugin under test is named by the environment variable `PJRT_CTS_PLUGIN`
 (set by `python -m pjrt.cts --plugin ...`): a plugin name known to the
-`pjrt` registry (entry points, `PJRT_PLUGIN_LIBRARY_PATH`) or a path to a
-shared library exporting `GetPjrtApi`.
+`pjrt` registry (entry points, `PJRT_PLUGIN_LIBRARY_PATH`), a path to a
+shared library exporting `GetPjrtApi`, or a Python object given as
+"module:attribute" (anything `pjrt.load_plugin` accepts, e.g. our own
+plugin, `pjrt._src.plugin.api:get_api`).
 
 Negative cases (bad ids, bad programs, use after delete, ...) are where C++
 plugins tend to abort the process (a failed CHECK), and an abort would end
@@ -18,8 +20,10 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import importlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -55,14 +59,36 @@ def plugin_choice() -> str | None:
   return os.environ.get(PLUGIN_ENV) or None
 
 
+_PYTHON_OBJECT = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
+
+
+def is_python_object(choice: str) -> bool:
+  """Whether `choice` is "module:attribute" (a plugin object in Python)."""
+  return bool(_PYTHON_OBJECT.fullmatch(choice)) and not os.path.exists(choice)
+
+
 def is_path(choice: str) -> bool:
   """Whether `choice` names a library file rather than a registered plugin."""
+  if is_python_object(choice):
+    return False
   return (os.sep in choice or "/" in choice or os.path.exists(choice) or
           any(choice.endswith(ext) for ext in (".so", ".dylib", ".dll")))
 
 
+def python_object(choice: str):
+  """The object "module:attribute" names (ImportError/AttributeError)."""
+  module, _, attribute = choice.partition(":")
+  value = importlib.import_module(module)
+  for part in attribute.split("."):
+    value = getattr(value, part)
+  return value
+
+
 def load(choice: str) -> pjrt.Plugin:
-  """The loaded plugin for `choice` (a registered name or a library path)."""
+  """The loaded plugin for `choice` (a registered name, a library path or
+  "module:attribute")."""
+  if is_python_object(choice):
+    return pjrt.load_plugin(python_object(choice), name=choice)
   if is_path(choice):
     return pjrt.load_plugin(os.path.abspath(choice))
   return pjrt.get_plugin(choice)

@@ -26,6 +26,7 @@ Negative cases run in a child process, so that a plugin that aborts on bad
 input fails those cases instead of ending the run. Examples:
   python -m pjrt.cts --plugin cpu -q
   python -m pjrt.cts --plugin path/to/pjrt_plugin.so -k buffers
+  python -m pjrt.cts --plugin pjrt._src.plugin.api:get_api
 """
 
 
@@ -43,8 +44,9 @@ def _parser() -> argparse.ArgumentParser:
   parser.add_argument(
       "--plugin", required=True, metavar="NAME_OR_PATH",
       help="the plugin under test: a name pjrt knows (entry point group "
-      "'pjrt_plugins', or PJRT_PLUGIN_LIBRARY_PATH='name:path,...') or a "
-      "path to a shared library exporting GetPjrtApi")
+      "'pjrt_plugins', or PJRT_PLUGIN_LIBRARY_PATH='name:path,...'), a "
+      "path to a shared library exporting GetPjrtApi, or a Python plugin "
+      "object as module:attribute (e.g. pjrt._src.plugin.api:get_api)")
   parser.add_argument(
       "--xfail", action="append", default=[], metavar="TEST",
       help="a known failure of this plugin: a test name, or one "
@@ -56,6 +58,12 @@ def _parser() -> argparse.ArgumentParser:
 
 def _check_choice(choice: str) -> str | None:
   """An error message when `choice` names no plugin, else None."""
+  if harness.is_python_object(choice):
+    try:
+      harness.python_object(choice)
+    except (ImportError, AttributeError) as e:
+      return f"cannot import plugin object {choice}: {e}"
+    return None
   if harness.is_path(choice):
     if not os.path.exists(choice):
       return f"plugin library {choice} does not exist"

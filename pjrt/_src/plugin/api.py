@@ -1,0 +1,210 @@
+"""The plugin's `PJRT_Api`: every slot a ctypes callback into Python.
+
+Package layout:
+  api.py            this table, the dispatcher, the "pjrt_c_api" capsule
+  slots_core.py     Error_*, Plugin_*, Event_*, ExecuteContext_*
+  slots_client.py   Client_* (but buffers and compile), Device*, Memory_*,
+                    TopologyDescription_*
+  slots_buffer.py   Buffer_*, buffer creation by the client
+  slots_transfer.py async host-to-device transfers, CopyToDeviceStream_*
+  slots_executable.py  compile / load / execute, Executable_*,
+                    LoadedExecutable_*, serialization
+  cabi.py           reading and writing C data in callbacks
+  handles.py, errors.py, events.py   handles, PJRT_Error, PJRT_Event
+  runtime.py, programs.py, backends.py, executables.py, serialization.py,
+  options.py, topology.py   the Python model behind the slots
+
+Every slot of API 0.112 is a non-NULL function. A slot's implementation is
+registered with `@implements("Client_Create")`; a slot without one returns an
+UNIMPLEMENTED error naming it. The dispatcher around every implementation:
+
+  * rejects a NULL args pointer, and an args struct whose `struct_size` is
+    below what the implementation reads (INVALID_ARGUMENT): a caller built
+    against an incompatible header must not make us read or write past its
+    struct;
+  * catches every exception and returns it as a PJRT_Error (errors.py), so
+    no Python exception ever reaches C;
+  * keeps the ctypes thunks alive for the life of the process (a caller may
+    call, e.g., PJRT_Buffer_Destroy during interpreter shutdown), and hands
+    C a native trampoline around each (native.py) that keeps a Python
+    exception the caller has in flight intact.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import threading
+from typing import Any, Callable
+
+import support
+from pjrt._src import abi
+from pjrt._src.plugin import errors
+from pjrt._src.plugin import handles
+from pjrt._src.plugin import native
+
+API_NAME = b"pjrt_c_api"
+
+# name -> (implementation, minimum struct_size)
+_IMPLEMENTATIONS: dict[str, tuple[Callable[[Any], None], int]] = {}
+
+
+def implements(name: str, *, last_field: str | None = None):
+  """Registers the decorated `fn(args)` as the implementation of slot `name`.
+
+  Args:
+    name: the slot, e.g. "Client_Create".
+    last_field: the last field the implementation reads or writes; callers
+      may pass a struct that ends there (fields appended later in the header
+      are then treated as absent). Default: the struct's last field.
+  """
+  args_type = abi.args_type(name)
+  if last_field is None:
+    required = args_type.STRUCT_SIZE
+  else:
+    field = getattr(args_type, last_field)
+    required = field.offset + field.size
+
+  def register(fn: Callable[[Any], None]) -> Callable[[Any], None]:
+    if name in _IMPLEMENTATIONS:
+      raise ValueError(f"PJRT_{name} is implemented twice")
+    _IMPLEMENTATIONS[name] = (fn, required)
+    return fn
+
+  return register
+
+
+def implemented_slots() -> list[str]:
+  _load_slots()
+  return [s for s in abi.SLOTS if s in _IMPLEMENTATIONS]
+
+
+def _unimplemented(name: str) -> Callable[[Any], None]:
+  def fn(args) -> None:
+    del args
+    raise support.UnimplementedError(
+        f"PJRT_{name} is not implemented by the openxla_cpu plugin")
+  return fn
+
+
+# Set by an atexit handler. Python then clears module globals while C code
+# (JAX destroying its clients during the final garbage collection) may
+# still call us, so from then on a thunk runs nothing of ours: it answers
+# from values bound when it was made (see _make_thunk).
+_SHUTDOWN = [False]
+_SHUTDOWN_MESSAGE = handles.immortal(ctypes.create_string_buffer(
+    b"the openxla_cpu plugin is shut down (the Python interpreter exits)"))
+_CLEANUP_SUFFIXES = ("_Destroy", "Buffer_Delete", "LoadedExecutable_Delete",
+                     "DecreaseExternalReferenceCount")
+
+
+def _at_exit() -> None:
+  _SHUTDOWN[0] = True
+
+
+def _make_thunk(name: str) -> Any:
+  fn, required = _IMPLEMENTATIONS.get(name, (_unimplemented(name), 0))
+  void = name in abi.VOID_SLOTS
+  c_name = f"PJRT_{name}_Args"
+  cleanup = name.endswith(_CLEANUP_SUFFIXES)
+
+  def thunk(args_p, _shutdown=_SHUTDOWN, _name=name, _cleanup=cleanup,
+            _message=ctypes.addressof(_SHUTDOWN_MESSAGE),
+            _message_size=len(_SHUTDOWN_MESSAGE.value)):
+    if _shutdown[0]:
+      # No module globals from here on: only locals and bound defaults.
+      if not args_p:
+        pass
+      elif _name == "Error_GetCode":
+        # UNAVAILABLE for the refusal below; other errors' codes are gone.
+        args = args_p.contents
+        args.code = 14 if args.error == _shutdown[1] else 2
+      elif _name == "Error_Message":
+        args_p.contents.message = _message
+        args_p.contents.message_size = _message_size
+      if _cleanup or _name.startswith("Error_"):
+        return None
+      return _shutdown[1]
+    try:
+      if not args_p:
+        raise support.InvalidArgumentError(f"{c_name} pointer is NULL")
+      args = args_p.contents
+      size = args.struct_size
+      if size < required:
+        raise support.InvalidArgumentError(
+            f"{c_name}.struct_size is {size}, but PJRT_{name} needs at least "
+            f"{required} (the caller was built against an incompatible "
+            "pjrt_c_api.h)")
+      fn(args)
+      return None
+    except BaseException as e:  # pylint: disable=broad-except
+      if void:
+        return None
+      try:
+        return errors.from_exception(e)
+      except BaseException:  # pylint: disable=broad-except
+        return errors.FALLBACK
+
+  return abi.function_type(name)(thunk)
+
+
+_lock = threading.Lock()
+_api: Any = None
+_capsule: Any = None
+
+
+def _load_slots() -> None:
+  # pylint: disable=g-import-not-at-top,unused-import
+  from pjrt._src.plugin import slots_buffer
+  from pjrt._src.plugin import slots_client
+  from pjrt._src.plugin import slots_core
+  from pjrt._src.plugin import slots_executable
+  from pjrt._src.plugin import slots_transfer
+  # pylint: enable=g-import-not-at-top,unused-import
+
+
+def get_api() -> Any:
+  """The plugin's `PJRT_Api` struct (one per process)."""
+  global _api
+  with _lock:
+    if _api is None:
+      _load_slots()
+      api = abi.PJRT_Api()
+      api.struct_size = abi.PJRT_Api.STRUCT_SIZE
+      api.extension_start = None
+      version = api.pjrt_api_version
+      version.struct_size = abi.PJRT_Api_Version.STRUCT_SIZE
+      version.extension_start = None
+      version.major_version = abi.API_MAJOR
+      version.minor_version = abi.API_MINOR
+      for name in abi.SLOTS:
+        signature = "p>v" if name in abi.VOID_SLOTS else "p>p"
+        native.register("slot:" + name, _make_thunk(name), signature)
+      for name in abi.SLOTS:
+        setattr(api, "PJRT_" + name, native.address("slot:" + name))
+      errors.FALLBACK = errors.new_permanent_error(
+          support.StatusCode.INTERNAL,
+          "internal error in the openxla_cpu plugin while reporting an "
+          "error")
+      _SHUTDOWN.append(errors.new_permanent_error(
+          support.StatusCode.UNAVAILABLE, _SHUTDOWN_MESSAGE.value.decode()))
+      atexit.register(_at_exit)
+      _api = handles.immortal(api)
+    return _api
+
+
+def api_address() -> int:
+  return ctypes.addressof(get_api())
+
+
+def capsule() -> Any:
+  """A PyCapsule named "pjrt_c_api" holding `const PJRT_Api*` (for JAX)."""
+  global _capsule
+  api = get_api()
+  with _lock:
+    if _capsule is None:
+      new = ctypes.pythonapi.PyCapsule_New
+      new.restype = ctypes.py_object
+      new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+      _capsule = handles.immortal(new(ctypes.addressof(api), API_NAME, None))
+    return _capsule

@@ -1,0 +1,226 @@
+"""Execution backends: what turns a verified Program into something that runs.
+
+Backends register under a name (`register`), so another one is a new entry,
+not an edit of the plugin:
+
+  interpreter  the StableHLO reference interpreter (stablehlo/_src/
+               interpreter); runs every op it has a kernel for, and the only
+               backend that runs collectives across replicas;
+  evaluator    StableHLO -> HLO (xla/translate) then XLA's HLO evaluator;
+  cpu          StableHLO -> HLO then our XLA CPU compiler
+               (xla.service.cpu.cpu_compiler), native code.
+
+"auto" (the default) is "cpu" when the CPU compiler can be imported, else
+"interpreter"; under "auto" a program the CPU compiler does not support
+(UnimplementedError) runs on the interpreter instead, and the executable
+says so in its name. An explicitly chosen backend never falls back.
+
+A backend's `compile(program)` returns a `Compiled`, whose `run(arrays)`
+returns the entry's results as numpy arrays; it may be called from several
+device threads at once.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import threading
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+import support
+from pjrt._src.plugin import programs
+
+_CPU_COMPILER_MODULE = "xla.service.cpu.cpu_compiler"
+
+
+class Compiled:
+  """A program compiled by one backend."""
+
+  backend = ""
+
+  def run(self, args: Sequence[np.ndarray], *,
+          donated: frozenset[int] = frozenset(),
+          process: Any = None) -> list[np.ndarray]:
+    raise NotImplementedError
+
+  @property
+  def code_size(self) -> int:
+    return 0
+
+
+_REGISTRY: dict[str, Callable[[programs.Program], Compiled]] = {}
+
+
+def register(name: str, compile_fn: Callable[[programs.Program],
+                                             Compiled]) -> None:
+  """Registers backend `name` (replacing an earlier one of that name)."""
+  _REGISTRY[name] = compile_fn
+
+
+def names() -> list[str]:
+  return sorted(_REGISTRY)
+
+
+# --------------------------------------------------------------------------
+# The reference interpreter.
+
+
+class InterpreterCompiled(Compiled):
+  """Runs the program with the StableHLO interpreter (one per thread)."""
+
+  backend = "interpreter"
+
+  def __init__(self, program: programs.Program):
+    from stablehlo._src import interpreter  # pylint: disable=g-import-not-at-top
+    self._interpreter_cls = interpreter.Interpreter
+    self._program = program
+    self._local = threading.local()
+    self._check_kernels()
+
+  def _interpreter(self):
+    interp = getattr(self._local, "interp", None)
+    if interp is None:
+      interp = self._local.interp = self._interpreter_cls(
+          self._program.module)
+    return interp
+
+  def _check_kernels(self) -> None:
+    """Fails at compile time for an op the interpreter cannot run."""
+    interp = self._interpreter()
+    for fn in self._program.module.functions:
+      for region in fn.regions:
+        for block in region.blocks:
+          for op in block.operations:
+            for nested in op.walk():
+              if nested.name not in ("func.return", "stablehlo.return",
+                                     "chlo.return"):
+                interp.kernel(nested.name)
+
+  def run(self, args, *, donated=frozenset(), process=None):
+    del donated  # The interpreter never writes into its inputs.
+    interp = self._interpreter()
+    with np.errstate(all="ignore"):
+      return interp.call(self._program.entry, list(args), process=process)
+
+
+# --------------------------------------------------------------------------
+# StableHLO -> HLO, for the XLA backends.
+
+
+def import_hlo(program: programs.Program):
+  """A fresh, verified HloModule of the program's entry function."""
+  module = program.fresh_module()
+  if any(op.name == "ml_program.global" for op in module.walk()):
+    raise support.UnimplementedError(
+        "programs with ml_program globals are supported by the interpreter "
+        "backend only")
+  from stablehlo._src.transforms import chlo_legalize  # pylint: disable=g-import-not-at-top
+  from xla.service import hlo_verifier  # pylint: disable=g-import-not-at-top
+  from xla.translate import stablehlo_to_hlo  # pylint: disable=g-import-not-at-top
+  chlo_legalize.run(module)
+  hlo = stablehlo_to_hlo.stablehlo_to_hlo(module, entry=program.entry)
+  hlo_verifier.verify(hlo)
+  return hlo
+
+
+class EvaluatorCompiled(Compiled):
+  """Runs the program's HLO with XLA's HLO evaluator."""
+
+  backend = "evaluator"
+
+  def __init__(self, program: programs.Program):
+    from xla.hlo.evaluator import hlo_evaluator  # pylint: disable=g-import-not-at-top
+    self._hlo = import_hlo(program)
+    self._evaluator_cls = hlo_evaluator.HloEvaluator
+
+  def run(self, args, *, donated=frozenset(), process=None):
+    del donated, process
+    return self._evaluator_cls().evaluate(self._hlo, list(args))
+
+
+def cpu_compiler_module():
+  """xla.service.cpu.cpu_compiler, or None when it cannot be imported."""
+  try:
+    module = importlib.import_module(_CPU_COMPILER_MODULE)
+  except ImportError:
+    return None
+  return module if hasattr(module, "compile") else None
+
+
+class CpuCompiled(Compiled):
+  """Native code from our XLA CPU compiler."""
+
+  backend = "cpu"
+
+  def __init__(self, program: programs.Program):
+    compiler = cpu_compiler_module()
+    if compiler is None:
+      raise support.UnimplementedError(
+          f"the cpu backend needs {_CPU_COMPILER_MODULE}, which cannot be "
+          "imported")
+    self._executable = compiler.compile(import_hlo(program))
+    try:
+      parameters = inspect.signature(self._executable.execute).parameters
+    except (TypeError, ValueError):
+      parameters = {}
+    self._takes_donate = "donate" in parameters
+
+  @property
+  def code_size(self) -> int:
+    size = getattr(self._executable, "code_size", None)
+    return int(size) if isinstance(size, int) else 0
+
+  def run(self, args, *, donated=frozenset(), process=None):
+    del process
+    if self._takes_donate:
+      return list(self._executable.execute(list(args), donate=donated))
+    return list(self._executable.execute(list(args)))
+
+
+register("interpreter", InterpreterCompiled)
+register("evaluator", EvaluatorCompiled)
+register("cpu", CpuCompiled)
+
+
+# --------------------------------------------------------------------------
+# Choosing a backend.
+
+
+def resolve(choice: str) -> str:
+  """The backend a client uses for `choice` ("auto" or a backend name)."""
+  if choice == "auto":
+    return "cpu" if cpu_compiler_module() is not None else "interpreter"
+  if choice not in _REGISTRY:
+    raise support.InvalidArgumentError(
+        f"unknown backend {choice!r} (known: auto, {', '.join(names())})")
+  return choice
+
+
+def compile_program(program: programs.Program, backend: str, *,
+                    fallback: bool) -> Compiled:
+  """Compiles `program` with `backend`.
+
+  With `fallback`, a program `backend` does not support runs on the
+  interpreter instead; so does a multi-process program with collectives.
+  """
+  compile_fn = _REGISTRY.get(backend)
+  if compile_fn is None:
+    raise support.InvalidArgumentError(f"unknown backend {backend!r}")
+  try:
+    return compile_fn(program)
+  except support.UnimplementedError as e:
+    if not fallback or backend == "interpreter":
+      raise
+    support.log.vlog(1, "openxla_cpu: backend %s cannot compile %s (%s); "
+                     "using the interpreter", backend, program.name, e)
+    return _REGISTRY["interpreter"](program)
+
+
+def collective_backend(program: programs.Program,
+                       backend: str) -> Optional[str]:
+  """The backend a multi-process run of `program` needs, if not `backend`."""
+  if program.uses_collectives and backend != "interpreter":
+    return "interpreter"
+  return None

@@ -1,0 +1,88 @@
+"""Tests of backends.py: every backend computes the same results."""
+
+import numpy as np
+import pytest
+
+import support
+from pjrt._src.plugin import backends
+from pjrt._src.plugin import programs
+from pjrt._src.plugin import testing
+
+_PROGRAM = """
+module @mix {
+  func.func @main(%x: tensor<2x3xf32>, %w: tensor<3x2xf32>)
+      -> (tensor<2x2xf32>, tensor<2xf32>) {
+    %0 = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0]
+        : (tensor<2x3xf32>, tensor<3x2xf32>) -> tensor<2x2xf32>
+    %1 = stablehlo.tanh %0 : tensor<2x2xf32>
+    %zero = stablehlo.constant dense<0.0> : tensor<f32>
+    %2 = stablehlo.reduce(%1 init: %zero) applies stablehlo.add
+        across dimensions = [1] : (tensor<2x2xf32>, tensor<f32>)
+        -> tensor<2xf32>
+    return %1, %2 : tensor<2x2xf32>, tensor<2xf32>
+  }
+}
+"""
+
+
+def _available():
+  names = ["interpreter", "evaluator"]
+  if backends.cpu_compiler_module() is not None:
+    names.append("cpu")
+  return names
+
+
+@pytest.mark.parametrize("backend", _available())
+def test_backend_results(backend):
+  program = programs.load(_PROGRAM.encode(), "mlir")
+  compiled = backends.compile_program(program, backend, fallback=False)
+  assert compiled.backend == backend
+  rng = np.random.default_rng(1)
+  x = rng.standard_normal((2, 3)).astype(np.float32)
+  w = rng.standard_normal((3, 2)).astype(np.float32)
+  tanh, total = compiled.run([x, w])
+  want = np.tanh(x @ w)
+  np.testing.assert_allclose(tanh, want, rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(total, want.sum(axis=1), rtol=1e-5, atol=1e-6)
+
+
+def test_resolve():
+  assert backends.resolve("interpreter") == "interpreter"
+  expected = ("cpu" if backends.cpu_compiler_module() is not None
+              else "interpreter")
+  assert backends.resolve("auto") == expected
+  with pytest.raises(support.InvalidArgumentError):
+    backends.resolve("tpu")
+
+
+def test_interpreter_rejects_unknown_ops_at_compile_time():
+  # A verified program cannot name an unknown op: rename one afterwards.
+  program = programs.load(testing.ADD_F32.encode(), "mlir")
+  program.module.functions[0].regions[0].blocks[0].operations[0].name = (
+      "stablehlo.no_such_op")
+  with pytest.raises(support.UnimplementedError, match="no_such_op"):
+    backends.compile_program(program, "interpreter", fallback=False)
+
+
+def test_fallback_to_the_interpreter():
+  calls = []
+
+  def unsupported(program):
+    calls.append(program.name)
+    raise support.UnimplementedError("not here")
+
+  backends.register("test_unsupported", unsupported)
+  program = programs.load(testing.ADD_F32.encode(), "mlir")
+  with pytest.raises(support.UnimplementedError):
+    backends.compile_program(program, "test_unsupported", fallback=False)
+  compiled = backends.compile_program(program, "test_unsupported",
+                                      fallback=True)
+  assert compiled.backend == "interpreter" and calls == ["add", "add"]
+  a = np.arange(4, dtype=np.float32)
+  np.testing.assert_array_equal(compiled.run([a, a])[0], 2 * a)
+
+
+def test_collectives_need_the_interpreter():
+  program = programs.load(testing.ALL_REDUCE_2.encode(), "mlir")
+  assert backends.collective_backend(program, "cpu") == "interpreter"
+  assert backends.collective_backend(program, "interpreter") is None

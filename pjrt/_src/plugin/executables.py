@@ -1,0 +1,438 @@
+"""Executables: compiling for a device assignment, and asynchronous execution.
+
+`Executable` (PJRT_Executable) is a compiled program with its compile
+options; `LoadedExecutable` (PJRT_LoadedExecutable) binds one to a client's
+devices. `LoadedExecutable.execute` checks every argument at once (count,
+client, device-independent type and shape, deletion), donates what may be
+donated, creates the output buffers pending, and enqueues one job per
+device on the device's worker thread, then returns: the caller waits on the
+outputs' ready events or the per-device completion events.
+
+A job waits for its inputs (which may be outputs of earlier, still running
+executions), runs the backend, and fulfils the outputs, or fails them all
+with the error. Executions of several replicas (or partitions) that use
+collectives run on the interpreter, one process of a shared process grid
+per device.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from typing import Optional, Sequence
+
+import numpy as np
+
+import support
+from pjrt._src.plugin import backends
+from pjrt._src.plugin import errors
+from pjrt._src.plugin import events
+from pjrt._src.plugin import options as options_lib
+from pjrt._src.plugin import programs
+from pjrt._src.plugin import runtime
+
+EXECUTABLE = "PJRT_Executable"
+# An execution whose program ran this fast last time runs synchronously in
+# PJRT_LoadedExecutable_Execute (on one device that has nothing else queued,
+# with every input ready) instead of on the device's worker thread: for a
+# tiny program, handing the job to the worker costs more than running it.
+# Its outputs and completion event are then ready when Execute returns.
+# 0 disables it.
+INLINE_MAX_SECONDS = 200e-6
+LOADED_EXECUTABLE = "PJRT_LoadedExecutable"
+
+
+class Executable:
+  """A compiled program (PJRT_Executable), not bound to devices."""
+
+  def __init__(self, program: programs.Program,
+               compile_options: options_lib.CompileOptions,
+               options_bytes: bytes, compiled: backends.Compiled):
+    self.program = program
+    self.options = compile_options
+    self.options_bytes = bytes(options_bytes)
+    self.compiled = compiled
+    self.backend = compiled.backend
+    self.name = program.name
+    digest = hashlib.sha256()
+    for part in (program.fingerprint.encode(), self.options_bytes,
+                 self.backend.encode()):
+      digest.update(len(part).to_bytes(8, "little"))
+      digest.update(part)
+    self.fingerprint = digest.hexdigest()
+    self.c = runtime.CStrings()
+    # Seconds the backend took for the latest run (None: never ran); a
+    # cheap program runs on the calling thread (see LoadedExecutable).
+    self.last_run_s: float | None = None
+    # Derived once for every execution.
+    self.parameter_types = [(p.element_type, p.shape)
+                            for p in program.parameters]
+    self.result_specs = [runtime.BufferSpec(r.element_type, r.shape)
+                         for r in program.results]
+    self.donatable = program.donatable()
+
+  @property
+  def num_replicas(self) -> int:
+    return self.options.num_replicas
+
+  @property
+  def num_partitions(self) -> int:
+    return self.options.num_partitions
+
+  @property
+  def num_outputs(self) -> int:
+    return len(self.result_specs)
+
+  def runs_inline(self) -> bool:
+    """Whether an execution may run on the calling thread: its latest run
+    took at most INLINE_MAX_SECONDS."""
+    last = self.last_run_s
+    return last is not None and last <= INLINE_MAX_SECONDS
+
+  @property
+  def code_size(self) -> int:
+    return self.compiled.code_size or len(self.program.code)
+
+  def memory_stats(self) -> dict[str, int]:
+    """Sizes for PJRT_Executable_GetCompiledMemoryStats (bytes)."""
+    def size(types):
+      return sum(int(np.prod(t.shape, dtype=np.int64)) * t.dtype.itemsize
+                 for t in types)
+    arguments = size(self.program.parameters)
+    outputs = size(self.program.results)
+    return {"generated_code_size_in_bytes": self.code_size,
+            "argument_size_in_bytes": arguments,
+            "output_size_in_bytes": outputs,
+            "peak_memory_in_bytes": arguments + outputs,
+            "total_size_in_bytes": arguments + outputs}
+
+
+def check_options(opts: options_lib.CompileOptions,
+                  num_devices: int) -> None:
+  """Rejects compile options the plugin cannot honour.
+
+  Raises:
+    support.InvalidArgumentError: impossible counts or assignments.
+    support.UnimplementedError: SPMD partitioning, tupled arguments.
+  """
+  if opts.num_replicas < 1 or opts.num_partitions < 1:
+    raise support.InvalidArgumentError(
+        f"num_replicas and num_partitions must be at least 1, got "
+        f"{opts.num_replicas} and {opts.num_partitions}")
+  if opts.parameter_is_tupled_arguments:
+    raise support.UnimplementedError(
+        "parameter_is_tupled_arguments is not supported")
+  if opts.num_partitions > 1 and (opts.use_spmd_partitioning or
+                                  opts.use_auto_spmd_partitioning):
+    raise support.UnimplementedError(
+        f"SPMD partitioning into {opts.num_partitions} partitions is not "
+        "supported by the openxla_cpu plugin; compile for one partition")
+  needed = opts.num_replicas * opts.num_partitions
+  if needed > num_devices:
+    raise support.InvalidArgumentError(
+        f"{opts.num_replicas} replicas x {opts.num_partitions} partitions "
+        f"need {needed} devices; there are {num_devices}")
+  if opts.compile_portable_executable and needed > 1:
+    raise support.InvalidArgumentError(
+        "a portable executable must have one replica and one partition")
+  assignment = opts.device_assignment
+  if assignment is not None:
+    if (len(assignment) != opts.num_replicas or
+        any(len(row) != opts.num_partitions for row in assignment)):
+      shape = (f"{len(assignment)}x"
+               f"{len(assignment[0]) if assignment else 0}")
+      raise support.InvalidArgumentError(
+          f"the device assignment is {shape}, but the options ask for "
+          f"{opts.num_replicas} replicas x {opts.num_partitions} partitions")
+    ids = [i for row in assignment for i in row]
+    bad = [i for i in ids if not 0 <= i < num_devices]
+    if bad:
+      raise support.InvalidArgumentError(
+          f"the device assignment names devices {bad} that do not exist "
+          f"(ids are 0..{num_devices - 1})")
+    if len(set(ids)) != len(ids):
+      raise support.InvalidArgumentError(
+          f"the device assignment uses a device twice: {list(assignment)}")
+
+
+def compile_executable(code: bytes, fmt: str, options_bytes: bytes, *,
+                       num_devices: int, backend: str,
+                       fallback: bool) -> Executable:
+  """Parses, checks and compiles a program for a topology of `num_devices`."""
+  opts = options_lib.decode_compile_options(options_bytes)
+  check_options(opts, num_devices)
+  program = programs.load(code, fmt)
+  multi = opts.num_replicas * opts.num_partitions > 1
+  if multi and backends.collective_backend(program, backend):
+    backend = backends.collective_backend(program, backend)
+  compiled = backends.compile_program(program, backend, fallback=fallback)
+  return Executable(program, opts, options_bytes, compiled)
+
+
+class LoadedExecutable:
+  """An executable bound to devices of one client."""
+
+  def __init__(self, client: runtime.Client, executable: Executable,
+               options_override: Optional[options_lib.CompileOptions] = None):
+    self.client = client
+    self.executable = executable
+    opts = options_override or executable.options
+    check_options(opts, len(client.devices))
+    if opts.compile_portable_executable:
+      self.assignment = None
+    elif opts.device_assignment is not None:
+      self.assignment = [list(row) for row in opts.device_assignment]
+    elif (opts.num_replicas == opts.num_partitions == 1 and
+          opts.device_ordinal >= 0):
+      client.lookup_addressable_device(opts.device_ordinal)
+      self.assignment = [[opts.device_ordinal]]
+    else:
+      self.assignment = client.default_device_assignment(
+          opts.num_replicas, opts.num_partitions)
+    self.devices: list[runtime.Device] = []
+    # Device id -> (replica, partition).
+    self.logical_ids: dict[int, tuple[int, int]] = {}
+    for r, row in enumerate(self.assignment or []):
+      for p, device_id in enumerate(row):
+        self.devices.append(client.lookup_device(device_id))
+        self.logical_ids[device_id] = (r, p)
+    self.deleted = False
+    self.c = runtime.CStrings()
+    self.handle = 0
+
+  @property
+  def program(self) -> programs.Program:
+    return self.executable.program
+
+  def delete(self) -> None:
+    self.deleted = True
+
+  # -- Execution. -----------------------------------------------------------
+
+  def _launch_devices(self, num_lists: int,
+                      execute_device: Optional[runtime.Device]
+                      ) -> list[runtime.Device]:
+    if execute_device is not None:
+      if num_lists != 1:
+        raise support.InvalidArgumentError(
+            f"with execute_device set, pass one argument list, not "
+            f"{num_lists}")
+      if (len(self.devices) > 1 and
+          execute_device.id not in self.logical_ids):
+        raise support.InvalidArgumentError(
+            f"device {execute_device.id} is not one of this executable's "
+            f"devices {[d.id for d in self.devices]}")
+      return [execute_device]
+    if self.assignment is None:
+      raise support.InvalidArgumentError(
+          "a portable executable runs only with execute_device set")
+    if num_lists != len(self.devices):
+      raise support.InvalidArgumentError(
+          f"the executable runs on {len(self.devices)} device(s) but got "
+          f"{num_lists} argument list(s)")
+    return self.devices
+
+  def _check_arguments(self, device: runtime.Device,
+                       arguments: Sequence[runtime.Buffer]) -> None:
+    types = self.executable.parameter_types
+    if len(arguments) == len(types):
+      client = self.client
+      for buffer, want in zip(arguments, types):
+        if (buffer.client is not client or buffer.is_deleted or
+            buffer.element_type != want[0] or buffer.shape != want[1]):
+          break
+      else:
+        client.check_alive()
+        return
+    self._argument_error(device, arguments)
+
+  def _argument_error(self, device: runtime.Device,
+                      arguments: Sequence[runtime.Buffer]) -> None:
+    """Raises the error for arguments that failed _check_arguments."""
+    params = self.program.parameters
+    if len(arguments) != len(params):
+      raise support.InvalidArgumentError(
+          f"{self.program.name} takes {len(params)} argument(s), got "
+          f"{len(arguments)} (device {device.id})")
+    for i, (buffer, param) in enumerate(zip(arguments, params)):
+      if buffer.client is not self.client:
+        raise support.InvalidArgumentError(
+            f"argument {i} belongs to another PJRT_Client")
+      buffer.check_usable()
+      if (buffer.element_type != param.element_type or
+          buffer.shape != param.shape):
+        raise support.InvalidArgumentError(
+            f"argument {i} of {self.program.name} must be "
+            f"{param.describe()}, got {buffer.element_type.name}"
+            f"{list(buffer.shape)}")
+
+  def execute(self, argument_lists: Sequence[Sequence[runtime.Buffer]], *,
+              execute_device: Optional[runtime.Device] = None,
+              non_donatable: frozenset[int] = frozenset(),
+              launch_id: int = 0
+              ) -> tuple[list[list[runtime.Buffer]], list[events.Future]]:
+    """Starts the execution; returns (outputs [device][i], completions)."""
+    if self.deleted:
+      raise support.FailedPreconditionError(
+          "the executable was deleted (PJRT_LoadedExecutable_Delete)")
+    self.client.check_alive()
+    devices = self._launch_devices(len(argument_lists), execute_device)
+    for device, arguments in zip(devices, argument_lists):
+      self._check_arguments(device, arguments)
+    executable = self.executable
+    donatable = executable.donatable
+    if non_donatable:
+      donatable = donatable - non_donatable
+    donations: list[frozenset[int]] = []
+    for arguments in argument_lists:
+      donated = frozenset(i for i in donatable
+                          if sum(b is arguments[i] for b in arguments) == 1
+                          ) if donatable else frozenset()
+      donations.append(donated)
+    specs = executable.result_specs
+    client = self.client
+    outputs = [[runtime.Buffer.pending_of(client, device.default_memory, s)
+                for s in specs] for device in devices]
+    completions = [events.Future() for _ in devices]
+    grid = None
+    if self.program.uses_collectives and len(devices) > 1:
+      from stablehlo._src.interpreter import process_grid  # pylint: disable=g-import-not-at-top
+      grid = process_grid.ProcessGrid(executable.num_replicas,
+                                      executable.num_partitions)
+    inline = None
+    with client.launch_lock:
+      # Donation and holds happen only once every argument has passed.
+      for arguments, donated in zip(argument_lists, donations):
+        for i in donated:
+          arguments[i].donate()
+        for i, buffer in enumerate(arguments):
+          if i not in donated:
+            buffer.acquire_hold()
+      jobs = []
+      for device, arguments, donated, outs, done in zip(
+          devices, argument_lists, donations, outputs, completions):
+        process = None
+        if grid is not None:
+          pid = process_grid.ProcessId(*self.logical_ids[device.id])
+          grid.start(pid)
+          process = (grid, pid)
+        jobs.append((device, _Job(self, device, list(arguments), donated,
+                                  outs, done, process)))
+      if (len(jobs) == 1 and grid is None and executable.runs_inline() and
+          devices[0].is_idle() and
+          all(b.future.is_ready() for b in argument_lists[0])):
+        device, inline = jobs[0]
+        device.add_pending(launch_id, inline)
+      else:
+        for device, job in jobs:
+          device.add_pending(launch_id, job)
+          try:
+            device.worker.submit(job)
+          except support.XlaError as e:
+            job.abandon(e)
+    if inline is not None:
+      # Outside the launch lock: other launches need not wait for it.
+      inline()
+    return outputs, completions
+
+
+class _Job:
+  """The work of one device in one execution."""
+
+  def __init__(self, loaded: LoadedExecutable, device: runtime.Device,
+               arguments: list[runtime.Buffer], donated: frozenset[int],
+               outputs: list[runtime.Buffer], done: events.Future,
+               process):
+    self._loaded = loaded
+    self._device = device
+    self._poisoned: events.Status = None
+    self._finished = False
+    self._arguments = arguments
+    self._donated = donated
+    self._outputs = outputs
+    self._done = done
+    self._process = process
+
+  def poison(self, status: events.Status) -> bool:
+    """Makes the outputs fail with `status`; False if already finished."""
+    if self._finished:
+      return False
+    self._poisoned = status
+    return True
+
+  def _release(self) -> None:
+    self._finished = True
+    self._device.remove_pending(self)
+    for i, buffer in enumerate(self._arguments):
+      if i not in self._donated:
+        buffer.release_hold()
+    self._arguments = []
+
+  def abandon(self, exc: BaseException) -> None:
+    status = errors.status_of(exc)
+    if self._process is not None:
+      grid, pid = self._process
+      grid.abort(pid, exc)
+      grid.finish(pid)
+    self._release()
+    for buffer in self._outputs:
+      buffer.fail(status)
+    self._done.set(status)
+
+  def __call__(self) -> None:
+    try:
+      arrays = []
+      for i, buffer in enumerate(self._arguments):
+        if i in self._donated:
+          arrays.append(buffer.data_after_donation())
+        else:
+          arrays.append(buffer.held_array())
+      process = None
+      if self._process is not None:
+        grid, pid = self._process
+        process = grid.process(pid)
+      executable = self._loaded.executable
+      start = time.perf_counter()
+      results = executable.compiled.run(arrays, donated=self._donated,
+                                        process=process)
+      executable.last_run_s = time.perf_counter() - start
+      results = _check_results(executable, results)
+    except BaseException as e:  # pylint: disable=broad-except
+      self.abandon(e)
+      return
+    if self._process is not None:
+      self._process[0].finish(self._process[1])
+    self._release()
+    if self._poisoned is not None:
+      for buffer in self._outputs:
+        buffer.fail(self._poisoned)
+      self._done.set(self._poisoned)
+      return
+    for buffer, array in zip(self._outputs, results):
+      buffer.fulfill(array)
+    self._done.set()
+
+
+def _check_results(executable: Executable,
+                   results: Sequence[np.ndarray]) -> list[np.ndarray]:
+  """The backend's results as arrays of exactly the declared types."""
+  program = executable.program
+  specs = executable.result_specs
+  if not isinstance(results, (list, tuple)):
+    results = list(results)
+  if len(results) != len(specs):
+    raise support.InternalError(
+        f"{program.name} returned {len(results)} values; its signature has "
+        f"{len(specs)}")
+  checked = []
+  for i, (value, spec) in enumerate(zip(results, specs)):
+    array = value if type(value) is np.ndarray else np.asarray(value)  # pylint: disable=unidiomatic-typecheck
+    if array.dtype != spec.dtype:
+      array = array.astype(spec.dtype)
+    if array.shape != spec.shape:
+      raise support.InternalError(
+          f"result {i} of {program.name} has shape {list(array.shape)}, "
+          f"its signature says {program.results[i].describe()}")
+    checked.append(array if array.flags.c_contiguous
+                   else runtime.contiguous(array))
+  return checked

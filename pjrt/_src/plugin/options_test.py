@@ -1,0 +1,73 @@
+"""Tests of options.py: create options and CompileOptionsProto decoding."""
+
+import pytest
+
+import support
+from pjrt._src import compile_options as co
+from pjrt._src.plugin import options
+
+
+def test_defaults():
+  opts = options.client_options({}, environ={})
+  assert opts == options.ClientOptions(num_devices=4, backend="auto")
+
+
+def test_create_option_wins_over_environment():
+  environ = {options.NUM_DEVICES_ENV: "7", options.BACKEND_ENV: "evaluator"}
+  assert options.client_options({}, environ) == options.ClientOptions(
+      7, "evaluator")
+  assert options.client_options({"num_devices": 2, "backend": "cpu"},
+                                environ) == options.ClientOptions(2, "cpu")
+
+
+def test_values_may_be_strings_as_jax_passes_them():
+  opts = options.client_options({"num_devices": " 3 "}, environ={})
+  assert opts.num_devices == 3
+
+
+@pytest.mark.parametrize("named", [
+    {"num_devices": 0},
+    {"num_devices": 1000},
+    {"num_devices": "four"},
+    {"num_devices": True},
+    {"backend": "gpu"},
+    {"no_such_option": 1},
+])
+def test_bad_options_are_invalid(named):
+  with pytest.raises(support.InvalidArgumentError):
+    options.client_options(named, environ={})
+
+
+def test_single_process_distributed_options_are_accepted():
+  opts = options.client_options({"node_id": 0, "num_nodes": "1"}, environ={})
+  assert opts.num_devices == 4
+  with pytest.raises(support.UnimplementedError, match="one process"):
+    options.client_options({"num_nodes": 2}, environ={})
+
+
+def test_decode_compile_options():
+  data = co.compile_options(num_replicas=2, num_partitions=1,
+                            device_assignment=[[3], [1]],
+                            use_spmd_partitioning=True)
+  opts = options.decode_compile_options(data)
+  assert (opts.num_replicas, opts.num_partitions) == (2, 1)
+  assert opts.device_assignment == ((3,), (1,))
+  assert opts.use_spmd_partitioning and opts.device_ordinal == -1
+  assert not opts.compile_portable_executable
+
+
+def test_empty_options_mean_one_replica_one_partition():
+  opts = options.decode_compile_options(b"")
+  assert (opts.num_replicas, opts.num_partitions) == (1, 1)
+  assert opts.device_assignment is None
+
+
+def test_unset_counts_in_build_options_read_zero():
+  # proto3 drops zeros: num_replicas=0 is indistinguishable from unset.
+  opts = options.decode_compile_options(co.compile_options(num_replicas=0))
+  assert opts.num_replicas == 0 and opts.num_partitions == 1
+
+
+def test_garbage_is_invalid():
+  with pytest.raises(support.InvalidArgumentError, match="CompileOptionsProto"):
+    options.decode_compile_options(b"\xff\xff\xff\xff")

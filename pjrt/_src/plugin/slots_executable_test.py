@@ -1,0 +1,283 @@
+"""Tests of slots_executable.py and executables.py: compile, load, execute
+(asynchronously, on several devices, with donation), metadata, and
+serialized executables."""
+
+import ctypes
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import pjrt
+import support
+from pjrt._src import abi
+from pjrt._src import loader
+from pjrt._src.plugin import handles
+from pjrt._src.plugin import runtime
+from pjrt._src.plugin import testing
+from stablehlo._src import text as mlir_text
+from stablehlo._src import vhlo
+
+
+@pytest.fixture(name="client")
+def _client():
+  c = testing.client(num_devices=4)
+  yield c
+  c.close()
+
+
+def _executable_call(client, loaded, slot, **fields):
+  exe = testing.call(client, "LoadedExecutable_GetExecutable",
+                     loaded_executable=loaded.handle).executable
+  try:
+    return testing.call(client, slot, executable=exe, **fields)
+  finally:
+    testing.call(client, "Executable_Destroy", executable=exe)
+
+
+def _deleted_bytes(args, pointer_field, size_field, handle_field,
+                   deleter_field) -> bytes:
+  data = ctypes.string_at(getattr(args, pointer_field),
+                          getattr(args, size_field))
+  ctypes.CFUNCTYPE(None, ctypes.c_void_p)(getattr(args, deleter_field))(
+      getattr(args, handle_field))
+  return data
+
+
+def _start(client, exe, x, launch_id=0):
+  """Starts `exe` on one argument without waiting: (output, completion)."""
+  args = abi.make_args(
+      abi.PJRT_LoadedExecutable_Execute_Args, executable=exe.handle,
+      options=abi.make_args(abi.PJRT_ExecuteOptions, launch_id=launch_id),
+      num_devices=1, num_args=1)
+  inner = (ctypes.c_void_p * 1)(x.handle)
+  outer = (ctypes.c_void_p * 1)(ctypes.addressof(inner))
+  out_inner = (ctypes.c_void_p * 1)()
+  out_outer = (ctypes.c_void_p * 1)(ctypes.addressof(out_inner))
+  done = (ctypes.c_void_p * 1)()
+  abi.set_fields(args, argument_lists=outer, output_lists=out_outer,
+                 device_complete_events=done)
+  client.plugin.call("LoadedExecutable_Execute", args)
+  return (pjrt.Buffer(client, out_inner[0]),
+          pjrt.Event(client.plugin, done[0]))
+
+
+def test_execute_is_asynchronous(client):
+  exe = client.compile(testing.while_loop(20000))
+  x = client.buffer_from_numpy(np.int64(0))
+  start = time.monotonic()
+  result, complete = _start(client, exe, x)
+  returned = time.monotonic() - start
+  assert not result.ready().is_ready() and not complete.is_ready()
+  fired = threading.Event()
+  threads = []
+  complete.on_ready(lambda error: (threads.append(threading.current_thread()),
+                                   fired.set()))
+  assert result.to_numpy() == 20000  # Waits for the execution.
+  assert fired.wait(30) and threads[0] is not threading.current_thread()
+  assert time.monotonic() - start > returned
+
+
+def test_outputs_feed_later_executions(client):
+  exe = client.compile(testing.ADD_F32)
+  x = client.buffer_from_numpy(np.ones(4, np.float32))
+  for _ in range(5):  # Each execute consumes a pending output.
+    (x,) = exe.execute([x, x])
+  np.testing.assert_array_equal(x.to_numpy(), np.full(4, 32, np.float32))
+
+
+def test_errors_flow_through_pending_buffers(client):
+  args = testing.call(client, "Client_CreateErrorBuffer",
+                      client=client.handle,
+                      error_code=support.StatusCode.DATA_LOSS,
+                      error_message=b"bad input", error_message_size=9,
+                      shape_dims=[4], shape_num_dims=1,
+                      shape_element_type=abi.BufferType.F32,
+                      memory=client.devices()[0].default_memory().handle)
+  bad = pjrt.Buffer(client, args.buffer)
+  exe = client.compile(testing.ADD_F32)
+  good = testing.ones(client)
+  with pytest.raises(support.DataLossError, match="bad input"):
+    exe.execute([good, bad])
+  (out,) = exe.execute([good, good])  # The executable still works.
+  np.testing.assert_array_equal(out.to_numpy(), np.full(4, 2))
+
+
+def test_donation(client):
+  exe = client.compile(testing.ADD_DONATING)
+  a = client.buffer_from_numpy(np.arange(4, dtype=np.float32))
+  b = client.buffer_from_numpy(np.ones(4, np.float32))
+  (out,) = exe.execute([a, b])
+  np.testing.assert_array_equal(out.to_numpy(), [1, 2, 3, 4])
+  assert a.is_deleted and not b.is_deleted
+  with pytest.raises(support.InvalidArgumentError, match="deleted"):
+    exe.execute([a, b])
+
+
+def test_no_donation_of_a_buffer_passed_twice_or_non_donatable(client):
+  exe = client.compile(testing.ADD_DONATING)
+  a = client.buffer_from_numpy(np.ones(4, np.float32))
+  (out,) = exe.execute([a, a])
+  assert not a.is_deleted
+  np.testing.assert_array_equal(out.to_numpy(), np.full(4, 2))
+
+
+def test_replicas_with_collectives(client):
+  devices = client.devices()[2:]
+  options = pjrt.compile_options(num_replicas=2,
+                                 device_assignment=[[d.id] for d in devices])
+  exe = client.compile(testing.ALL_REDUCE_2, compile_options=options)
+  assert exe.addressable_devices() == devices
+  assert exe.device_assignment() == [[2], [3]]
+  ids = testing.call(client, "LoadedExecutable_AddressableDeviceLogicalIds",
+                     executable=exe.handle)
+  assert [(ids.addressable_device_logical_ids[i].replica,
+           ids.addressable_device_logical_ids[i].partition)
+          for i in range(2)] == [(0, 0), (1, 0)]
+  inputs = [client.buffer_from_numpy(np.full(3, v, np.float32), d)
+            for v, d in zip((1, 10), devices)]
+  outputs = exe.execute_sharded([[x] for x in inputs])
+  for (out,), device in zip(outputs, devices):
+    assert out.device == device
+    np.testing.assert_array_equal(out.to_numpy(), np.full(3, 11))
+
+
+def test_spmd_partitions_are_unimplemented(client):
+  options = pjrt.compile_options(num_partitions=2, use_spmd_partitioning=True)
+  with pytest.raises(support.UnimplementedError, match="SPMD"):
+    client.compile(testing.ADD_F32, compile_options=options)
+
+
+def test_metadata(client):
+  exe = client.compile(testing.ADD_F32)
+  assert exe.name == "add" and exe.num_outputs == 1
+  assert exe.output_element_types() == [pjrt.BufferType.F32]
+  assert exe.output_shapes() == [(4,)]
+  assert len(exe.fingerprint) == 64
+  kinds = _executable_call(client, exe, "Executable_OutputMemoryKinds")
+  assert testing.string(kinds.memory_kinds[0],
+                        kinds.memory_kind_sizes[0]) == "device"
+  stats = _executable_call(client, exe, "Executable_GetCompiledMemoryStats")
+  assert (stats.argument_size_in_bytes, stats.output_size_in_bytes) == (32, 16)
+  cost = _executable_call(client, exe, "Executable_GetCostAnalysis")
+  assert cost.num_properties == 0
+
+
+def test_optimized_program_is_mlir_text(client):
+  exe = client.compile(testing.ADD_F32)
+  program = abi.make_args(abi.PJRT_Program)
+  _executable_call(client, exe, "Executable_OptimizedProgram",
+                   program=program)  # Asks for the size.
+  code = ctypes.create_string_buffer(program.code_size)
+  program.code = ctypes.addressof(code)
+  _executable_call(client, exe, "Executable_OptimizedProgram",
+                   program=program)
+  assert testing.string(program.format, program.format_size) == "mlir"
+  text = code.raw[:program.code_size].decode()
+  assert "stablehlo.add" in text and "@main" in text
+  mlir_text.parse_module(text)  # It is valid MLIR.
+
+
+def test_compile_options_come_back(client):
+  options = pjrt.compile_options(device_assignment=[[3]])
+  exe = client.compile(testing.ADD_F32, compile_options=options)
+  args = _executable_call(client, exe, "Executable_GetCompileOptions")
+  assert _deleted_bytes(args, "serialized_bytes", "serialized_bytes_size",
+                        "serialized_compile_options",
+                        "serialized_compile_options_deleter") == options
+  assert exe.addressable_devices() == [client.devices()[3]]
+
+
+def test_serialize_and_load(client):
+  module = mlir_text.parse_module(testing.ADD_F32)
+  artifact = vhlo.serialize_portable_artifact(module, "1.0.0")
+  options = pjrt.compile_options(device_assignment=[[1]])
+  exe = client.compile(artifact, compile_options=options)
+  args = _executable_call(client, exe, "Executable_Serialize")
+  data = _deleted_bytes(args, "serialized_bytes", "serialized_bytes_size",
+                        "serialized_executable",
+                        "serialized_executable_deleter")
+  loaded = testing.call(client, "Executable_DeserializeAndLoad",
+                        client=client.handle, serialized_executable=data,
+                        serialized_executable_size=len(data))
+  copy = pjrt.LoadedExecutable(client, loaded.loaded_executable)
+  assert copy.addressable_devices() == [client.devices()[1]]
+  assert copy.fingerprint == exe.fingerprint
+  x = client.buffer_from_numpy(np.arange(4, dtype=np.float32),
+                               client.devices()[1])
+  (out,) = copy.execute([x, x])
+  np.testing.assert_array_equal(out.to_numpy(), [0, 2, 4, 6])
+  corrupt = data[:40] + bytes([data[40] ^ 1]) + data[41:]
+  with pytest.raises(support.DataLossError, match="checksum"):
+    testing.call(client, "Executable_DeserializeAndLoad",
+                 client=client.handle, serialized_executable=corrupt,
+                 serialized_executable_size=len(corrupt))
+
+
+def test_compile_for_a_topology_then_load(client):
+  named = loader.encode_named_values({"num_devices": 4})
+  topology = testing.call(client, "TopologyDescription_Create",
+                          create_options=named, num_options=1).topology
+  code = testing.ADD_F32.encode()
+  program = abi.make_args(abi.PJRT_Program, code=code, code_size=len(code),
+                          format=b"mlir", format_size=4)
+  options = pjrt.compile_options()
+  exe = testing.call(client, "Compile", topology=topology, program=program,
+                     compile_options=options,
+                     compile_options_size=len(options)).executable
+  loaded = testing.call(client, "Client_Load", client=client.handle,
+                        executable=exe).loaded_executable
+  testing.call(client, "Executable_Destroy", executable=exe)
+  testing.call(client, "TopologyDescription_Destroy", topology=topology)
+  exe = pjrt.LoadedExecutable(client, loaded)
+  x = testing.ones(client)
+  np.testing.assert_array_equal(exe.execute([x, x])[0].to_numpy(),
+                                np.full(4, 2))
+
+
+def test_delete_and_execute_device(client):
+  exe = client.compile(testing.ADD_F32)
+  device = client.devices()[2]
+  x = testing.ones(client, device=device)
+  (out,) = exe.execute([x, x], device=device)
+  assert out.device == device
+  exe.delete()
+  assert exe.is_deleted
+  with pytest.raises(support.FailedPreconditionError, match="deleted"):
+    exe.execute([x, x])
+
+
+def test_poison_execution(client):
+  exe = client.compile(testing.while_loop(20000))
+  device = client.devices()[0]
+  x = client.buffer_from_numpy(np.int64(0))
+  result, complete = _start(client, exe, x, launch_id=77)
+  poisoned = testing.call(client, "Device_PoisonExecution",
+                          device=device.handle, launch_id=77,
+                          error_code=support.StatusCode.CANCELLED,
+                          error_message=b"stop", error_message_size=4)
+  assert poisoned.poisoned
+  with pytest.raises(support.CancelledError, match="stop"):
+    result.to_numpy()
+  assert isinstance(complete.error(), support.CancelledError)
+  again = testing.call(client, "Device_PoisonExecution",
+                       device=device.handle, launch_id=77,
+                       error_code=support.StatusCode.CANCELLED,
+                       error_message=b"stop", error_message_size=4)
+  assert not again.poisoned
+
+
+def test_output_deleted_before_it_is_ready_keeps_no_data(client):
+  exe = client.compile(testing.while_loop(5000))
+  device = client.devices()[0]
+  before = testing.call(client, "Device_MemoryStats",
+                        device=device.handle).bytes_in_use
+  x = client.buffer_from_numpy(np.int64(0))
+  result, complete = _start(client, exe, x)
+  result.delete()
+  complete.wait()
+  after = testing.call(client, "Device_MemoryStats",
+                       device=device.handle).bytes_in_use
+  assert after == before + 8  # Only the argument is left.
+  assert handles.TABLE.get(result.handle, runtime.BUFFER)._array is None  # pylint: disable=protected-access

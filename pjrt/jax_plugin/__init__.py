@@ -1,0 +1,70 @@
+"""JAX plugin module of our CPU PJRT plugin (entry-point group "jax_plugins").
+
+Installing the openxla-pjrt wheel declares
+
+    [jax_plugins]
+    openxla_cpu = pjrt.jax_plugin
+
+JAX imports every module so declared when it first looks for backends and
+calls its `initialize()`. Ours hands JAX the plugin's `PJRT_Api` as a
+PyCapsule named "pjrt_c_api" (`jax._src.xla_bridge.register_plugin(...,
+c_api=capsule)`): the table lives in this process, implemented with ctypes
+callbacks, so no shared library is involved.
+
+To keep plain JAX use unaffected by merely installing the wheel, the plugin
+registers itself only when asked for: when JAX_PLATFORMS (or the
+`jax_platforms` config) names "openxla_cpu", or OPENXLA_CPU_JAX_REGISTER=1;
+`register()` does it explicitly. Client options (num_devices, backend) come
+from JAX's `jax_pjrt_client_create_options` ("num_devices:2;backend:cpu") or
+the environment (see pjrt/_src/plugin/options.py).
+"""
+
+from __future__ import annotations
+
+import os
+
+PLATFORM = "openxla_cpu"
+REGISTER_ENV = "OPENXLA_CPU_JAX_REGISTER"
+
+# Below JAX's own CPU backend (0): when registered without being named in
+# JAX_PLATFORMS, the plugin is available but never the default backend.
+UNREQUESTED_PRIORITY = -100
+
+_registered = False
+
+
+def _platforms_requested() -> list[str]:
+  names = os.environ.get("JAX_PLATFORMS", "")
+  try:
+    from jax._src import config  # pylint: disable=g-import-not-at-top
+    names = config.jax_platforms.value or names
+  except Exception:  # pylint: disable=broad-except
+    pass
+  return [n.strip() for n in (names or "").split(",") if n.strip()]
+
+
+def requested() -> bool:
+  """Whether this process asked JAX for our platform."""
+  return (PLATFORM in _platforms_requested() or
+          os.environ.get(REGISTER_ENV, "") not in ("", "0"))
+
+
+def register(priority: int | None = None) -> None:
+  """Registers the plugin with JAX (once per process)."""
+  global _registered
+  if _registered:
+    return
+  from jax._src import xla_bridge  # pylint: disable=g-import-not-at-top
+  from pjrt._src.plugin import api  # pylint: disable=g-import-not-at-top
+  if priority is None:
+    priority = 400 if PLATFORM in _platforms_requested() else (
+        UNREQUESTED_PRIORITY)
+  xla_bridge.register_plugin(PLATFORM, priority=priority,
+                             c_api=api.capsule())
+  _registered = True
+
+
+def initialize() -> None:
+  """Called by JAX's plugin discovery."""
+  if requested():
+    register()

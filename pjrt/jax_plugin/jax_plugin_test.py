@@ -1,0 +1,155 @@
+"""JAX on our plugin, end to end, in child interpreters.
+
+Each child sees the plugin only through the "jax_plugins" entry point that
+the openxla-pjrt wheel declares (ci/wheels/components.py), written here into
+a temporary dist-info directory on the child's path, exactly as installing
+the wheel would. Results on JAX_PLATFORMS=openxla_cpu are compared with
+JAX's own CPU backend in the same child.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from pjrt._src.plugin import backends
+
+jax = pytest.importorskip("jax")
+
+_COMPONENTS = pytest.importorskip("ci.wheels.components")
+
+_CHILD = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import jax, jax.numpy as jnp
+    from jax import lax
+
+    ours, ref = jax.devices("openxla_cpu"), jax.devices("cpu")
+
+    def mlp(x, w1, b1, w2, b2):
+      h = jnp.tanh(x @ w1 + b1)
+      return jax.nn.softmax(h @ w2 + b2, axis=-1)
+
+    rng = np.random.default_rng(0)
+    def normal(*shape):
+      return rng.standard_normal(shape).astype(np.float32)
+
+    cases = {
+        "add": (lambda a, b: a + b, [normal(3, 4), normal(3, 4)]),
+        "matmul": (lambda a, b: a @ b, [normal(5, 7), normal(7, 3)]),
+        "reductions": (lambda a: (a.sum(0), a.max(1), jnp.mean(a),
+                                  jnp.argmin(a, axis=1)), [normal(6, 5)]),
+        "mlp": (mlp, [normal(4, 8), normal(8, 16), normal(16),
+                      normal(16, 4), normal(4)]),
+        "integers": (lambda a: (a * 3 - 1) // 2 % 5, [np.arange(-6, 6)]),
+        "grad": (jax.grad(lambda w, x: jnp.sum(jnp.tanh(x @ w) ** 2)),
+                 [normal(3, 2), normal(4, 3)]),
+        "while": (lambda n: lax.fori_loop(0, n, lambda i, s: s + i * i, 0),
+                  [np.int32(10)]),
+    }
+    only = sys.argv[1].split(",") if len(sys.argv) > 1 else list(cases)
+    report = {"default": jax.devices()[0].platform, "cases": {}}
+    for name in only:
+      f, args = cases[name]
+      # Committed arguments: JAX then annotates the program with Shardy.
+      got = jax.jit(f)(*[jax.device_put(a, ours[0]) for a in args])
+      want = jax.jit(f)(*[jax.device_put(a, ref[0]) for a in args])
+      pairs = list(zip(jax.tree.leaves(got), jax.tree.leaves(want)))
+      report["cases"][name] = {
+          "platform": list(jax.tree.leaves(got)[0].devices())[0].platform,
+          "same": all(np.asarray(g).dtype == np.asarray(w).dtype and
+                      np.allclose(np.asarray(g), np.asarray(w), rtol=2e-5,
+                                  atol=1e-6) for g, w in pairs)}
+    if "--extras" in sys.argv:
+      x = jnp.arange(4.0)  # Uncommitted: on our default device.
+      report["uncommitted"] = np.asarray(jax.jit(lambda a: a * 2)(x)).tolist()
+      try:  # Fails while running: raised once the result is waited for.
+        jax.block_until_ready(jax.jit(lambda a: jax.ffi.ffi_call(
+            "no_such_target", jax.ShapeDtypeStruct(a.shape, a.dtype))(a))(x))
+        report["error"] = None
+      except Exception as e:  # pylint: disable=broad-except
+        report["error"] = type(e).__name__
+      from jax.experimental import serialize_executable as se
+      compiled = jax.jit(lambda a: a * 3 + 1).lower(x).compile()
+      payload, in_tree, out_tree = se.serialize(compiled)
+      loaded = se.deserialize_and_load(payload, in_tree, out_tree,
+                                       backend=ours[0].client,
+                                       execution_devices=ours[:1])
+      report["deserialized"] = np.asarray(loaded(x)).tolist()
+      report["device_put"] = str(jax.device_put(x, ours[1]).devices())
+    print("REPORT " + json.dumps(report))
+""")
+
+
+@pytest.fixture(name="site", scope="module")
+def _site(tmp_path_factory):
+  """A directory holding openxla-pjrt's dist-info (entry points only)."""
+  site = tmp_path_factory.mktemp("site")
+  dist = site / "openxla_pjrt-0.1.0.dist-info"
+  dist.mkdir()
+  (dist / "METADATA").write_text(
+      "Metadata-Version: 2.1\nName: openxla-pjrt\nVersion: 0.1.0\n")
+  groups = {}
+  for group, name, value in _COMPONENTS.BY_PACKAGE["pjrt"].entry_points:
+    groups.setdefault(group, []).append(f"{name} = {value}")
+  (dist / "entry_points.txt").write_text("".join(
+      f"[{g}]\n" + "\n".join(lines) + "\n\n" for g, lines in groups.items()))
+  return site
+
+
+def _child(site, platforms: str, *args: str, backend: str = "interpreter",
+           script: str = _CHILD) -> subprocess.CompletedProcess:
+  env = dict(os.environ)
+  env["PYTHONPATH"] = os.pathsep.join([str(site)] +
+                                      [p for p in sys.path if p])
+  env["JAX_PLATFORMS"] = platforms
+  env["OPENXLA_CPU_BACKEND"] = backend
+  env.pop("OPENXLA_CPU_JAX_REGISTER", None)
+  return subprocess.run([sys.executable, "-c", script, *args], env=env,
+                        capture_output=True, text=True, timeout=600,
+                        check=False)
+
+
+def _report(proc: subprocess.CompletedProcess) -> dict:
+  assert proc.returncode == 0, proc.stderr[-4000:]
+  lines = [l for l in proc.stdout.splitlines() if l.startswith("REPORT ")]
+  assert lines, proc.stdout[-2000:] + proc.stderr[-2000:]
+  return json.loads(lines[-1][len("REPORT "):])
+
+
+def test_entry_point_is_declared():
+  assert ("jax_plugins", "openxla_cpu", "pjrt.jax_plugin") in (
+      _COMPONENTS.BY_PACKAGE["pjrt"].entry_points)
+
+
+def test_jit_matches_jax_cpu_on_the_interpreter(site):
+  report = _report(_child(site, "openxla_cpu,cpu", "add,matmul,reductions,"
+                          "mlp,integers,grad,while", "--extras"))
+  assert report["default"] == "openxla_cpu"
+  for name, case in report["cases"].items():
+    assert case == {"platform": "openxla_cpu", "same": True}, name
+  assert report["uncommitted"] == [0.0, 2.0, 4.0, 6.0]
+  assert report["error"] == "JaxRuntimeError"
+  assert report["deserialized"] == [1.0, 4.0, 7.0, 10.0]
+  assert "OPENXLA_CPU_1" in report["device_put"]
+
+
+@pytest.mark.skipif(backends.cpu_compiler_module() is None,
+                    reason="the CPU compiler cannot be imported")
+def test_jit_matches_jax_cpu_on_the_cpu_compiler(site):
+  report = _report(_child(site, "openxla_cpu,cpu", "add,matmul,reductions,mlp",
+                          backend="cpu"))
+  for name, case in report["cases"].items():
+    assert case == {"platform": "openxla_cpu", "same": True}, name
+
+
+def test_not_registered_unless_asked_for(site):
+  script = textwrap.dedent("""
+      import jax
+      from jax._src import xla_bridge
+      print("REPORT " + __import__("json").dumps(sorted(xla_bridge.backends())))
+  """)
+  assert _report(_child(site, "cpu", script=script)) == ["cpu"]

@@ -1,0 +1,127 @@
+"""Tests of run_jax_tests: parsing, grouping and a run of a synthetic file."""
+
+import json
+import os
+import textwrap
+
+from pjrt.tools import run_jax_tests as rjt
+
+_SYNTHETIC = textwrap.dedent('''\
+    import time
+    import pytest
+
+    @pytest.fixture
+    def broken():
+      raise RuntimeError("fixture broke")
+
+    def test_pass_a():
+      assert 1 + 1 == 2
+
+    def test_pass_b():
+      pass
+
+    def test_fail_value_1():
+      raise ValueError("bad shape (3, 4)")
+
+    def test_fail_value_2():
+      raise ValueError("bad shape (5, 6)")
+
+    def test_fail_other():
+      assert [1] == [2]
+
+    def test_skip():
+      pytest.skip("not here")
+
+    def test_setup_error(broken):
+      del broken
+
+    def test_slow():
+      time.sleep(30)
+''')
+
+
+def _run(tmp_path, **kwargs):
+  tests = tmp_path / "tests"
+  tests.mkdir(exist_ok=True)
+  (tests / "synthetic_test.py").write_text(_SYNTHETIC)
+  cfg = rjt.RunConfig(jax_tests=str(tests), platform="cpu", timeout=1.0,
+                      progress_every=2, work_dir=str(tmp_path / "work"),
+                      **kwargs)
+  return cfg, tests
+
+
+def test_first_error_line_and_category():
+  assert rjt.first_error_line("ValueError: bad\nmore") == "ValueError: bad"
+  # numpy's assert_allclose message starts on the next line.
+  msg = "AssertionError: \n\nNot equal to tolerance rtol=1e-06\n\nx"
+  assert rjt.first_error_line(msg) == (
+      "AssertionError: Not equal to tolerance rtol=1e-06")
+  assert rjt.first_error_line("") == "(no message)"
+  assert rjt.category("E: at 0xdeadbeef shape (3, 4) x1") == (
+      "E: at ADDR shape (#, #) x1")
+  assert rjt.category("a" * 300, width=10) == "a" * 10
+
+
+def test_read_results_keeps_worst_and_skips_torn_line(tmp_path):
+  path = tmp_path / "r.jsonl"
+  lines = [
+      {"nodeid": "f::a", "outcome": "passed", "message": ""},
+      {"nodeid": "f::a", "outcome": "error", "message": "teardown: X"},
+      {"nodeid": "f::b", "outcome": "skipped", "message": "why"},
+  ]
+  path.write_text("\n".join(json.dumps(x) for x in lines) +
+                  '\n{"nodeid": "f::c", "outc')
+  result = rjt.read_results(str(path), "f")
+  assert result.outcomes == {"f::a": "error", "f::b": "skipped"}
+  assert result.messages["f::a"] == "teardown: X"
+  assert result.counts()["error"] == 1 and result.counts()["passed"] == 0
+
+
+def test_group_failures_orders_by_count():
+  r = rjt.FileResult("f")
+  for i, msg in enumerate(["E: x 1", "E: x 2", "F: y", "E: x 3"]):
+    r.add({"nodeid": f"f::t{i}", "outcome": "failed", "message": msg})
+  r.add({"nodeid": "f::s", "outcome": "skipped", "message": "E: x 9"})
+  assert rjt.group_failures([r]) == [("E: x #", 3, "f::t0"),
+                                     ("F: y", 1, "f::t2")]
+
+
+def test_run_synthetic_file(tmp_path, capsys):
+  cfg, _ = _run(tmp_path)
+  result = rjt.run_file(cfg, "synthetic_test.py")
+  assert result.counts() == {"passed": 2, "failed": 4, "error": 1,
+                             "skipped": 1, "xfailed": 0, "xpassed": 0}
+  groups = {cat: n for cat, n, _ in rjt.group_failures([result])}
+  assert groups["ValueError: bad shape (#, #)"] == 2
+  assert any(cat.startswith("RuntimeError: fixture broke") for cat in groups)
+  assert any("per-test limit" in cat for cat in groups)
+  assert "[progress] 8/8" in capsys.readouterr().err
+  report = rjt.format_report([result], "cpu")
+  assert "synthetic_test.py" in report and "Top failure categories" in report
+
+
+def test_sharded_run_covers_every_test_once(tmp_path):
+  cfg, _ = _run(tmp_path, keyword="not slow")
+  result = rjt.run_file(cfg, "synthetic_test.py", jobs=2)
+  assert sum(result.counts().values()) == 7
+  assert result.counts()["passed"] == 2
+  logs = sorted(os.listdir(tmp_path / "work"))
+  assert [x for x in logs if x.endswith(".jsonl")] == [
+      "synthetic_test.py.cpu.0.jsonl", "synthetic_test.py.cpu.1.jsonl"]
+
+
+def test_file_timeout_keeps_partial_results(tmp_path):
+  cfg, _ = _run(tmp_path, file_timeout=4.0)
+  cfg.timeout = 0  # no per-test limit: test_slow hangs the file
+  result = rjt.run_file(cfg, "synthetic_test.py")
+  assert result.timed_out
+  assert result.counts()["passed"] == 2  # finished before test_slow
+
+
+def test_main_help_and_missing_file(tmp_path, capsys):
+  try:
+    rjt.main(["--help"])
+  except SystemExit as e:
+    assert e.code == 0
+  assert "--num-generated-cases" in capsys.readouterr().out
+  assert rjt.main(["--jax-tests", str(tmp_path), "--files", "nope.py"]) == 2
