@@ -9,7 +9,8 @@ With --memory-report the output is, instead of the module, its buffer
 assignment summary after the passes (xla/tools/memory_report.py): bytes with
 buffer reuse, without, their ratio and the peak of live bytes.
 
-FILE is HLO text (`.hlo`, `.txt`, anything else), or StableHLO MLIR (`.mlir`)
+FILE is HLO text (`.hlo`, `.txt`, anything else), a binary HloModuleProto
+(`.pb`), or StableHLO MLIR (`.mlir`)
 when the StableHLO -> HLO importer (xla/translate/stablehlo_to_hlo.py) is
 present. '-' reads HLO text from stdin.
 
@@ -150,7 +151,11 @@ def pass_available(name: str) -> Optional[str]:
 
 
 def read_module(path: str, text: str):
-  """Parses HLO text, or StableHLO MLIR for a `.mlir` path, unverified."""
+  """Parses HLO text, StableHLO MLIR for a `.mlir` path, or a binary
+  HloModuleProto for a `.pb` path (then `text` is bytes), unverified."""
+  if path.endswith(".pb"):
+    from xla.hlo.proto import hlo_proto  # pylint: disable=g-import-not-at-top
+    return hlo_proto.hlo_module_from_proto(text)
   if path.endswith(".mlir"):
     try:
       from xla.translate import stablehlo_to_hlo  # pylint: disable=g-import-not-at-top
@@ -307,8 +312,12 @@ def main(argv=None, stdout=None, stderr=None) -> int:
       text, path = sys.stdin.read(), "<stdin>"
     else:
       path = args.file
-      with open(path, encoding="utf-8", errors="surrogateescape") as f:
-        text = f.read()
+      if path.endswith(".pb"):  # a binary HloModuleProto
+        with open(path, "rb") as f:
+          text = f.read()
+      else:
+        with open(path, encoding="utf-8", errors="surrogateescape") as f:
+          text = f.read()
   except OSError as e:
     return fail(_INPUT_ERROR, f"error: cannot read {args.file}: {e.strerror}")
 
