@@ -12,6 +12,8 @@ that the runner needs no conftest next to the (foreign) test files:
                                by the overall timeout still has its results).
   OPENXLA_JAX_TESTS_PROGRESS   emit a progress line on stderr every this many
                                tests (0 = never).
+  OPENXLA_JAX_TESTS_DUT        sets jtu's jax_test_dut flag (e.g. "cpu", so
+                               tests take their CPU branches on our platform).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ _ENV_TIMEOUT = "OPENXLA_JAX_TESTS_TIMEOUT"
 _ENV_SHARD = "OPENXLA_JAX_TESTS_SHARD"
 _ENV_RESULTS = "OPENXLA_JAX_TESTS_RESULTS"
 _ENV_PROGRESS = "OPENXLA_JAX_TESTS_PROGRESS"
+_ENV_DUT = "OPENXLA_JAX_TESTS_DUT"
 
 
 class TestTimeoutError(Exception):
@@ -39,6 +42,11 @@ def _register_platform() -> None:
   if os.environ.get(_ENV_PLATFORM, "") == "openxla_cpu":
     from pjrt import jax_plugin  # pylint: disable=g-import-not-at-top
     jax_plugin.register()
+  dut = os.environ.get(_ENV_DUT, "")
+  if dut:
+    import jax  # pylint: disable=g-import-not-at-top
+    from jax._src import test_util  # pylint: disable=g-import-not-at-top,unused-import
+    jax.config.update("jax_test_dut", dut)
 
 
 _register_platform()

@@ -161,6 +161,7 @@ class RunConfig:
   keyword: str | None = None
   skip_slow: bool = True
   progress_every: int = 25
+  test_dut: str | None = None
   extra_pytest_args: tuple[str, ...] = ()
   verbose: bool = False
   work_dir: str | None = None
@@ -183,6 +184,9 @@ def subprocess_env(cfg: RunConfig, results_path: str,
   env["OPENXLA_JAX_TESTS_RESULTS"] = results_path
   env["OPENXLA_JAX_TESTS_PROGRESS"] = str(cfg.progress_every)
   env.pop("OPENXLA_JAX_TESTS_SHARD", None)
+  env.pop("OPENXLA_JAX_TESTS_DUT", None)
+  if cfg.test_dut:
+    env["OPENXLA_JAX_TESTS_DUT"] = cfg.test_dut
   if shard:
     env["OPENXLA_JAX_TESTS_SHARD"] = shard
   return env
@@ -295,6 +299,9 @@ def parse_args(argv=None) -> argparse.Namespace:
   p.add_argument("-k", "--keyword", help="pytest -k expression")
   p.add_argument("--run-slow", action="store_true",
                  help="do not set JAX_SKIP_SLOW_TESTS=1")
+  p.add_argument("--test-dut",
+                 help="jtu's jax_test_dut, e.g. cpu: our platform then takes "
+                 "the tests' CPU-specific branches (skips, tolerances)")
   p.add_argument("--top", type=int, default=15,
                  help="failure categories to list")
   p.add_argument("--work-dir", help="keep per-test JSON lines and logs here")
@@ -313,7 +320,7 @@ def main(argv=None) -> int:
       backend=args.backend, num_generated_cases=args.num_generated_cases,
       timeout=args.timeout, file_timeout=args.file_timeout,
       keyword=args.keyword, skip_slow=not args.run_slow,
-      extra_pytest_args=tuple(args.pytest_args),
+      test_dut=args.test_dut, extra_pytest_args=tuple(args.pytest_args),
       verbose=args.verbose, work_dir=args.work_dir)
   results = []
   for name in [f.strip() for f in args.files.split(",") if f.strip()]:

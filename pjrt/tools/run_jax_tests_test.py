@@ -125,3 +125,17 @@ def test_main_help_and_missing_file(tmp_path, capsys):
     assert e.code == 0
   assert "--num-generated-cases" in capsys.readouterr().out
   assert rjt.main(["--jax-tests", str(tmp_path), "--files", "nope.py"]) == 2
+
+
+def test_subprocess_env_and_command(tmp_path):
+  cfg = rjt.RunConfig(jax_tests=str(tmp_path), backend="interpreter",
+                      num_generated_cases=2, test_dut="cpu", keyword="Add")
+  env = rjt.subprocess_env(cfg, "r.jsonl", "1/3")
+  assert env["JAX_PLATFORMS"] == "openxla_cpu"
+  assert env["OPENXLA_CPU_BACKEND"] == "interpreter"
+  assert env["JAX_NUM_GENERATED_CASES"] == "2"
+  assert env["OPENXLA_JAX_TESTS_SHARD"] == "1/3"
+  assert env["OPENXLA_JAX_TESTS_DUT"] == "cpu"
+  cmd = rjt.pytest_command(cfg, str(tmp_path / "x_test.py"))
+  assert cmd[cmd.index("-k") + 1] == "Add"
+  assert "pjrt.tools.jax_tests_pytest_plugin" in cmd
