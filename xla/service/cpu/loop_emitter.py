@@ -73,6 +73,10 @@ def mul(b: ir.IRBuilder, x, c: int) -> ir.Value:
 
 def udiv(b: ir.IRBuilder, x, c: int) -> ir.Value:
   x = as_i64(x)
+  if c == 0:
+    # Only reached while emitting index math for an array with a zero-size
+    # dimension: the loop around it runs no iterations, so any value will do.
+    return i64(0)
   if c == 1:
     return x
   if is_const(x):
@@ -82,7 +86,7 @@ def udiv(b: ir.IRBuilder, x, c: int) -> ir.Value:
 
 def urem(b: ir.IRBuilder, x, c: int) -> ir.Value:
   x = as_i64(x)
-  if c == 1:
+  if c in (0, 1):  # 0: a zero-size dimension, see udiv
     return i64(0)
   if is_const(x):
     return i64(x.constant % c)
