@@ -58,14 +58,27 @@ class _Owned:
     """Destroys the underlying PJRT object (idempotent)."""
     handle, self._handle = self._handle, None
     if handle and not self._client.closed:
-      self._client.plugin.call(self._destroy_slot,
-                               **{self._destroy_field: handle})
+      _destroy(self._client.plugin, self._destroy_slot, handle)
 
   def __del__(self):
     try:
       self.close()
     except Exception:  # pylint: disable=broad-except
       pass  # Nothing sensible to do in a finalizer.
+
+
+def _destroy(plugin: loader.Plugin, slot: str, handle: int) -> None:
+  """Calls a `*_Destroy` slot, whose args are {struct_size,
+  extension_start, handle}: the struct is built directly (this runs for
+  every buffer and event)."""
+  args_type = abi.args_type(slot)
+  args = args_type(args_type.STRUCT_SIZE, None, handle)
+  fn = plugin.function(slot)
+  if fn is None:
+    plugin.call(slot, args)  # Raises UNIMPLEMENTED.
+  error = fn(ctypes.byref(args))
+  if error:
+    raise plugin.take_error(error)
 
 
 # --------------------------------------------------------------------------
@@ -144,7 +157,7 @@ class Event:
   def close(self) -> None:
     handle, self._handle = self._handle, None
     if handle:
-      self.plugin.call("Event_Destroy", event=handle)
+      _destroy(self.plugin, "Event_Destroy", handle)
 
   def __del__(self):
     try:
@@ -308,9 +321,17 @@ class Buffer(_Owned):
   def client(self) -> "Client":
     return self._client
 
+  # A buffer's type and shape never change: each is asked for once.
+  _element_type: abi.BufferType | None = None
+  _shape: tuple[int, ...] | None = None
+
   @property
   def element_type(self) -> abi.BufferType:
-    return abi.BufferType(self._call("Buffer_ElementType").type)
+    element_type = self._element_type
+    if element_type is None or not self._handle:
+      element_type = self._element_type = abi.BufferType(
+          self._call("Buffer_ElementType").type)
+    return element_type
 
   @property
   def dtype(self) -> np.dtype:
@@ -318,8 +339,11 @@ class Buffer(_Owned):
 
   @property
   def shape(self) -> tuple[int, ...]:
-    args = self._call("Buffer_Dimensions")
-    return tuple(args.dims[i] for i in range(args.num_dims))
+    shape = self._shape
+    if shape is None or not self._handle:
+      args = self._call("Buffer_Dimensions")
+      shape = self._shape = tuple(args.dims[i] for i in range(args.num_dims))
+    return shape
 
   @property
   def on_device_size_in_bytes(self) -> int:
@@ -432,8 +456,16 @@ class LoadedExecutable(_Owned):
 
   @property
   def num_outputs(self) -> int:
-    return self._executable_call("Executable_NumOutputs",
-                                 lambda a: a.num_outputs)
+    """The number of outputs (asked once: it never changes)."""
+    count = self._num_outputs
+    if count is None:
+      count = self._num_outputs = self._executable_call(
+          "Executable_NumOutputs", lambda a: a.num_outputs)
+    return count
+
+  _num_outputs: int | None = None
+  # (num_devices, num_args) -> idle _ExecutePlans (see execute_sharded).
+  _plans: dict[tuple[int, int], list["_ExecutePlan"]] | None = None
 
   def output_element_types(self) -> list[abi.BufferType]:
     return self._executable_call(
@@ -509,42 +541,122 @@ class LoadedExecutable(_Owned):
                       device: Device | None = None,
                       launch_id: int = 0) -> list[list[Buffer]]:
     """Runs on `len(argument_lists)` devices; outputs indexed [device][i]."""
-    plugin = self._client.plugin
     num_devices = len(argument_lists)
     num_args = len(argument_lists[0]) if num_devices else 0
     if any(len(a) != num_args for a in argument_lists):
       raise support.InvalidArgumentError(
           "every device needs the same number of arguments")
-    num_outputs = self.num_outputs
-    inner_args = [(_Ptr * max(1, num_args))(*[b.handle for b in a])
-                  for a in argument_lists]
-    outer_args = (_Ptr * num_devices)(
-        *[ctypes.addressof(a) for a in inner_args])
-    inner_outputs = [(_Ptr * max(1, num_outputs))()
-                     for _ in range(num_devices)]
-    outer_outputs = (_Ptr * num_devices)(
-        *[ctypes.addressof(o) for o in inner_outputs])
-    events = (_Ptr * num_devices)()
-    options = abi.make_args(abi.PJRT_ExecuteOptions, launch_id=launch_id)
+    if num_devices == 0:
+      # The plugin reports the error (no plan for an empty launch).
+      return self._execute_unplanned(argument_lists, device, launch_id)
+    handles = [b.handle for a in argument_lists for b in a]
+    plugin = self._client.plugin
+    key = (num_devices, num_args)
+    if self._plans is None:
+      self._plans = {}
+    idle = self._plans.setdefault(key, [])
+    try:
+      plan = idle.pop()  # Atomic: each thread gets its own plan.
+    except IndexError:
+      plan = _ExecutePlan(plugin, self.handle, num_devices, num_args,
+                          self.num_outputs)
+    try:
+      outputs, events = plan.run(
+          handles, device.handle if device is not None else None,
+          launch_id)
+      client = self._client
+      num_outputs = plan.num_outputs
+      results = [[Buffer(client, outputs[d * num_outputs + i])
+                  for i in range(num_outputs)] for d in range(num_devices)]
+      plan.finish(events)
+    finally:
+      idle.append(plan)
+    return results
+
+  def _execute_unplanned(self, argument_lists, device, launch_id):
     args = abi.make_args(
         abi.PJRT_LoadedExecutable_Execute_Args, executable=self.handle,
-        options=options, argument_lists=outer_args, num_devices=num_devices,
-        num_args=num_args, output_lists=outer_outputs,
-        device_complete_events=events,
+        options=abi.make_args(abi.PJRT_ExecuteOptions, launch_id=launch_id),
+        num_devices=len(argument_lists), num_args=0,
         execute_device=device.handle if device is not None else None)
-    plugin.call("LoadedExecutable_Execute", args)
-    results = [[Buffer(self._client, inner_outputs[d][i])
-                for i in range(num_outputs)] for d in range(num_devices)]
-    completion = [_take_event(plugin, events[d]) for d in range(num_devices)]
-    try:
-      for event in completion:
-        if event is not None:
-          event.wait()
-    finally:
-      for event in completion:
-        if event is not None:
-          event.close()
-    return results
+    self._client.plugin.call("LoadedExecutable_Execute", args)
+    return []
+
+
+class _ExecutePlan:
+  """The C structs of one Execute call shape, built once and reused.
+
+  One thread uses a plan at a time (LoadedExecutable keeps a pool of idle
+  plans). A call makes 1 + 2 * num_devices C calls: Execute, then Await
+  and Destroy of each completion event.
+  """
+
+  def __init__(self, plugin: loader.Plugin, executable: int,
+               num_devices: int, num_args: int, num_outputs: int):
+    self.plugin = plugin
+    self.num_outputs = num_outputs
+    self._execute = plugin.function("LoadedExecutable_Execute")
+    if self._execute is None:
+      plugin.call("LoadedExecutable_Execute")  # Raises UNIMPLEMENTED.
+    self._await = plugin.function("Event_Await")
+    self._event_destroy = plugin.function("Event_Destroy")
+    # Arguments and outputs of all devices, each device's list contiguous.
+    self._arguments = (_Ptr * max(1, num_devices * num_args))()
+    self._outputs = (_Ptr * max(1, num_devices * num_outputs))()
+    size = ctypes.sizeof(_Ptr)
+    base = ctypes.addressof(self._arguments)
+    self._argument_lists = (_Ptr * num_devices)(
+        *[base + d * num_args * size for d in range(num_devices)])
+    base = ctypes.addressof(self._outputs)
+    self._output_lists = (_Ptr * num_devices)(
+        *[base + d * num_outputs * size for d in range(num_devices)])
+    self._events = (_Ptr * num_devices)()
+    self._options = abi.make_args(abi.PJRT_ExecuteOptions)
+    self._args = abi.make_args(
+        abi.PJRT_LoadedExecutable_Execute_Args, executable=executable,
+        options=self._options, argument_lists=self._argument_lists,
+        num_devices=num_devices, num_args=num_args,
+        output_lists=self._output_lists,
+        device_complete_events=self._events)
+    self._args_p = ctypes.byref(self._args)
+    self._event_args = abi.make_args(abi.PJRT_Event_Await_Args)
+    self._event_args_p = ctypes.byref(self._event_args)
+    self._destroy_args = abi.make_args(abi.PJRT_Event_Destroy_Args)
+    self._destroy_args_p = ctypes.byref(self._destroy_args)
+    self._num_devices = num_devices
+
+  def run(self, handles: list[int], execute_device: int | None,
+          launch_id: int) -> tuple[list[int], list[int]]:
+    """Calls Execute; returns (output handles, completion event handles)."""
+    if handles:
+      self._arguments[:len(handles)] = handles
+    self._outputs[:] = [None] * len(self._outputs)
+    self._events[:] = [None] * self._num_devices
+    self._options.launch_id = launch_id
+    self._args.execute_device = execute_device
+    error = self._execute(self._args_p)
+    if error:
+      raise self.plugin.take_error(error)
+    return list(self._outputs), list(self._events)
+
+  def finish(self, events: list[int]) -> None:
+    """Awaits and destroys the completion events; raises the first error."""
+    first = None
+    for event in events:
+      if not event:
+        continue
+      self._event_args.event = event
+      error = self._await(self._event_args_p)
+      if error and first is None:
+        first = self.plugin.take_error(error)
+      elif error:
+        self.plugin.take_error(error)
+      self._destroy_args.event = event
+      error = self._event_destroy(self._destroy_args_p)
+      if error:
+        self.plugin.take_error(error)
+    if first is not None:
+      raise first
 
 
 # --------------------------------------------------------------------------
@@ -653,10 +765,17 @@ class Client:
             for h in _handles(args.devices, args.num_devices)]
 
   def addressable_devices(self) -> list[Device]:
-    args = self._call("Client_AddressableDevices")
-    return [self.device_from_handle(h)
-            for h in _handles(args.addressable_devices,
-                              args.num_addressable_devices)]
+    """The devices this process drives (asked once: fixed for a client)."""
+    cached = self._addressable_devices
+    if cached is None:
+      args = self._call("Client_AddressableDevices")
+      cached = self._addressable_devices = [
+          self.device_from_handle(h)
+          for h in _handles(args.addressable_devices,
+                            args.num_addressable_devices)]
+    return list(cached)
+
+  _addressable_devices: list[Device] | None = None
 
   def lookup_device(self, device_id: int) -> Device:
     """The device with global id `device_id` (plugin's error otherwise)."""

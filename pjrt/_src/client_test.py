@@ -312,3 +312,71 @@ def test_client_by_registered_name_with_options(client):
       assert len(small.devices()) == 2
   finally:
     loader.unregister_plugin("xla_cpu_test")
+
+
+def _count_calls(plugin, counts):
+  """Makes `plugin` count the C calls made through it from now on."""
+  original = loader.Plugin.function
+
+  def function(slot):
+    fn = original(plugin, slot)
+    if fn is None:
+      return None
+
+    def counted(*args):
+      counts[slot] = counts.get(slot, 0) + 1
+      return fn(*args)
+    return counted
+  plugin.function = function
+
+
+def test_execute_makes_three_c_calls():
+  c = client_lib.Client(test_util.xla_cpu_pjrt_path())
+  try:
+    exe = c.compile(_ADD)
+    x = c.buffer_from_numpy(np.ones(4, np.float32))
+    counts = {}
+    _count_calls(c.plugin, counts)
+    exe.execute([x, x])[0].close()  # Learns num_outputs, builds a plan.
+    for _ in range(3):
+      counts.clear()
+      (y,) = exe.execute([x, x])
+      assert counts == {"LoadedExecutable_Execute": 1, "Event_Await": 1,
+                        "Event_Destroy": 1}
+      np.testing.assert_array_equal(y.to_numpy(), np.full(4, 2, np.float32))
+      y.close()
+    del c.plugin.function
+  finally:
+    c.close()
+
+
+def test_execute_from_several_threads(client):
+  exe = client.compile(_ADD)
+  inputs = [client.buffer_from_numpy(np.full(4, i, np.float32))
+            for i in range(4)]
+  failures = []
+
+  def work(i):
+    try:
+      for _ in range(25):
+        (y,) = exe.execute([inputs[i], inputs[i]])
+        np.testing.assert_array_equal(y.to_numpy(),
+                                      np.full(4, 2 * i, np.float32))
+    except Exception as e:  # pylint: disable=broad-except
+      failures.append(e)
+
+  threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+  for t in threads:
+    t.start()
+  for t in threads:
+    t.join()
+  assert not failures
+
+
+def test_execute_errors_leave_the_executable_usable(client):
+  exe = client.compile(_ADD)
+  x = client.buffer_from_numpy(np.ones(4, np.float32))
+  with pytest.raises(support.InvalidArgumentError):
+    exe.execute([x])
+  (y,) = exe.execute([x, x])
+  np.testing.assert_array_equal(y.to_numpy(), np.full(4, 2, np.float32))

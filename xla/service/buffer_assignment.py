@@ -14,7 +14,12 @@ xla/service/buffer_assignment.h, hlo_live_range.h and heap_simulator.h).
    (scatter: operand i for result i), a while loop writes its carry into the
    init operand, when that operand's buffer dies at the instruction, is not
    read by another operand of it, has the same size, and holds no entry
-   parameter, constant or output.
+   parameter, constant or output. A *read-only* carry element (the body
+   passes its parameter element through: the carry's buffer holds no value
+   defined in the body) is never written, so it simply shares the init
+   operand's storage whatever that is (entry parameter, constant or a
+   temporary still live after the loop) instead of getting a copy - XLA's
+   dataflow analysis does the same by not defining a new value for it.
 4. Allocations. Entry parameters, constants and the output each get their
    own allocation and are never shared; all other buffers ("temporaries")
    go into one heap allocation laid out by a best-fit heap simulator, so
@@ -189,11 +194,37 @@ class BufferAssignment:
       for index, _ in _subshapes(init.shape):
         yield index, init, index
 
+  def _read_only_carry(self, w: HloInstruction, group: LogicalBuffer) -> bool:
+    """Whether `group` is a carry element of while `w` that nothing writes:
+    its values are only w's own and its body / condition parameters'."""
+    comps = (w.while_body, w.while_condition)
+    return all(v.defining_instruction is w or (
+        v.defining_instruction.opcode == HloOpcode.kParameter and
+        v.defining_instruction.parent in comps)
+               for b in group.buffers for v in b.values)
+
+  def _share_read_only(self, instr, out, src) -> bool:
+    if out is src or out.kind != TEMP or src.size != out.size:
+      return False
+    if src.kind not in (TEMP, PARAMETER, CONSTANT):
+      return False
+    if not self._read_only_carry(instr, out):
+      return False
+    merged = LogicalBuffer(src.buffers + out.buffers, out.size,
+                           min(src.start, out.start), max(src.end, out.end),
+                           src.kind)
+    for b in merged.buffers:
+      self._group[b.id] = merged
+    return True
+
   def _try_in_place(self, instr: HloInstruction) -> None:
     t = self.time[id(instr)]
     for out_index, operand, op_index in self._in_place_candidates(instr):
       out = self.group_at(instr, out_index)
       src = self.group_at(operand, op_index)
+      if instr.opcode == HloOpcode.kWhile and out_index and (
+          self._share_read_only(instr, out, src)):
+        continue
       if out is src or src.kind != TEMP or out.kind == PARAMETER:
         continue
       if out.kind == CONSTANT or src.end != t or src.size != out.size:

@@ -155,3 +155,49 @@ def test_best_fit_heap():
   assert h.peak == 290
   h2 = ba.BestFitHeap(alignment=64)
   assert h2.alloc(1) == 0 and h2.alloc(1) == 64
+
+
+READ_ONLY_CARRY = """HloModule ro
+
+body {
+  p = (s32[], f32[100], f32[100]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  w = f32[100] get-tuple-element(p), index=1
+  x = f32[100] get-tuple-element(p), index=2
+  one = s32[] constant(1)
+  i2 = s32[] add(i, one)
+  x2 = f32[100] add(x, w)
+  ROOT t = (s32[], f32[100], f32[100]) tuple(i2, w, x2)
+}
+
+cond {
+  p = (s32[], f32[100], f32[100]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  n = s32[] constant(10)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+
+ENTRY e {
+  wp = f32[100] parameter(0)
+  xp = f32[100] parameter(1)
+  z = s32[] constant(0)
+  init = (s32[], f32[100], f32[100]) tuple(z, wp, xp)
+  loop = (s32[], f32[100], f32[100]) while(init), condition=cond, body=body
+  g = f32[100] get-tuple-element(loop), index=2
+  gw = f32[100] get-tuple-element(loop), index=1
+  ROOT r = f32[100] add(g, gw)
+}
+"""
+
+
+def test_read_only_while_carry_shares_its_init_storage():
+  m, asg = _assign(READ_ONLY_CARRY)
+  loop, wp, xp, z = (_i(m, n) for n in ("loop", "wp", "xp", "z"))
+  # Element 1 only passes through the body: it stays in the parameter.
+  assert asg.shares_storage(loop, (1,), wp, ())
+  assert asg.group_at(loop, (1,)).kind == ba.PARAMETER
+  # Elements the body writes (the counter, x) never live in a parameter
+  # or a constant.
+  assert not asg.shares_storage(loop, (2,), xp, ())
+  assert not asg.shares_storage(loop, (0,), z, ())
+  assert asg.group_at(loop, (2,)).kind == ba.TEMP

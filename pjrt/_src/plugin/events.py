@@ -116,7 +116,8 @@ class Future:
     _run_callback(callback, self._status)
 
 
-# Never held: the lock of futures made complete, which nobody sets again.
+# The lock of every future made complete by `ready` (only ever held for
+# an instant by a `set` that then finds the future complete).
 _READY_LOCK = threading.Lock()
 
 

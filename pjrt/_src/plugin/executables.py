@@ -6,7 +6,9 @@ devices. `LoadedExecutable.execute` checks every argument at once (count,
 client, device-independent type and shape, deletion), donates what may be
 donated, creates the output buffers pending, and enqueues one job per
 device on the device's worker thread, then returns: the caller waits on the
-outputs' ready events or the per-device completion events.
+outputs' ready events or the per-device completion events. A cheap program
+(its latest run took at most INLINE_MAX_SECONDS) on one idle device with
+ready inputs runs on the calling thread instead, and returns complete.
 
 A job waits for its inputs (which may be outputs of earlier, still running
 executions), runs the backend, and fulfils the outputs, or fails them all
@@ -38,7 +40,7 @@ EXECUTABLE = "PJRT_Executable"
 # tiny program, handing the job to the worker costs more than running it.
 # Its outputs and completion event are then ready when Execute returns.
 # 0 disables it.
-INLINE_MAX_SECONDS = 200e-6
+INLINE_MAX_SECONDS = 500e-6
 LOADED_EXECUTABLE = "PJRT_LoadedExecutable"
 
 

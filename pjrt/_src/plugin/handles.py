@@ -54,6 +54,7 @@ class HandleTable:
   def _allocate(self) -> int:
     if len(self._freed) > self._quarantine:
       address = self._freed.popleft()
+      ctypes.c_void_p.from_address(address).value = None
     else:
       if self._next >= self._end:
         chunk = immortal(ctypes.create_string_buffer(SLOT_SIZE *
@@ -61,9 +62,8 @@ class HandleTable:
         self._chunks.append(chunk)
         self._next = ctypes.addressof(chunk)
         self._end = self._next + SLOT_SIZE * _CHUNK_SLOTS
-      address = self._next
+      address = self._next  # Fresh chunk memory is zeroed already.
       self._next += SLOT_SIZE
-    ctypes.c_void_p.from_address(address).value = None
     return address
 
   def add(self, kind: str, obj: Any) -> int:

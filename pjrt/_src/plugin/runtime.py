@@ -151,6 +151,7 @@ class Memory:
                          f"device={device.id})")
     self.to_string = f"{kind.upper()}_{memory_id}"
     self.c = CStrings()
+    self.kind_c: tuple[int, int] | None = None  # See slots_client.
     self.handle = 0
 
 

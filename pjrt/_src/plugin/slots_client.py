@@ -321,7 +321,10 @@ def _memory_id(args):
 @implements("Memory_Kind")
 def _memory_kind(args):
   memory = memory_of(args.memory)
-  _set_string(args, "kind", "kind_size", memory, "kind", memory.kind)
+  kind = memory.kind_c
+  if kind is None:  # (address, size), made once: asked on every dispatch.
+    kind = memory.kind_c = memory.c.string("kind", memory.kind)
+  args.kind, args.kind_size = kind
 
 
 @implements("Memory_Kind_Id")

@@ -39,7 +39,11 @@ def _error_get_code(args):
 
 @implements("Error_ForEachPayload")
 def _error_for_each_payload(args):
-  errors.get(args.error)  # Our errors have no payloads to visit.
+  errors.get(args.error)
+  if not args.visitor:
+    raise support.InvalidArgumentError(
+        "PJRT_Error_ForEachPayload: visitor is NULL")
+  # Our errors have no payloads: the visitor is never called.
 
 
 # -- Plugin. -------------------------------------------------------------------

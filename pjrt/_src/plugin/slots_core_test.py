@@ -1,11 +1,13 @@
 """Tests of slots_core.py: errors, plugin attributes, events, contexts."""
 
+import ctypes
 import threading
 
 import pytest
 
 import pjrt
 import support
+from pjrt._src import abi
 from pjrt._src.plugin import slots_core
 from pjrt._src.plugin import testing
 from stablehlo._src.vhlo import version
@@ -77,3 +79,17 @@ def test_execute_context(client):
   testing.call(client, "ExecuteContext_Destroy", context=context)
   with pytest.raises(support.InvalidArgumentError):
     testing.call(client, "ExecuteContext_Destroy", context=context)
+
+
+def test_for_each_payload_needs_a_visitor(client):
+  # A real PJRT_Error of ours, from a failing call, taken raw.
+  args = abi.make_args(abi.PJRT_Client_LookupDevice_Args,
+                       client=client.handle, id=99)
+  error = client.plugin.function("Client_LookupDevice")(ctypes.byref(args))
+  assert error
+  try:
+    with pytest.raises(support.InvalidArgumentError, match="visitor"):
+      testing.call(client, "Error_ForEachPayload", error=error,
+                   visitor=None)
+  finally:
+    testing.call(client, "Error_Destroy", error=error)

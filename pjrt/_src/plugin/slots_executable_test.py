@@ -13,6 +13,7 @@ import pjrt
 import support
 from pjrt._src import abi
 from pjrt._src import loader
+from pjrt._src.plugin import executables
 from pjrt._src.plugin import handles
 from pjrt._src.plugin import runtime
 from pjrt._src.plugin import testing
@@ -281,3 +282,64 @@ def test_output_deleted_before_it_is_ready_keeps_no_data(client):
                        device=device.handle).bytes_in_use
   assert after == before + 8  # Only the argument is left.
   assert handles.TABLE.get(result.handle, runtime.BUFFER)._array is None  # pylint: disable=protected-access
+
+
+@pytest.fixture(name="always_inline")
+def _always_inline(monkeypatch):
+  # Any measured run counts as cheap, so the tests do not depend on timing.
+  monkeypatch.setattr(executables, "INLINE_MAX_SECONDS", 60.0)
+
+
+def test_a_cheap_program_runs_inline_once_measured(client, always_inline):
+  del always_inline
+  exe = client.compile(testing.while_loop(3))
+  x = client.buffer_from_numpy(np.int64(0))
+  first, done = _start(client, exe, x)  # Not measured yet: the worker.
+  done.wait()
+  assert first.to_numpy() == 3
+  thread = threading.current_thread()
+  result, complete = _start(client, exe, x)
+  # Ran synchronously: both are ready when Execute returns.
+  assert complete.is_ready() and result.ready().is_ready()
+  seen = []
+  complete.on_ready(lambda error: seen.append(
+      (error, threading.current_thread())))
+  assert seen == [(None, thread)]
+  assert result.to_numpy() == 3
+
+
+def test_inline_never_overtakes_queued_work(client, always_inline):
+  del always_inline
+  slow = client.compile(testing.while_loop(20000))
+  cheap = client.compile(testing.while_loop(3))
+  zero = client.buffer_from_numpy(np.int64(0))
+  _, done = _start(client, cheap, zero)
+  done.wait()  # `cheap` is measured now.
+  long_result, long_done = _start(client, slow, zero)
+  # The device is busy: the cheap program queues behind the slow one.
+  result, complete = _start(client, cheap, zero)
+  assert not long_done.is_ready()
+  assert not complete.is_ready()
+  assert result.to_numpy() == 3 and long_result.to_numpy() == 20000
+  # An input that is still pending also keeps it off the calling thread
+  # (a new executable: never measured, so it runs on the worker).
+  pending, _ = _start(client, client.compile(testing.while_loop(20000)),
+                      zero)
+  chained, chained_done = _start(client, cheap, pending)
+  assert not chained_done.is_ready()
+  assert chained.to_numpy() == 20000  # Counts up to 3: already past.
+
+
+def test_the_threshold_decides(client, monkeypatch):
+  exe = client.compile(testing.while_loop(2000))
+  x = client.buffer_from_numpy(np.int64(0))
+  _, done = _start(client, exe, x)
+  done.wait()  # Measured now.
+  monkeypatch.setattr(executables, "INLINE_MAX_SECONDS", 0.0)
+  result, complete = _start(client, exe, x)
+  assert not complete.is_ready()  # Handed to the worker.
+  assert result.to_numpy() == 2000
+  monkeypatch.setattr(executables, "INLINE_MAX_SECONDS", 60.0)
+  result, complete = _start(client, exe, x)
+  assert complete.is_ready()  # Ran in Execute.
+  assert result.to_numpy() == 2000

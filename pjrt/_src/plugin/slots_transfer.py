@@ -203,7 +203,13 @@ def _no_streams(args):
       "no host receive callbacks), so this stream is not one of its objects")
 
 
-for _slot in ("CopyToDeviceStream_Destroy", "CopyToDeviceStream_AddChunk",
+@implements("CopyToDeviceStream_Destroy")
+def _stream_destroy(args):
+  if args.stream:  # Destroying NULL is allowed, and does nothing.
+    _no_streams(args)
+
+
+for _slot in ("CopyToDeviceStream_AddChunk",
               "CopyToDeviceStream_TotalBytes",
               "CopyToDeviceStream_GranuleSize",
               "CopyToDeviceStream_CurrentBytes"):

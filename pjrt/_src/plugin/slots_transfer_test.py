@@ -124,3 +124,9 @@ def test_transfer_literal(client):
                  shape_element_type=abi.BufferType.S16)
   testing.call(client, "AsyncHostToDeviceTransferManager_Destroy",
                transfer_manager=manager)
+
+
+def test_destroying_a_null_copy_to_device_stream_succeeds(client):
+  testing.call(client, "CopyToDeviceStream_Destroy", stream=None)
+  with pytest.raises(support.UnimplementedError, match="CopyToDeviceStream"):
+    testing.call(client, "CopyToDeviceStream_Destroy", stream=12345)

@@ -92,6 +92,32 @@ def layouts(rows, cols):
   return out
 
 
+
+@needs_blas
+def test_pin_single_thread_nests_and_restores():
+  if LIB.set_threads is None:
+    pytest.skip("library has no thread control")
+  old = blas.get_num_threads()
+  try:
+    blas.set_num_threads(2)
+    with blas.single_threaded():
+      assert blas.get_num_threads() == 1
+      blas.pin_single_thread()  # nested (e.g. a concurrent execution)
+      assert blas.get_num_threads() == 1
+      blas.unpin()
+      assert blas.get_num_threads() == 1
+    assert blas.get_num_threads() == 2
+    blas.unpin()  # unbalanced: ignored
+    assert blas.get_num_threads() == 2
+  finally:
+    blas.set_num_threads(old)
+
+
+def test_uses_blas_names():
+  assert blas.uses_blas(["memcpy", "xla_cpu_cblas_sgemm_i64"])
+  assert not blas.uses_blas(["memcpy", "malloc"])
+
+
 @pytest.mark.parametrize("m,n,k", [(3, 4, 5), (1, 4, 5), (3, 1, 5), (3, 4, 1),
                                    (1, 1, 6), (4, 3, 1)])
 def test_plan_gemm_matches_definition(m, n, k):

@@ -587,3 +587,59 @@ ENTRY e {
 def test_small_loops_run_natively():
   exe, _ = ct.run_and_compare(WHILE_DUS)
   assert [type(t).__name__ for t in exe.thunks] == ["NativeProgramThunk"]
+
+
+WHILE_READ_ONLY = _while_module(
+    "(s32[], f32[128,128], f32[128], f32[128,128])", 3, """
+body {
+  p = (s32[], f32[128,128], f32[128], f32[128,128]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  one = s32[] constant(1)
+  i1 = s32[] add(i, one)
+  w = f32[128,128] get-tuple-element(p), index=1
+  c = f32[128] get-tuple-element(p), index=2
+  h = f32[128,128] get-tuple-element(p), index=3
+  d = f32[128,128] dot(h, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  cb = f32[128,128] broadcast(c), dimensions={1}
+  h1 = f32[128,128] tanh(f32[128,128] add(d, cb))
+  ROOT t = (s32[], f32[128,128], f32[128], f32[128,128]) tuple(i1, w, c, h1)
+}
+""", """
+ENTRY e {
+  w = f32[128,128] parameter(0)
+  h = f32[128,128] parameter(1)
+  z = s32[] constant(0)
+  c = f32[128] constant({...})
+  t = (s32[], f32[128,128], f32[128], f32[128,128]) tuple(z, w, c, h)
+  l = (s32[], f32[128,128], f32[128], f32[128,128]) while(t), condition=cond, body=body
+  lw = f32[128,128] get-tuple-element(l), index=1
+  lh = f32[128,128] get-tuple-element(l), index=3
+  nw = f32[128,128] negate(lw)
+  ROOT r = (f32[128,128], f32[128,128], f32[128,128]) tuple(lh, nw, %LW%)
+}""").replace("constant({...})", "constant({" + ", ".join(
+    str(k / 128) for k in range(128)) + "})")
+
+
+def test_read_only_loop_carries_are_not_copied_in():
+  """The weights (a parameter) and the bias (a constant) only pass through
+  the body: the loop reads them where they are; only the written carry h
+  and the counter are copied in. The dot in the body is split across
+  threads and the whole loop still runs natively."""
+  rng = np.random.default_rng(0)
+  args = [rng.standard_normal((128, 128)).astype(np.float32) / 16,
+          rng.standard_normal((128, 128)).astype(np.float32)]
+  text = WHILE_READ_ONLY.replace("%LW%", "nw")
+  exe, (_, nw, _) = ct.run_and_compare(text, args, rtol=1e-4)
+  np.testing.assert_array_equal(nw, -args[0])
+  (loop,) = [t for t in exe.plan["thunks"] if t["kind"] == "while"]
+  assert sorted(c["bytes"] for c in loop["init"]) == [4, 128 * 128 * 4]
+  dots = [t for t in loop["body"] if t["kind"] == "kernel" and
+          t["name"] == "d"]
+  assert dots and dots[0]["extent"] > 1  # split across the 2 threads
+  assert [type(t).__name__ for t in exe.thunks] == ["NativeProgramThunk"]
+  # Returned from the program, the weights' carry is an output: copied.
+  exe, (_, _, w) = ct.run_and_compare(WHILE_READ_ONLY.replace("%LW%", "lw"),
+                                      args, rtol=1e-4)
+  np.testing.assert_array_equal(w, args[0])
+  w[0, 0] = 7  # a fresh array, not the caller's
+  assert args[0][0, 0] != 7

@@ -37,7 +37,6 @@ import numpy as np
 
 import support
 from xla.service.cpu import blas
-from xla.service.cpu import blas
 from xla.service.cpu import native_runner
 from xla.service.cpu import thunk as thunk_lib
 from xla.service.cpu.thunk_emitter import numpy_dtype
@@ -116,10 +115,9 @@ class CpuExecutable:
     self._builtin_custom_calls = dict(builtin_custom_calls or {})
     self._addresses = {name: jit.address(name) for name in plan["kernels"]}
     self._pool = thunk_lib.thread_pool(self.threads)
-    self._uses_blas = uses_blas(plan)
     # OpenBLAS runs single-threaded while our kernels call it: the runtime
     # splits gemms across its own workers (see blas.pin_single_thread).
-    self._uses_blas = blas.uses_blas(plan.get("externals", ()))
+    self._uses_blas = uses_blas(plan)
     self.thunks = native_runner.compile_thunks(self._build(plan["thunks"]))
     self._setup_memory()
 

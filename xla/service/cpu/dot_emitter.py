@@ -49,11 +49,12 @@ Threads: the runtime's parallel extent carries all the parallelism. A BLAS
 kernel's parts are (independent gemm call: batch and leftover M/N indices)
 x (SPLIT_BLOCK-row blocks of the gemm's larger output dim); a part of
 consecutive blocks makes one call, so a kernel run as a single part makes
-the fewest, largest calls. OpenBLAS's own threads are best left at 1 when
-the runtime splits kernels across threads (`blas.set_num_threads(1)`;
-threaded OpenBLAS calls from several workers queue on its process-wide
-lock), and set to the executable's thread count when it runs each kernel as
-one part. Loop kernels use the flattened rows (row blocks) as the extent.
+the fewest, largest calls. The executable runs with OpenBLAS pinned to one
+thread (`blas.pin_single_thread`): threaded OpenBLAS calls from several
+workers queue on its process-wide lock while its own threads spin against
+the runtime's workers (measured 2-10x slower matmul / mlp / transformer on
+the 2-core bench machine). Loop kernels use the flattened rows (row
+blocks) as the extent.
 """
 
 from __future__ import annotations

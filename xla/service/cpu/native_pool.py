@@ -301,7 +301,7 @@ def emit(module: ir.Module) -> tuple[ir.Function, ir.Function]:
   return e.emit_run(work), e.emit_worker(work)
 
 
-# -- Python side ------------------------------------------------------------------
+# -- Python side --------------------------------------------------------------
 
 RUN_CFUNC = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint64,
                              ctypes.c_uint64, ctypes.c_int64, ctypes.c_int64)
@@ -318,7 +318,7 @@ def _functions():
       from xla.service.cpu import jit as jit_lib  # pylint: disable=g-import-not-at-top
       module = ir.Module(name="xla_cpu_pool")
       emit(module)
-      jit = jit_lib.CpuJit()
+      jit = jit_lib.CpuJit(0)  # spin loops and atomics: O0 is as good
       jit.compile(module)
       run_addr = jit.address("xla_cpu_pool_run")
       _COMPILED.extend([jit, run_addr, RUN_CFUNC(run_addr),

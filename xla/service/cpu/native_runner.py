@@ -206,7 +206,10 @@ def runner():
       from xla.service.cpu import jit as jit_lib  # pylint: disable=g-import-not-at-top
       module = ir.Module(name="xla_cpu_runner")
       _build_runner(module)
-      jit = jit_lib.CpuJit()
+      # O0: the interpreter is a dispatch loop around calls; optimising it
+      # costs ~100 ms of every process's first compile for nothing
+      # measurable.
+      jit = jit_lib.CpuJit(0)
       jit.compile(module)
       cfn = ctypes.CFUNCTYPE(
           None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,

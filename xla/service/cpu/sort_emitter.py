@@ -23,7 +23,11 @@ full unrolling of static trip counts only multiplies code and compile time.
 The comparator is the HLO computation through `ctx.scalar_computation`
 (`void cmp(T0* lhs0, T0* rhs0, T1* lhs1, ..., pred* out)`); `topk` uses the
 built-in order (floats in IEEE totalOrder, descending for `largest`) with
-ties broken by lower index, as XLA does.
+ties broken by lower index, as XLA does. topk with k <= SELECT_MAX_K
+selects instead of sorting (`_emit_topk_select`): one pass over the row
+keeps the k best in a sorted list, comparing a vector of keys at a time
+against the k-th best; jax's `lax.top_k` reaches it through
+topk_rewriter.py (sort + slices -> topk).
 """
 
 from __future__ import annotations

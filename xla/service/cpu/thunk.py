@@ -22,6 +22,7 @@ releases the GIL).
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import math
 import os
@@ -110,6 +111,9 @@ def thread_pool(threads: int):
     if pool is None:
       if native_pool.available():
         pool = native_pool.NativePool(threads - 1)
+        # Workers leave their native loop before interpreter teardown can
+        # free the code they run.
+        atexit.register(pool.close, 1.0)
       else:
         pool = ThreadPool(threads - 1)
       _POOLS[key] = pool

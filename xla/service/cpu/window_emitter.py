@@ -13,7 +13,11 @@ the input element or, at a padding position, the init value (XLA pads with
 the init value, so a non-neutral init counts once per padding position, as
 in the evaluator). Bounds checks are emitted only for dimensions that have
 padding or base dilation. The parallel extent counts blocks of output
-elements.
+elements. Without padding or base dilation, a window that keeps the last
+dimension whole (NHWC pooling) runs as rows instead (`_emit_rows`): each
+window position is a contiguous input row, folded elementwise into a row
+of outputs along a vectorized loop (measured 8x faster on the convnet
+bench's 2x2 max pools).
 
 select-and-scatter: the result starts as the init value everywhere; for
 every source element (row-major) the window's selected element is the

@@ -13,6 +13,8 @@ returns the instruction that replaces the one visited, or None.
   reshape(reshape(x))                    -> reshape(x)
   transpose(x) with the identity perm    -> x
   transpose(transpose(x, p1), p2)        -> transpose(x, p1∘p2) (or x)
+  transpose(dot(a, b)), rank 2, no batch -> dot(b, a) (the dot's only
+                                            user; XLA has the same rule)
   broadcast(x) that adds no dimension    -> x
   broadcast(broadcast(x))                -> broadcast(x)
   slice(x) covering all of x, stride 1   -> x
@@ -152,7 +154,32 @@ def _transpose(instr, s):
     if _is_identity(composed) and s.compatible(inner.shape, instr.shape):
       return inner
     return s.add(instr, hi.create_transpose(instr.shape, inner, composed))
-  return None
+  return _transpose_of_dot(instr, s)
+
+
+def _transpose_of_dot(instr, s):
+  """transpose(dot(a, b)) of a matrix product (one free dimension each
+  side, no batch) is dot(b, a): the transpose costs a pass over memory."""
+  dot = instr.operand(0)
+  if (dot.opcode != HloOpcode.kDot or tuple(instr.dimensions) != (1, 0) or
+      len(dot.users) != 1 or dot.control_predecessors or
+      dot.control_successors):
+    return None
+  dn = dot.dot_dimension_numbers
+  a, b = dot.operands
+  if (dn.lhs_batch_dimensions or dn.rhs_batch_dimensions or
+      a.shape.rank - len(dn.lhs_contracting_dimensions) != 1 or
+      b.shape.rank - len(dn.rhs_contracting_dimensions) != 1):
+    return None
+  new = hi.HloInstruction(HloOpcode.kDot, instr.shape, [b, a])
+  for key, value in dot.attrs.items():
+    new.set_attr(key, value)
+  new.set_attr("lhs_contracting_dims", tuple(dn.rhs_contracting_dimensions))
+  new.set_attr("rhs_contracting_dims", tuple(dn.lhs_contracting_dimensions))
+  precision = dot.attrs.get("operand_precision")
+  if precision is not None and len(precision) == 2:
+    new.set_attr("operand_precision", tuple(precision)[::-1])
+  return s.add(instr, new)
 
 
 def _broadcast(instr, s):

@@ -1,8 +1,10 @@
 """Tests for AlgebraicSimplifier: each rule fires on its pattern (positive)
 and leaves a near miss alone (negative)."""
 
+import numpy as np
 import pytest
 
+from xla.hlo.evaluator.hlo_evaluator import HloEvaluator
 from xla.hlo.ir.hlo_opcode import HloOpcode
 from xla.hlo.parser import hlo_parser as hp
 from xla.hlo.transforms.simplifiers import algebraic_simplifier as algsimp
@@ -227,3 +229,46 @@ ENTRY e {
   assert algsimp.splat_value(get("b")) is None
   assert algsimp.splat_value(get("d")) == 7
   assert algsimp.splat_value(get("t")) is None
+
+
+def test_transpose_of_matrix_product_swaps_the_operands():
+  # d = a^T x (contracting dim 0 of both), as jax's gradients spell it;
+  # transpose(d) = x^T a.
+  body = """a = f32[5,3] parameter(0)
+  x = f32[5,4] parameter(1)
+  d = f32[3,4] dot(a, x), lhs_contracting_dims={0}, rhs_contracting_dims={0}, operand_precision={high,default}
+  ROOT r = f32[4,3] transpose(d), dimensions={1,0}"""
+  changed, root = _run(body)
+  assert changed
+  assert root.opcode == HloOpcode.kDot
+  assert [o.name for o in root.operands] == ["x", "a"]
+  assert root.attr("operand_precision")[0].name.lower() == "default"
+  rng = np.random.default_rng(0)
+  args = [rng.standard_normal((5, 3)).astype(np.float32),
+          rng.standard_normal((5, 4)).astype(np.float32)]
+  module = hp.parse_and_return_verified_module(
+      f"HloModule m\nENTRY e {{\n{body}\n}}")
+  want = HloEvaluator().evaluate(module, args)[0]
+  algsimp.AlgebraicSimplifier().run(module)
+  got = HloEvaluator().evaluate(module, args)[0]
+  np.testing.assert_allclose(got, want, rtol=1e-6)
+  np.testing.assert_allclose(got, args[1].T @ args[0], rtol=1e-5)
+
+
+@pytest.mark.parametrize("body", [
+    # The dot has another user: swapping would compute it twice.
+    """a = f32[3,5] parameter(0)
+  b = f32[5,4] parameter(1)
+  d = f32[3,4] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  t = f32[4,3] transpose(d), dimensions={1,0}
+  n = f32[3,4] negate(d)
+  ROOT r = (f32[4,3], f32[3,4]) tuple(t, n)""",
+    # A batched product.
+    """a = f32[2,3,5] parameter(0)
+  b = f32[2,5,4] parameter(1)
+  d = f32[2,3,4] dot(a, b), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={1}
+  ROOT r = f32[2,4,3] transpose(d), dimensions={0,2,1}""",
+], ids=["shared_dot", "batched"])
+def test_transpose_of_dot_left_alone(body):
+  changed, _ = _run(body)
+  assert not changed
