@@ -209,7 +209,7 @@ BUILDERS: dict[str, Builder] = {}
 
 # The field of each slot's args that holds the object it acts on.
 HANDLE_FIELDS = ("client", "device", "device_description", "memory",
-                 "buffer", "src", "executable", "loaded_executable", "event",
+                 "buffer", "src", "loaded_executable", "executable", "event",
                  "error")
 
 
