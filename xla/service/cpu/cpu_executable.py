@@ -55,42 +55,6 @@ def _address(arr: np.ndarray) -> int:
   return arr.__array_interface__["data"][0]
 
 
-class _BlasSingleThreaded:
-  """Holds OpenBLAS at one thread while any execution that calls it runs
-  (nesting and concurrent executions counted); the caller's setting is
-  restored when the last one ends."""
-
-  _lock = threading.Lock()
-  _depth = 0
-  _saved: Optional[int] = None
-
-  def __enter__(self):
-    cls = type(self)
-    with cls._lock:
-      if cls._depth == 0:
-        cls._saved = blas.get_num_threads()
-        if cls._saved not in (None, 1):
-          blas.set_num_threads(1)
-      cls._depth += 1
-    return self
-
-  def __exit__(self, *exc):
-    cls = type(self)
-    with cls._lock:
-      cls._depth -= 1
-      if cls._depth == 0 and cls._saved not in (None, 1):
-        blas.set_num_threads(cls._saved)
-    return False
-
-
-_BLAS_SINGLE_THREADED = _BlasSingleThreaded()
-
-
-def uses_blas(plan: dict) -> bool:
-  """Whether the plan's kernels call a BLAS gemm."""
-  return any("cblas" in name for name in plan.get("externals", ()))
-
-
 class _Leaf:
   __slots__ = ("param", "path", "dtype", "dims", "alloc", "nbytes")
 
@@ -117,7 +81,7 @@ class CpuExecutable:
     self._pool = thunk_lib.thread_pool(self.threads)
     # OpenBLAS runs single-threaded while our kernels call it: the runtime
     # splits gemms across its own workers (see blas.pin_single_thread).
-    self._uses_blas = uses_blas(plan)
+    self._uses_blas = blas.uses_blas(plan.get("externals", ()))
     self.thunks = native_runner.compile_thunks(self._build(plan["thunks"]))
     self._setup_memory()
 
