@@ -15,12 +15,18 @@ from jax import lax
 import jax.numpy as jnp
 import numpy as np
 
+from examples.bench.numpy_programs import AXPY_ALPHA
 from examples.bench.numpy_programs import LEARNING_RATE
 
 
 def elementwise(x, n):
   del n
   return (jnp.tanh(jnp.exp(-(x * x)) * 2.0 - 1.0) + x * 0.5,)
+
+
+def axpy(x, y, n):
+  del n
+  return (AXPY_ALPHA * x + y,)
 
 
 def softmax(x, n):
@@ -130,7 +136,8 @@ def topk(x, rows, cols, k):
 
 
 FUNCTIONS = {
-    "elementwise": elementwise, "softmax": softmax, "layernorm": layernorm,
+    "elementwise": elementwise, "axpy": axpy, "softmax": softmax,
+    "layernorm": layernorm,
     "matmul": matmul, "mlp": mlp, "transformer": transformer,
     "convnet": convnet, "mlp_train": mlp_train, "rnn_scan": rnn_scan,
     "sort": sort, "topk": topk,

@@ -70,6 +70,24 @@ def elementwise_bytes(n):
   return 2 * n * n * 4  # read x once, write the result once
 
 
+# -- axpy (memory-bound) -------------------------------------------------------
+
+AXPY_ALPHA = 2.5
+
+
+def axpy_inputs(rng, n):
+  return [_normal(rng, (n, n)), _normal(rng, (n, n))]
+
+
+def axpy_numpy(x, y, n):
+  del n
+  return (F32(AXPY_ALPHA) * x + y,)
+
+
+def axpy_bytes(n):
+  return 3 * n * n * 4  # read x and y once, write the result once
+
+
 # -- softmax / layernorm --------------------------------------------------------
 
 
@@ -301,6 +319,9 @@ PROGRAMS: dict[str, Program] = {p.name: p for p in (
     Program("elementwise", "tanh(exp(-x^2)*2-1)+x/2 on an NxN f32 array",
             {"full": dict(n=4096), "quick": dict(n=128)},
             elementwise_inputs, elementwise_numpy, elementwise_bytes),
+    Program("axpy", "2.5*x+y on NxN f32 arrays (memory-bound)",
+            {"full": dict(n=4096), "quick": dict(n=128)},
+            axpy_inputs, axpy_numpy, axpy_bytes),
     Program("softmax", "row softmax of an NxN f32 array",
             {"full": dict(n=4096), "quick": dict(n=128)},
             rows_inputs, softmax_numpy),
