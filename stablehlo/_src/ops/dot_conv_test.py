@@ -55,7 +55,10 @@ def dot(lhs="2x3x4xf32", rhs="2x4x5xf32", dst="2x3x5xf32", lb=(0,), rb=(0,),
     (dot(rhs="2x3x5xf32"), "dot_general_c10"),
     (dot(precision=("DEFAULT",)), "dot_general_c11"),
     (dot(dst="2x5x3xf32"), "dot_general_c12"),
-    (dot(rhs="2x4x5xf64"), "dot_general_c13"),
+    # Mixed operand types: upstream's verifier does not enforce c13.
+    (dot(rhs="2x4x5xf64"), None),
+    (dot(lhs="2x3x4xf8E4M3FN", rhs="2x4x5xf8E5M2", dst="2x3x5xf32"), None),
+    (dot(lhs="2x3x4xbf16", rhs="2x4x5xf32", dst="2x3x5xf32"), None),
     (dot(lhs=T("3x4", QL), rhs=T("4x5", QR), dst=T("3x5", QO), lb=(), rb=(),
          lc=(1,), rc=(0,)), None),
     (dot(lhs=T("3x4", QL), rhs=T("4x5", QR), dst="3x5xf32", lb=(), rb=(),
@@ -198,3 +201,27 @@ def test_dynamic_conv():
              value=dense([[1, 1], [1, 1]]))
   check(dconv(dst="1x4x4x8xf32", pad_op=const), None)
   check(dconv(dst="1x2x2x8xf32", pad_op=const), "dynamic_conv_c25")
+
+
+_MIXES = [("f32", "f64", "f32"), ("f8E4M3FN", "f8E5M2", "f32"),
+          ("f8E4M3FN", "f8E5M2", "f8E5M2"), ("bf16", "f32", "f32"),
+          ("i8", "f32", "f32"), ("i1", "i32", "i32")]
+
+
+@pytest.mark.parametrize("lhs,rhs,res", _MIXES)
+def test_mixed_dot_general_types_match_jaxlib(lhs, rhs, res):
+  """We accept the mixed non-quantized element types jaxlib accepts."""
+  jmlir = pytest.importorskip("jax._src.interpreters.mlir")
+  ir = pytest.importorskip("jaxlib.mlir.ir")
+  from stablehlo._src import text as mlir_text  # pylint: disable=g-import-not-at-top
+  text = (
+      f"func.func @main(%a: tensor<2x3x{lhs}>, %b: tensor<3x4x{rhs}>) -> "
+      f"tensor<2x4x{res}> {{\n"
+      f"  %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : "
+      f"(tensor<2x3x{lhs}>, tensor<3x4x{rhs}>) -> tensor<2x4x{res}>\n"
+      f"  return %0 : tensor<2x4x{res}>\n}}\n")
+  with jmlir.make_ir_context():
+    theirs = ir.Module.parse(text).operation.verify()
+  module = mlir_text.parse_module(text)
+  ours = verify.verify_module(module) is None
+  assert theirs is True and ours
