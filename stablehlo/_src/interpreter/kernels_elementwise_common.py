@@ -233,6 +233,31 @@ def float_map2(x, y, et: t.Type, real_fn, complex_fn=None):
   return round_float(real_fn(upcast(x, et), upcast(y, et)), et)
 
 
+def complex_tan(z: np.ndarray) -> np.ndarray:
+  """tan of complex `z` with XLA CPU's values where a part is not finite or
+  the real part is zero (the rule of xla/service/cpu/elemental_complex.py
+  `_tan`, checked against jax.jit on CPU; numpy follows C99 instead):
+
+    imag = +-inf        -> real +-0 (+0 for a non-finite real part; numpy
+                           gives the sign of sin 2x for a finite one),
+                           imag copysign(1, imag);
+    real = +-inf or nan -> nan + nan i otherwise (imag = 0 included);
+    real = +-0          -> real part +0 (also for -0).
+  """
+  z = np.asarray(z)
+  with np.errstate(all="ignore"):
+    out = np.tan(z)
+  a, c = z.real, z.imag
+  a_finite, c_inf = np.isfinite(a), np.isinf(c)
+  re = np.where(a_finite, out.real, np.where(c_inf, 0.0, np.nan))
+  im = np.where(a_finite | c_inf, out.imag, np.nan)
+  im = np.where(c_inf, np.copysign(1.0, c), im)
+  re = np.where(a == 0, 0.0, re)
+  result = np.empty_like(out)
+  result.real, result.imag = re, im
+  return result
+
+
 def native_float(et: t.Type) -> bool:
   """Float / complex types whose numpy +, -, *, / round correctly to the
   type itself (float16 goes through float32, which is innocuous)."""

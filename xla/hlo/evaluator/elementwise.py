@@ -378,7 +378,7 @@ KERNELS: dict[HloOpcode, Callable] = {
     O.kSinh: _float_unary(np.sinh, np.sinh),
     O.kSqrt: _float_unary(np.sqrt, np.sqrt),
     O.kSubtract: _arith(np.subtract, np.logical_xor),
-    O.kTan: _float_unary(np.tan, np.tan),
+    O.kTan: _float_unary(np.tan, C.complex_tan),
     O.kTanh: _float_unary(np.tanh, np.tanh),
     O.kXor: _bitwise(np.bitwise_xor),
 }

@@ -273,7 +273,26 @@ def _tan_parts(b, x, y):
 
 
 def _tan(b, a, c):
-  return _tan_parts(b, a, c)
+  """tan(a + ic), with XLA CPU's results at special values (checked against
+  jax.jit on CPU, c64 and c128):
+
+    c = +-inf        -> (r, copysign(1, c)), r = +-0 with the sign of
+                        sin 2a for finite a (what the |c| > 20 branch of
+                        _tan_parts gives), +0 for a = +-inf or nan;
+    a = +-inf or nan -> (nan, nan) for any other c, c = 0 included;
+    a = +-0          -> real part +0 (also for a = -0), imaginary part as
+                        computed (tanh c; nan for c = nan);
+  and _tan_parts everywhere else (a finite nonzero and c = nan: nan, nan).
+  """
+  re, im = _tan_parts(b, a, c)
+  inf, nan, zero = _d(a, float("inf")), _d(a, float("nan")), _d(a, 0.0)
+  a_finite = b.fcmp_ordered("<", u.fabs(b, a), inf)
+  c_inf = b.fcmp_ordered("==", u.fabs(b, c), inf)
+  re = b.select(a_finite, re, b.select(c_inf, zero, nan))
+  im = b.select(b.or_(a_finite, c_inf), im, nan)
+  im = b.select(c_inf, u.intrinsic(b, "copysign", [_d(c, 1.0), c]), im)
+  re = b.select(b.fcmp_ordered("==", a, zero), zero, re)
+  return re, im
 
 
 def _tanh(b, a, c):
