@@ -663,6 +663,45 @@ class _ExecutePlan:
 # Client.
 
 
+
+# Protobuf message names (xla/service/hlo.proto, xla/xla.proto) -> format.
+_HLO_MESSAGE_FORMATS = {"xla.HloModuleProto": "hlo",
+                        "xla.HloModuleProtoWithConfig": "hlo_with_config"}
+
+
+def program_bytes(program: Any, fmt: str | None = None) -> tuple[bytes, str]:
+  """The PJRT_Program code and format of `program` (see Client.compile;
+  an explicit `fmt`, even an empty one, is passed on as given)."""
+  def given_or(default: str) -> str:
+    return default if fmt is None else fmt
+
+  if isinstance(program, str):
+    return program.encode("utf-8"), given_or("mlir")
+  if isinstance(program, (bytes, bytearray, memoryview)):
+    return bytes(program), given_or("mlir")
+  serialize_hlo = getattr(program, "as_serialized_hlo_module_proto", None)
+  if callable(serialize_hlo):
+    return bytes(serialize_hlo()), given_or("hlo")
+  descriptor = getattr(program, "DESCRIPTOR", None)
+  message = getattr(descriptor, "full_name", None)
+  if message is not None and callable(
+      getattr(program, "SerializeToString", None)):
+    if fmt is None and message not in _HLO_MESSAGE_FORMATS:
+      raise support.InvalidArgumentError(
+          f"cannot compile a {message} protobuf message (HloModuleProto "
+          "or HloModuleProtoWithConfig expected)")
+    return program.SerializeToString(), given_or(
+        _HLO_MESSAGE_FORMATS.get(message, ""))
+  # Imported here: the StableHLO IR is only needed for a parsed module.
+  from stablehlo._src import text as mlir_text  # pylint: disable=g-import-not-at-top
+  from stablehlo._src.ir import core  # pylint: disable=g-import-not-at-top
+  if isinstance(program, core.Module):
+    return mlir_text.print_module(program).encode("utf-8"), given_or("mlir")
+  raise support.InvalidArgumentError(
+      f"cannot compile a {type(program).__name__}: pass MLIR text, a "
+      "portable artifact, a StableHLO module, or an HLO module proto")
+
+
 class Client:
   """A PJRT_Client of a plugin.
 
@@ -862,27 +901,33 @@ class Client:
 
   # -- Compilation. ---------------------------------------------------------
 
-  def compile(self, program: str | bytes,
-              format: str = "mlir",  # pylint: disable=redefined-builtin
+  def compile(self, program: Any,
+              format: str | None = None,  # pylint: disable=redefined-builtin
               compile_options: bytes | None = None) -> LoadedExecutable:
     """Compiles and loads `program`.
 
     Args:
-      program: MLIR text or bytecode (StableHLO, `format="mlir"`), or a
-        serialized HloModuleProto (`"hlo"`, `"hlo_with_config"`).
-      format: the PJRT_Program format.
+      program: StableHLO as MLIR text (str or bytes), a portable artifact
+        (bytes) or a parsed module (stablehlo IR `Module`); or HLO as a
+        serialized HloModuleProto / HloModuleProtoWithConfig (bytes, with
+        `format`), such a protobuf message, or an object with
+        `as_serialized_hlo_module_proto()` (JAX's `XlaComputation`, from
+        `jax.jit(f).lower(x).compiler_ir("hlo")`). HLO compiles where the
+        plugin takes it (ours: the cpu and evaluator backends).
+      format: the PJRT_Program format ("mlir", "hlo", "hlo_with_config");
+        default: what `program` is ("mlir" for str / bytes).
       compile_options: a serialized xla.CompileOptionsProto; default: one
         replica, one partition (`compile_options.compile_options()`).
 
     Raises:
       support.XlaError: the plugin's error, e.g. INVALID_ARGUMENT for a
         program that does not parse or verify.
+      support.InvalidArgumentError: a `program` of no known kind.
     """
-    code = program.encode("utf-8") if isinstance(program, str) else bytes(
-        program)
+    code, fmt_name = program_bytes(program, format)
     if compile_options is None:
       compile_options = compile_options_lib.compile_options()
-    fmt = format.encode("utf-8")
+    fmt = fmt_name.encode("utf-8")
     prog = abi.make_args(abi.PJRT_Program, code=code, code_size=len(code),
                          format=fmt, format_size=len(fmt))
     args = self._call("Client_Compile", program=prog,

@@ -380,3 +380,46 @@ def test_execute_errors_leave_the_executable_usable(client):
     exe.execute([x])
   (y,) = exe.execute([x, x])
   np.testing.assert_array_equal(y.to_numpy(), np.full(4, 2, np.float32))
+
+
+class _FakeMessage:
+  """Quacks like a protobuf message of type `name`."""
+
+  def __init__(self, name: str, data: bytes):
+    self.DESCRIPTOR = type("D", (), {"full_name": name})()  # pylint: disable=invalid-name
+    self._data = data
+
+  def SerializeToString(self) -> bytes:  # pylint: disable=invalid-name
+    return self._data
+
+
+def test_program_bytes_kinds():
+  from stablehlo._src import text as mlir_text  # pylint: disable=g-import-not-at-top
+  assert client_lib.program_bytes(_ADD) == (_ADD.encode(), "mlir")
+  assert client_lib.program_bytes(b"\x01", "hlo") == (b"\x01", "hlo")
+  assert client_lib.program_bytes("x", "") == (b"x", "")  # Passed on.
+  code, fmt = client_lib.program_bytes(mlir_text.parse_module(_ADD))
+  assert fmt == "mlir" and b"stablehlo.add" in code
+  assert client_lib.program_bytes(
+      _FakeMessage("xla.HloModuleProto", b"\x0a\x01m")) == (b"\x0a\x01m",
+                                                             "hlo")
+  assert client_lib.program_bytes(
+      _FakeMessage("xla.HloModuleProtoWithConfig", b"")) == (
+          b"", "hlo_with_config")
+  with pytest.raises(support.InvalidArgumentError, match="xla.Shape"):
+    client_lib.program_bytes(_FakeMessage("xla.ShapeProto", b""))
+  assert client_lib.program_bytes(
+      _FakeMessage("xla.ShapeProto", b"\x01"), "hlo") == (b"\x01", "hlo")
+  with pytest.raises(support.InvalidArgumentError, match="cannot compile"):
+    client_lib.program_bytes(3.5)
+
+
+def test_compile_hlo_from_jax(client):
+  jax = pytest.importorskip("jax")
+  x = np.arange(6, dtype=np.float32).reshape(2, 3)
+  computation = jax.jit(lambda a: (a * a, a.sum())).lower(x).compiler_ir(
+      "hlo")
+  executable = client.compile(computation)  # An XlaComputation: "hlo".
+  squares, total = executable.execute([client.buffer_from_numpy(x)])
+  np.testing.assert_array_equal(squares.to_numpy(), x * x)
+  assert total.to_numpy() == 15.0

@@ -10,6 +10,12 @@ not an edit of the plugin:
   cpu          StableHLO -> HLO then our XLA CPU compiler
                (xla.service.cpu.cpu_compiler), native code.
 
+Programs in the HLO formats ("hlo", "hlo_with_config") are read by
+`read_hlo_program` (xla/hlo/proto), which this module registers with
+programs.py (that module may not import //xla), and run on cpu / evaluator
+only: there is no HLO -> StableHLO converter for the interpreter, so it
+refuses them (UNIMPLEMENTED), and "auto" does not fall back to it for them.
+
 "auto" (the default) is "cpu" when the CPU compiler can be imported, else
 "interpreter"; under "auto" a program the CPU compiler does not support
 (UnimplementedError) runs on the interpreter instead, and the executable
@@ -73,6 +79,7 @@ class InterpreterCompiled(Compiled):
   backend = "interpreter"
 
   def __init__(self, program: programs.Program):
+    _require_stablehlo(program)
     from stablehlo._src import interpreter  # pylint: disable=g-import-not-at-top
     self._interpreter_cls = interpreter.Interpreter
     self._program = program
@@ -111,6 +118,8 @@ class InterpreterCompiled(Compiled):
 
 def import_hlo(program: programs.Program):
   """A fresh, verified HloModule of the program's entry function."""
+  if program.is_hlo:
+    return program.fresh_hlo()
   module = program.fresh_module()
   if any(op.name == "ml_program.global" for op in module.walk()):
     raise support.UnimplementedError(
@@ -179,6 +188,124 @@ class CpuCompiled(Compiled):
     return list(self._executable.execute(list(args)))
 
 
+# --------------------------------------------------------------------------
+# HLO-format programs (HloModuleProto).
+
+# Opcodes (HLO text names) that make replicas or partitions interact.
+_HLO_COLLECTIVE_EXTRA = frozenset({"replica-id", "partition-id", "send",
+                                   "recv", "send-done", "recv-done"})
+
+
+def _require_stablehlo(program: programs.Program) -> None:
+  if program.is_hlo:
+    raise support.UnimplementedError(
+        f"the interpreter backend runs StableHLO only, and program "
+        f"{program.name!r} is HLO (format {program.format!r}; there is no "
+        "HLO -> StableHLO converter); use the cpu or evaluator backend")
+
+
+def _hlo_array(shape, what: str):
+  """(numpy dtype, dims) of an array shape of the entry's signature."""
+  from xla import primitive_util  # pylint: disable=g-import-not-at-top
+  from xla import shape_util  # pylint: disable=g-import-not-at-top
+  if not shape.is_array():
+    raise support.UnimplementedError(
+        f"{what} has shape {shape_util.human_string(shape)}; the "
+        "openxla_cpu plugin takes arrays (a tuple only as the result)")
+  if shape.is_dynamic():
+    raise support.UnimplementedError(
+        f"{what} has dynamic shape {shape_util.human_string(shape)}; only "
+        "static shapes are supported")
+  if shape.layout is not None and not shape_util.has_default_layout(shape):
+    raise support.UnimplementedError(
+        f"{what} has layout {shape_util.human_string(shape)} with "
+        f"minor_to_major {list(shape.layout.minor_to_major)}; the plugin's "
+        "buffers are row-major (the default layout)")
+  return primitive_util.numpy_dtype(shape.element_type), tuple(
+      shape.dimensions)
+
+
+def _describe_hlo(module, name: str) -> programs.HloInfo:
+  from xla.hlo.ir import hlo_opcode  # pylint: disable=g-import-not-at-top
+  from xla.service import hlo_verifier  # pylint: disable=g-import-not-at-top
+  entry = module.entry_computation
+  if entry is None:
+    raise support.InvalidArgumentError(
+        f"HLO module {name!r} has no entry computation")
+  hlo_verifier.verify(module)
+  layout = module.entry_computation_layout()
+  own = entry.program_shape()
+  if len(layout.parameters) != len(own.parameters):
+    raise support.InvalidArgumentError(
+        f"HLO module {name!r}: the entry layout has "
+        f"{len(layout.parameters)} parameters, the entry computation "
+        f"{len(own.parameters)}")
+  parameters = []
+  for i, (given, actual) in enumerate(zip(layout.parameters,
+                                          own.parameters)):
+    what = f"parameter {i} of {entry.name}"
+    spec = _hlo_array(given, what)
+    if spec != _hlo_array(actual, what):
+      raise support.InvalidArgumentError(
+          f"HLO module {name!r}: {what} is {actual} in the computation "
+          f"but {given} in the entry layout")
+    parameters.append(spec)
+  result = layout.result
+  tupled = result.is_tuple()
+  leaves = result.tuple_shapes if tupled else (result,)
+  results = [_hlo_array(s, f"result {i} of {entry.name}")
+             for i, s in enumerate(leaves)]
+  aliases: dict[int, int] = {}
+  for alias in module.input_output_aliases:
+    output = tuple(alias.output_index)
+    if tuple(alias.parameter_index) or len(output) != int(tupled):
+      raise support.UnimplementedError(
+          f"HLO module {name!r}: input/output alias {alias} uses a tuple "
+          "index the plugin's flat signature does not have")
+    index = output[0] if tupled else 0
+    if not 0 <= alias.parameter_number < len(parameters) or not (
+        0 <= index < len(results)):
+      raise support.InvalidArgumentError(
+          f"HLO module {name!r}: input/output alias {alias} is out of range")
+    aliases[alias.parameter_number] = index
+  donors = frozenset(d.parameter_number for d in module.buffer_donors
+                     if 0 <= d.parameter_number < len(parameters))
+  collectives = any(
+      hlo_opcode.has_property(i.opcode, hlo_opcode.COLLECTIVE) or
+      hlo_opcode.opcode_string(i.opcode) in _HLO_COLLECTIVE_EXTRA
+      for i in module.instructions())
+  return programs.HloInfo(
+      module=module, name=name, entry=entry.name, parameters=parameters,
+      results=results, aliases=aliases, donors=donors,
+      uses_collectives=collectives)
+
+
+def read_hlo_program(proto: bytes) -> programs.HloInfo:
+  """Reads and verifies a serialized HloModuleProto (programs.py's HLO
+  reader).
+
+  Raises:
+    support.InvalidArgumentError: bytes that are no valid HLO module (any
+      failure to read or verify them, so that no input crashes the plugin).
+    support.UnimplementedError: a module the plugin cannot run (tuple
+      parameters, dynamic shapes, non-default entry layouts, proto fields
+      our HLO IR lacks).
+  """
+  from xla.hlo.proto import hlo_proto  # pylint: disable=g-import-not-at-top
+  try:
+    module = hlo_proto.hlo_module_from_proto(bytes(proto))
+    return _describe_hlo(module, module.name)
+  except support.XlaError:
+    raise
+  except Exception as e:  # pylint: disable=broad-except
+    # Malformed input reaching code that assumes a well-formed module.
+    raise support.InvalidArgumentError(
+        f"invalid HloModuleProto: {type(e).__name__}: {e}") from None
+
+
+programs.register_hlo_reader(read_hlo_program)
+
+
 register("interpreter", InterpreterCompiled)
 register("evaluator", EvaluatorCompiled)
 register("cpu", CpuCompiled)
@@ -211,7 +338,7 @@ def compile_program(program: programs.Program, backend: str, *,
   try:
     return compile_fn(program)
   except support.UnimplementedError as e:
-    if not fallback or backend == "interpreter":
+    if not fallback or backend == "interpreter" or program.is_hlo:
       raise
     support.log.vlog(1, "openxla_cpu: backend %s cannot compile %s (%s); "
                      "using the interpreter", backend, program.name, e)

@@ -3,33 +3,47 @@
 A PJRT_Program in format "mlir" is a StableHLO portable artifact (VHLO
 bytecode, possibly with Shardy annotations; what JAX sends, see shardy.py)
 or StableHLO MLIR text. Plain, non-VHLO MLIR bytecode is not supported
-(UNIMPLEMENTED), nor are the serialized HloModuleProto formats "hlo" /
-"hlo_with_config". Every program is verified before anything compiles it,
+(UNIMPLEMENTED). Every program is verified before anything compiles it,
 and its entry function, @main (as XLA requires), must have static shapes and
 array types only.
 
+Format "hlo" is a serialized xla.HloModuleProto, "hlo_with_config" an
+xla.HloModuleProtoWithConfig (field 1: the HloModuleProto, field 2: an
+HloModuleConfigProto, which is not read: compile options say the replica
+and partition counts). This module may not import //xla (see
+ci/layering), so the HLO module is read by the function that backends.py
+registers with `register_hlo_reader`; such a Program has `hlo` set (an
+HloModule, opaque here) and `module` None. Only the XLA backends (cpu,
+evaluator) run it.
+
 `Program` keeps the original bytes: backends that rewrite the module in
-place get a fresh copy from them (`fresh_module`), and serialized
-executables store them.
+place get a fresh copy from them (`fresh_module`, `fresh_hlo`), and
+serialized executables store them.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
-from typing import Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
 import support
 from pjrt._src import abi_types
+from pjrt._src import compile_options as proto_wire
 from pjrt._src import dtypes
 from stablehlo._src.ir import attributes as a
 from stablehlo._src.ir import core
 from stablehlo._src.ir import types as t
 
 FORMAT_MLIR = "mlir"
-HLO_FORMATS = ("hlo", "hlo_with_config")
+FORMAT_HLO = "hlo"
+FORMAT_HLO_WITH_CONFIG = "hlo_with_config"
+HLO_FORMATS = (FORMAT_HLO, FORMAT_HLO_WITH_CONFIG)
+# HloModuleProtoWithConfig.hlo_module (xla/xla.proto).
+_WITH_CONFIG_HLO_MODULE_FIELD = 1
+_WIRE_LEN = 2
 
 # Ops that make replicas (or partitions) of one execution interact, or
 # depend on which process they run in.
@@ -59,7 +73,8 @@ class Program:
 
   code: bytes
   format: str
-  module: core.Module
+  # The StableHLO module; None for a program in an HLO format.
+  module: Optional[core.Module]
   entry: str
   name: str
   parameters: list[ArrayType]
@@ -69,6 +84,12 @@ class Program:
   # Parameters donated without a particular result (jax.buffer_donor).
   donors: frozenset[int]
   uses_collectives: bool
+  # The HloModule of a program in an HLO format (see `register_hlo_reader`).
+  hlo: Any = None
+
+  @property
+  def is_hlo(self) -> bool:
+    return self.format in HLO_FORMATS
 
   @property
   def fingerprint(self) -> str:
@@ -79,9 +100,22 @@ class Program:
 
   def fresh_module(self) -> core.Module:
     """A new copy of the module (for passes that rewrite in place)."""
+    if self.is_hlo:
+      raise support.UnimplementedError(
+          f"program {self.name!r} is HLO (format {self.format!r}), not "
+          "StableHLO; only the cpu and evaluator backends run it")
     return parse(self.code, self.format)
 
+  def fresh_hlo(self) -> Any:
+    """A new copy of the HloModule of an HLO-format program."""
+    if not self.is_hlo:
+      raise support.InvalidArgumentError(
+          f"program {self.name!r} is StableHLO, not HLO")
+    return read_hlo(self.code, self.format).module
+
   def text(self) -> str:
+    if self.is_hlo:
+      return self.hlo.to_string()
     from stablehlo._src import text as mlir_text  # pylint: disable=g-import-not-at-top
     return mlir_text.print_module(self.module)
 
@@ -95,14 +129,14 @@ def parse(code: bytes, fmt: str) -> core.Module:
     support.UnimplementedError: a format or encoding we do not read.
   """
   if fmt in HLO_FORMATS:
-    raise support.UnimplementedError(
-        f"program format {fmt!r} (a serialized HloModuleProto) is not "
-        "supported by the openxla_cpu plugin; pass StableHLO as format "
-        "'mlir' (a portable artifact or MLIR text)")
+    raise support.InvalidArgumentError(
+        f"program format {fmt!r} is HLO, not StableHLO (use `load` or "
+        "`read_hlo`)")
   if fmt != FORMAT_MLIR:
     raise support.InvalidArgumentError(
         f"unknown program format {fmt!r}; the openxla_cpu plugin takes "
-        "'mlir' (StableHLO portable artifact or MLIR text)")
+        "'mlir' (StableHLO portable artifact or MLIR text), 'hlo' "
+        "(HloModuleProto) or 'hlo_with_config' (HloModuleProtoWithConfig)")
   from stablehlo._src.bytecode import reader  # pylint: disable=g-import-not-at-top
   from stablehlo._src.ops import verify  # pylint: disable=g-import-not-at-top
   if reader.is_bytecode(code):
@@ -119,6 +153,110 @@ def parse(code: bytes, fmt: str) -> core.Module:
     module = mlir_text.parse_module(text, "<program>")
   verify.verify_module(module)
   return module
+
+
+# --------------------------------------------------------------------------
+# HLO formats.
+
+
+@dataclasses.dataclass
+class HloInfo:
+  """What a registered HLO reader says of a serialized HloModuleProto."""
+
+  module: Any  # The verified HloModule.
+  name: str
+  entry: str  # The entry computation's name.
+  # (numpy dtype, shape) of each entry parameter and result (a tuple root
+  # gives one result per element).
+  parameters: list[tuple[np.dtype, tuple[int, ...]]]
+  results: list[tuple[np.dtype, tuple[int, ...]]]
+  aliases: dict[int, int]
+  donors: frozenset[int]
+  uses_collectives: bool
+
+
+HloReader = Callable[[bytes], HloInfo]
+_hlo_reader: Optional[HloReader] = None
+
+
+def register_hlo_reader(reader: Optional[HloReader]) -> None:
+  """Sets the function that reads HloModuleProto bytes (None: unset).
+
+  It raises support.InvalidArgumentError for bytes that are no valid HLO
+  module and support.UnimplementedError for one it cannot run.
+  """
+  global _hlo_reader
+  _hlo_reader = reader
+
+
+def hlo_module_proto(code: bytes, fmt: str) -> bytes:
+  """The serialized HloModuleProto of a program in format `fmt`.
+
+  For "hlo_with_config", the HloModuleProtoWithConfig's hlo_module field
+  (several occurrences of a message field merge, which for serialized bytes
+  is their concatenation).
+
+  Raises:
+    support.InvalidArgumentError: malformed bytes, or no hlo_module.
+  """
+  if fmt == FORMAT_HLO:
+    return bytes(code)
+  if fmt != FORMAT_HLO_WITH_CONFIG:
+    raise support.InvalidArgumentError(f"{fmt!r} is not an HLO format")
+  parts = []
+  try:
+    for field, wire, value in proto_wire.iter_fields(bytes(code)):
+      if field == _WITH_CONFIG_HLO_MODULE_FIELD:
+        if wire != _WIRE_LEN:
+          raise support.InvalidArgumentError(
+              "HloModuleProtoWithConfig.hlo_module has wire type "
+              f"{wire}, not a message")
+        parts.append(value)
+  except support.DataLossError as e:
+    raise support.InvalidArgumentError(
+        f"malformed HloModuleProtoWithConfig bytes: {e}") from None
+  if not parts:
+    raise support.InvalidArgumentError(
+        "the HloModuleProtoWithConfig has no hlo_module")
+  return b"".join(parts)
+
+
+def read_hlo(code: bytes, fmt: str) -> HloInfo:
+  """Reads and verifies an HLO-format program with the registered reader."""
+  proto = hlo_module_proto(code, fmt)
+  if _hlo_reader is None:
+    raise support.UnimplementedError(
+        f"program format {fmt!r} needs the plugin's HLO reader, which "
+        "registers when pjrt._src.plugin.backends is imported")
+  return _hlo_reader(proto)
+
+
+def _load_hlo(code: bytes, fmt: str) -> Program:
+  info = read_hlo(code, fmt)
+
+  def array(spec, what):
+    dtype, shape = spec
+    try:
+      element_type = dtypes.buffer_type(np.dtype(dtype))
+    except support.InvalidArgumentError:
+      raise support.UnimplementedError(
+          f"{what} has dtype {dtype}, which has no PJRT buffer type"
+      ) from None
+    return ArrayType(element_type, np.dtype(dtype),
+                     tuple(int(d) for d in shape))
+
+  parameters = [array(p, f"parameter {i} of {info.entry}")
+                for i, p in enumerate(info.parameters)]
+  results = [array(r, f"result {i} of {info.entry}")
+             for i, r in enumerate(info.results)]
+  return Program(code=bytes(code), format=fmt, module=None, entry=info.entry,
+                 name=info.name, parameters=parameters, results=results,
+                 aliases=dict(info.aliases), donors=frozenset(info.donors),
+                 uses_collectives=info.uses_collectives, hlo=info.module)
+
+
+# --------------------------------------------------------------------------
+# StableHLO.
 
 
 def entry_function(module: core.Module) -> core.Operation:
@@ -173,7 +311,10 @@ def _int_value(attr) -> Optional[int]:
 
 
 def load(code: bytes, fmt: str) -> Program:
-  """Parses, verifies and describes program `code` (see `parse`)."""
+  """Parses, verifies and describes program `code` (see `parse`; an HLO
+  format goes through the registered HLO reader)."""
+  if fmt in HLO_FORMATS:
+    return _load_hlo(code, fmt)
   module = parse(code, fmt)
   fn = entry_function(module)
   entry = fn.attr("sym_name").value

@@ -5,6 +5,8 @@ import pytest
 
 import support
 from pjrt._src import abi
+# Imported for its side effect: it registers programs.py's HLO reader.
+from pjrt._src.plugin import backends  # pylint: disable=unused-import
 from pjrt._src.plugin import programs
 from pjrt._src.plugin import testing
 from stablehlo._src import text as mlir_text
@@ -53,8 +55,11 @@ def test_collectives_are_noticed():
     (b"not mlir", "mlir", support.InvalidArgumentError),
     (bytes(range(256)), "mlir", support.InvalidArgumentError),
     (b"ML\xefR\x00garbage", "mlir", support.XlaError),
-    (testing.ADD_F32.encode(), "hlo", support.UnimplementedError),
-    (testing.ADD_F32.encode(), "hlo_with_config", support.UnimplementedError),
+    (testing.ADD_F32.encode(), "hlo", support.InvalidArgumentError),
+    (testing.ADD_F32.encode(), "hlo_with_config",
+     support.InvalidArgumentError),
+    (b"", "hlo", support.InvalidArgumentError),
+    (b"", "hlo_with_config", support.InvalidArgumentError),
     (testing.ADD_F32.encode(), "tflite", support.InvalidArgumentError),
 ])
 def test_bad_programs(code, fmt, error):
@@ -87,3 +92,161 @@ def test_fresh_module_is_a_new_copy():
   assert "stablehlo.add" in program.text()
   assert len(program.fingerprint) == 64
   assert np.dtype(program.parameters[0].dtype) == np.float32
+
+
+# -- HLO formats (HloModuleProto from JAX) -------------------------------------
+
+
+def _jax():
+  return pytest.importorskip("jax")
+
+
+def _hlo_proto(fn, *args, **jit_kwargs) -> bytes:
+  """The serialized HloModuleProto JAX makes of `fn` (jax.jit lowering)."""
+  jax = _jax()
+  lowered = jax.jit(fn, **jit_kwargs).lower(*args)
+  return lowered.compiler_ir("hlo").as_serialized_hlo_module_proto()
+
+
+def _with_config(hlo: bytes, config: bytes = b"") -> bytes:
+  """An HloModuleProtoWithConfig: field 1 the module, field 2 the config."""
+  def field(number, payload):
+    size, out = len(payload), bytearray([number << 3 | 2])
+    while True:
+      out.append((size & 0x7F) | (0x80 if size > 0x7F else 0))
+      size >>= 7
+      if not size:
+        return bytes(out) + payload
+  return field(1, hlo) + field(2, config)
+
+
+def _mix(x, y):
+  jnp = _jax().numpy
+  return jnp.sin(x) @ y + 1.0, x.sum()
+
+
+def _mix_numpy(x, y):
+  return (np.sin(x.astype(np.float64)) @ y + 1.0, x.astype(np.float64).sum())
+
+
+def _mix_inputs():
+  rng = np.random.default_rng(7)
+  return (rng.standard_normal((2, 3)).astype(np.float32),
+          rng.standard_normal((3, 4)).astype(np.float32))
+
+
+def test_hlo_signature():
+  x = np.zeros((2, 3), np.float32)
+  code = _hlo_proto(lambda a, b: (a + b, b.astype("bfloat16")), x, x,
+                    donate_argnums=0)
+  for fmt, data in (("hlo", code), ("hlo_with_config", _with_config(code))):
+    program = programs.load(data, fmt)
+    assert program.is_hlo and program.module is None
+    assert program.code == data and program.format == fmt
+    assert [(p.element_type, p.shape) for p in program.parameters] == [
+        (abi.BufferType.F32, (2, 3))] * 2
+    assert [(r.element_type, r.shape) for r in program.results] == [
+        (abi.BufferType.F32, (2, 3)), (abi.BufferType.BF16, (2, 3))]
+    assert program.aliases == {0: 0}
+    assert not program.uses_collectives
+    assert program.text().startswith("HloModule ")
+    assert program.fresh_hlo() is not program.hlo
+    with pytest.raises(support.UnimplementedError, match="HLO"):
+      program.fresh_module()
+
+
+def test_hlo_without_a_reader_is_unimplemented():
+  code = _hlo_proto(lambda a: a * 2, np.zeros(3, np.float32))
+  programs.register_hlo_reader(None)
+  try:
+    with pytest.raises(support.UnimplementedError, match="HLO reader"):
+      programs.load(code, "hlo")
+  finally:
+    programs.register_hlo_reader(backends.read_hlo_program)
+  assert programs.load(code, "hlo").results[0].shape == (3,)
+
+
+def test_malformed_hlo_is_invalid_argument():
+  code = _hlo_proto(_mix, *_mix_inputs())
+  rng = np.random.default_rng(3)
+  bad = [code[:n] for n in (1, 7, len(code) // 2, len(code) - 1)]
+  for _ in range(40):
+    data = bytearray(code)
+    for i in rng.integers(0, len(data), size=3):
+      data[i] = int(rng.integers(0, 256))
+    bad.append(bytes(data))
+  errors = []
+  for data in bad:
+    for fmt, wrapped in (("hlo", data), ("hlo_with_config",
+                                         _with_config(data))):
+      try:
+        programs.load(wrapped, fmt)
+      except support.XlaError as e:  # Anything else fails the test.
+        errors.append(e)
+  # Truncations never read; corrupted bytes may still be a valid module.
+  assert len(errors) >= 8
+  assert all(isinstance(e, (support.InvalidArgumentError,
+                            support.UnimplementedError)) for e in errors)
+  with pytest.raises(support.InvalidArgumentError, match="hlo_module"):
+    programs.load(b"\x12\x00", "hlo_with_config")  # Config only.
+
+
+def _run(client, code, fmt, args):
+  device = client.devices()[0]
+  executable = client.compile(code, fmt)
+  buffers = [client.buffer_from_numpy(a, device) for a in args]
+  return [b.to_numpy() for b in executable.execute(buffers)]
+
+
+@pytest.mark.parametrize("backend", ["cpu", "evaluator"])
+def test_hlo_runs_through_the_client(backend):
+  if backend == "cpu" and backends.cpu_compiler_module() is None:
+    pytest.skip("the cpu backend cannot be imported")
+  x, y = _mix_inputs()
+  code = _hlo_proto(_mix, x, y)
+  expected = _mix_numpy(x, y)
+  client = testing.client(backend)
+  for fmt, data in (("hlo", code), ("hlo_with_config", _with_config(code))):
+    got = _run(client, data, fmt, [x, y])
+    assert [g.dtype for g in got] == [np.float32, np.float32]
+    for g, e in zip(got, expected):
+      np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-5)
+
+
+def test_client_compiles_jax_hlo_objects():
+  jax = _jax()
+  x, y = _mix_inputs()
+  computation = jax.jit(_mix).lower(x, y).compiler_ir("hlo")
+  client = testing.client("evaluator")
+  device = client.devices()[0]
+  executable = client.compile(computation)  # format inferred: "hlo"
+  got = executable.execute([client.buffer_from_numpy(a, device)
+                            for a in (x, y)])
+  np.testing.assert_allclose(got[1].to_numpy(), _mix_numpy(x, y)[1],
+                             rtol=1e-5)
+  with pytest.raises(support.InvalidArgumentError, match="cannot compile"):
+    client.compile(object())
+
+
+def test_hlo_on_the_interpreter_is_unimplemented():
+  code = _hlo_proto(_mix, *_mix_inputs())
+  with pytest.raises(support.UnimplementedError, match="StableHLO only"):
+    testing.client("interpreter").compile(code, "hlo")
+
+
+def test_hlo_matches_the_real_xla_cpu_plugin():
+  _jax()
+  from pjrt.tools import dispatch_bench  # pylint: disable=g-import-not-at-top
+  path = dispatch_bench.installed_xla_cpu_pjrt()
+  if path is None:
+    pytest.skip("xla-cpu-pjrt is not installed")
+  import pjrt  # pylint: disable=g-import-not-at-top
+  x, y = _mix_inputs()
+  code = _hlo_proto(_mix, x, y)
+  real = _run(pjrt.Client(path), code, "hlo", [x, y])
+  backend = "cpu" if backends.cpu_compiler_module() is not None else (
+      "evaluator")
+  ours = _run(testing.client(backend), code, "hlo", [x, y])
+  for o, r, e in zip(ours, real, _mix_numpy(x, y)):
+    np.testing.assert_allclose(r, e, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(o, r, rtol=1e-5, atol=1e-5)
