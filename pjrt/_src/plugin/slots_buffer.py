@@ -349,9 +349,8 @@ def _buffer_copy_to_device(args):
   if device.client is not buffer.client:
     raise support.InvalidArgumentError(
         "cannot copy a buffer to a device of another PJRT_Client")
-  if device is buffer.device:
-    raise support.InvalidArgumentError(
-        f"the buffer is already on device {device.id}")
+  # A copy onto the buffer's own device is a plain copy (as in XLA's CPU
+  # plugin; JAX asks for it, e.g. in scatter's gradient).
   args.dst_buffer = _copy_to(buffer, device.default_memory)
 
 
@@ -362,9 +361,7 @@ def _buffer_copy_to_memory(args):
   if memory.device.client is not buffer.client:
     raise support.InvalidArgumentError(
         "cannot copy a buffer to a memory of another PJRT_Client")
-  if memory is buffer.memory:
-    raise support.InvalidArgumentError(
-        f"the buffer is already in memory {memory.to_string}")
+  # Same memory: a new buffer with the same contents, as above.
   args.dst_buffer = _copy_to(buffer, memory)
 
 

@@ -125,9 +125,16 @@ def test_copies(client):
   in_pinned = pjrt.Buffer(client, args.dst_buffer)
   assert in_pinned.memory == pinned and in_pinned.memory.kind == "pinned_host"
   np.testing.assert_array_equal(in_pinned.to_numpy(), array)
-  with pytest.raises(support.InvalidArgumentError, match="already"):
-    testing.call(client, "Buffer_CopyToDevice", buffer=buffer.handle,
-                 dst_device=source.handle)
+  # Onto its own device / memory: a distinct buffer with the same contents.
+  for slot, field, target in (("Buffer_CopyToDevice", "dst_device", source),
+                              ("Buffer_CopyToMemory", "dst_memory",
+                               buffer.memory)):
+    args = testing.call(client, slot, buffer=buffer.handle,
+                        **{field: target.handle})
+    assert args.dst_buffer != buffer.handle
+    same = pjrt.Buffer(client, args.dst_buffer)
+    assert same.memory == buffer.memory
+    np.testing.assert_array_equal(same.to_numpy(), array)
 
 
 def test_raw_copies(client):
