@@ -28,22 +28,32 @@ UNIMPLEMENTED error naming it. The dispatcher around every implementation:
     call, e.g., PJRT_Buffer_Destroy during interpreter shutdown), and hands
     C a native trampoline around each (native.py) that keeps a Python
     exception the caller has in flight intact.
+
+The query slots a framework calls on every dispatch (counts of an
+executable, a buffer's device / memory / state / ready event, a memory's
+kind, the events of completed work) are handed to C as native fast paths
+(native_slots.py) that answer from the handles' mirror records without the
+GIL and pass every other case to the Python implementation.
 """
 
 from __future__ import annotations
 
 import atexit
 import ctypes
+import os
 import threading
 from typing import Any, Callable
 
 import support
 from pjrt._src import abi
 from pjrt._src.plugin import errors
+from pjrt._src.plugin import events
 from pjrt._src.plugin import handles
 from pjrt._src.plugin import native
 
 API_NAME = b"pjrt_c_api"
+# "0" keeps every slot in Python (no native fast paths; native_slots.py).
+FAST_PATHS_ENV = "OPENXLA_CPU_NATIVE_SLOTS"
 
 # name -> (implementation, minimum struct_size)
 _IMPLEMENTATIONS: dict[str, tuple[Callable[[Any], None], int]] = {}
@@ -180,8 +190,11 @@ def get_api() -> Any:
       for name in abi.SLOTS:
         signature = "p>v" if name in abi.VOID_SLOTS else "p>p"
         native.register("slot:" + name, _make_thunk(name), signature)
+      entries = {name: native.address("slot:" + name)
+                 for name in abi.SLOTS}
+      entries.update(_fast_paths(entries))
       for name in abi.SLOTS:
-        setattr(api, "PJRT_" + name, native.address("slot:" + name))
+        setattr(api, "PJRT_" + name, entries[name])
       errors.FALLBACK = errors.new_permanent_error(
           support.StatusCode.INTERNAL,
           "internal error in the openxla_cpu plugin while reporting an "
@@ -191,6 +204,26 @@ def get_api() -> Any:
       atexit.register(_at_exit)
       _api = handles.immortal(api)
     return _api
+
+
+def fast_paths_enabled() -> bool:
+  """Whether the query slots get native fast paths (native_slots.py)."""
+  return (native.enabled() and os.environ.get(FAST_PATHS_ENV, "1")
+          not in ("0", "false", "no"))
+
+
+def _fast_paths(entries: dict[str, int]) -> dict[str, int]:
+  """slot -> native fast path, for the slots native_slots.py answers."""
+  if not fast_paths_enabled() or not handles.TABLE.region_end:
+    return {}
+  # pylint: disable-next=g-import-not-at-top
+  from pjrt._src.plugin import native_slots
+  slots = [s for s in native_slots.slots() if s in _IMPLEMENTATIONS]
+  return native_slots.build(
+      {s: entries[s] for s in slots},
+      {s: _IMPLEMENTATIONS[s][1] for s in slots}, abi.VOID_SLOTS,
+      (handles.TABLE.region_start, handles.TABLE.region_end),
+      events.ready_event())
 
 
 def api_address() -> int:

@@ -48,7 +48,10 @@ class Future:
 
   @classmethod
   def ready(cls, status: Status = None) -> "Future":
-    """A future that is already complete with `status`."""
+    """A future that is already complete with `status` (the one shared
+    DONE future for success: a complete future never changes)."""
+    if status is None and DONE is not None:
+      return DONE
     future = cls.__new__(cls)
     future._done = True
     future._status = status
@@ -119,6 +122,8 @@ class Future:
 # The lock of every future made complete by `ready` (only ever held for
 # an instant by a `set` that then finds the future complete).
 _READY_LOCK = threading.Lock()
+DONE = None
+DONE = Future.ready()  # Complete without error; shared.
 
 
 def _run_callback(callback, status: Status) -> None:
@@ -161,8 +166,29 @@ class EventRef:
     self.future = future
 
 
+# The one PJRT_Event* that stands for every future complete without error:
+# it is never freed (destroying it does nothing), and native code
+# (native_slots.py) answers the event slots for it without Python.
+READY_TAG = "PJRT_Event(ready)"
+_ready_lock = threading.Lock()
+_ready_event: list[int] = []
+
+
+def ready_event() -> int:
+  """The shared PJRT_Event* of a successful completion."""
+  if not _ready_event:
+    with _ready_lock:
+      if not _ready_event:
+        _ready_event.append(handles.TABLE.add(
+            KIND, EventRef(Future.ready()), tag_as=READY_TAG))
+  return _ready_event[0]
+
+
 def new_event(future: Future) -> int:
-  """A new PJRT_Event* for `future` (the caller destroys it)."""
+  """A PJRT_Event* for `future` (the caller destroys it): the shared ready
+  event when the future already completed without error."""
+  if future._done and future._status is None:  # pylint: disable=protected-access
+    return _ready_event[0] if _ready_event else ready_event()
   return handles.TABLE.add(KIND, EventRef(future))
 
 
@@ -171,6 +197,8 @@ def get(address: int) -> Future:
 
 
 def destroy(address: int) -> None:
+  if _ready_event and address == _ready_event[0]:
+    return
   handles.TABLE.remove(address, KIND)
 
 

@@ -29,6 +29,7 @@ import support
 from pjrt._src.plugin import backends
 from pjrt._src.plugin import errors
 from pjrt._src.plugin import events
+from pjrt._src.plugin import handles
 from pjrt._src.plugin import options as options_lib
 from pjrt._src.plugin import programs
 from pjrt._src.plugin import runtime
@@ -107,6 +108,16 @@ class Executable:
             "output_size_in_bytes": outputs,
             "peak_memory_in_bytes": arguments + outputs,
             "total_size_in_bytes": arguments + outputs}
+
+
+def _executable_mirror(executable: Executable) -> tuple[int, ...]:
+  """Words of an executable's handle record
+  (native_slots.EXECUTABLE_WORDS)."""
+  return (executable.num_replicas, executable.num_partitions,
+          executable.num_outputs)
+
+
+handles.register_mirror(EXECUTABLE, _executable_mirror)
 
 
 def check_options(opts: options_lib.CompileOptions,
@@ -282,6 +293,11 @@ class LoadedExecutable:
     for device, arguments in zip(devices, argument_lists):
       self._check_arguments(device, arguments)
     executable = self.executable
+    if (len(devices) == 1 and not executable.donatable and
+        executable.runs_inline()):
+      done = self._run_inline(devices[0], argument_lists[0], launch_id)
+      if done is not None:
+        return done
     donatable = executable.donatable
     if non_donatable:
       donatable = donatable - non_donatable
@@ -336,6 +352,76 @@ class LoadedExecutable:
       # Outside the launch lock: other launches need not wait for it.
       inline()
     return outputs, completions
+
+
+  def _run_inline(self, device: runtime.Device,
+                  arguments: Sequence[runtime.Buffer], launch_id: int
+                  ) -> Optional[tuple[list[list[runtime.Buffer]],
+                                      list[events.Future]]]:
+    """Runs a cheap execution with nothing to donate on the calling thread
+    and returns its outputs (made ready, or failed); None when the device
+    is busy or an input is not ready (then it is queued as usual)."""
+    executable = self.executable
+    client = self.client
+    job = _InlineJob()
+    with client.launch_lock:
+      if not device.is_idle():
+        return None
+      for buffer in arguments:
+        if not buffer.future.is_ready():
+          return None
+      held = []
+      try:
+        for buffer in arguments:
+          buffer.acquire_hold()
+          held.append(buffer)
+      except BaseException:
+        for buffer in held:
+          buffer.release_hold()
+        raise
+      device.add_pending(launch_id, job)
+    status = None
+    try:
+      arrays = [buffer.held_array() for buffer in arguments]
+      start = time.perf_counter()
+      results = executable.compiled.run(arrays)
+      executable.last_run_s = time.perf_counter() - start
+      results = _check_results(executable, results)
+    except BaseException as e:  # pylint: disable=broad-except
+      status = errors.status_of(e)
+    finally:
+      job.finished = True
+      device.remove_pending(job)
+      for buffer in arguments:
+        buffer.release_hold()
+    status = status if status is not None else job.poisoned
+    memory = device.default_memory
+    specs = executable.result_specs
+    if status is None:
+      outputs = [runtime.Buffer.ready_of(client, memory, spec, array)
+                 for spec, array in zip(specs, results)]
+      return [outputs], [events.DONE]
+    outputs = [runtime.Buffer.pending_of(client, memory, spec)
+               for spec in specs]
+    for buffer in outputs:
+      buffer.fail(status)
+    return [outputs], [events.Future.ready(status)]
+
+
+class _InlineJob:
+  """An inline execution's entry in its device's pending list."""
+
+  __slots__ = ("finished", "poisoned")
+
+  def __init__(self):
+    self.finished = False
+    self.poisoned: events.Status = None
+
+  def poison(self, status: events.Status) -> bool:
+    if self.finished:
+      return False
+    self.poisoned = status
+    return True
 
 
 class _Job:

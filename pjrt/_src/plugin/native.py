@@ -127,11 +127,20 @@ def _function_ir(index: int, inner: int, signature: str) -> str:
 
 
 def _compile(entries: list[tuple[str, int, str]]) -> dict[str, int]:
+  text = "\n\n".join(_function_ir(i, inner, signature)
+                     for i, (_, inner, signature) in enumerate(entries))
+  addresses = compile_ir(text, [f"trampoline_{i}"
+                                for i in range(len(entries))])
+  return {name: addresses[f"trampoline_{i}"]
+          for i, (name, _, _) in enumerate(entries)}
+
+
+def compile_ir(text: str, functions: list[str]) -> dict[str, int]:
+  """Compiles LLVM IR `text` in-process (kept forever); returns the
+  addresses of `functions`. Needs llvmlite (see `enabled`)."""
   from llvmlite import binding as llvm  # pylint: disable=g-import-not-at-top
   llvm.initialize_native_target()
   llvm.initialize_native_asmprinter()
-  text = "\n\n".join(_function_ir(i, inner, signature)
-                     for i, (_, inner, signature) in enumerate(entries))
   module = llvm.parse_assembly(text)
   module.verify()
   target = llvm.Target.from_default_triple()
@@ -141,5 +150,4 @@ def _compile(entries: list[tuple[str, int, str]]) -> dict[str, int]:
   engine = llvm.create_mcjit_compiler(module, machine)
   engine.finalize_object()
   _engines.append(handles.immortal(engine))
-  return {name: engine.get_function_address(f"trampoline_{i}")
-          for i, (name, _, _) in enumerate(entries)}
+  return {name: engine.get_function_address(name) for name in functions}

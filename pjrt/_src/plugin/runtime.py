@@ -28,6 +28,7 @@ from pjrt._src import abi_types
 from pjrt._src import dtypes
 from pjrt._src.plugin import events
 from pjrt._src.plugin import handles
+from pjrt._src.plugin import native_slots
 from pjrt._src.plugin import options as options_lib
 
 PLATFORM_NAME = "openxla_cpu"
@@ -398,17 +399,53 @@ class Buffer:
     buffer._init_state(events.Future(), None)  # pylint: disable=protected-access
     return buffer
 
+  @classmethod
+  def ready_of(cls, client: Client, memory: Memory, spec: "BufferSpec",
+               array: np.ndarray) -> "Buffer":
+    """A ready buffer of a precomputed type holding `array` (C-contiguous,
+    of the spec's dtype and shape): an inline execution's output."""
+    buffer = cls.__new__(cls)
+    buffer.client = client
+    buffer.memory = memory
+    buffer.device = memory.device
+    buffer.element_type = spec.element_type
+    buffer.dtype = spec.dtype
+    buffer.shape = spec.shape
+    buffer.minor_to_major = spec.minor_to_major
+    buffer.nbytes = spec.nbytes
+    buffer._init_state(events.DONE, array)  # pylint: disable=protected-access
+    return buffer
+
   def fulfill(self, array: np.ndarray) -> None:
     """Sets the data of a pending buffer and completes its future (a buffer
     deleted meanwhile does not keep the data)."""
     with self._lock:
       if not self._deleted or self._external_refs or self._holds:
         self._array = contiguous(array)
-    self.future.set()
+    if self.future.set() and self.handle:
+      with self._lock:
+        if not self._deleted:
+          self._mirror_state(native_slots.BUFFER_READY)
 
   def fail(self, status: events.Status) -> None:
     self._release_accounting()
     self.future.set(status)
+
+  def _mirror_state(self, state: int) -> None:
+    """Updates the state word of this buffer's handle record."""
+    if self.handle:
+      handles.TABLE.update(self.handle, self, _STATE_WORD, state)
+
+  def mirror(self) -> tuple[int, ...]:
+    """Words of this buffer's handle record (native_slots.BUFFER_WORDS)."""
+    if self._deleted:
+      state = native_slots.BUFFER_DELETED
+    elif self.future.is_ready() and self.future.status is None:
+      state = native_slots.BUFFER_READY
+    else:
+      state = native_slots.BUFFER_UNKNOWN
+    return (state, self.device.handle, self.memory.handle,
+            int(self.element_type))
 
   def _release_accounting(self) -> None:
     with self._lock:
@@ -437,6 +474,7 @@ class Buffer:
     """Drops the data (kept while external references or holds exist)."""
     with self._lock:
       self._deleted = True
+      self._mirror_state(native_slots.BUFFER_DELETED)
       if self._external_refs == 0 and self._holds == 0:
         self._array = None
     self._release_accounting()
@@ -476,6 +514,7 @@ class Buffer:
             "a buffer with external references (e.g. a numpy or dlpack "
             "view) cannot be donated")
       self._deleted = True
+      self._mirror_state(native_slots.BUFFER_DELETED)
     self._release_accounting()
 
   def data_after_donation(self) -> np.ndarray:
@@ -541,6 +580,20 @@ class BufferSpec:
     self.shape = tuple(int(d) for d in shape)
     self.minor_to_major = tuple(range(len(self.shape) - 1, -1, -1))
     self.nbytes = math.prod(self.shape) * self.dtype.itemsize
+
+
+_STATE_WORD = native_slots.word(native_slots.BUFFER_WORDS, "state")
+
+
+def _memory_mirror(memory: Memory) -> tuple[int, ...]:
+  """Words of a memory's handle record (native_slots.MEMORY_WORDS)."""
+  if memory.kind_c is None:  # (address, size), made once.
+    memory.kind_c = memory.c.string("kind", memory.kind)
+  return memory.kind_c
+
+
+handles.register_mirror(BUFFER, Buffer.mirror)
+handles.register_mirror(MEMORY, _memory_mirror)
 
 
 def register_buffer(buffer: Buffer) -> int:

@@ -324,7 +324,7 @@ def _memory_kind(args):
   kind = memory.kind_c
   if kind is None:  # (address, size), made once: asked on every dispatch.
     kind = memory.kind_c = memory.c.string("kind", memory.kind)
-  args.kind, args.kind_size = kind
+  args.kind, args.kind_size = kind  # (Also native: native_slots.py.)
 
 
 @implements("Memory_Kind_Id")

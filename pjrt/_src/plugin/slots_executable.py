@@ -372,6 +372,37 @@ _OPTIONS_MIN_SIZE = (abi.PJRT_ExecuteOptions.num_non_donatable_input_indices
                      .offset + ctypes.sizeof(ctypes.c_size_t))
 
 
+class _OptionsView(ctypes.Structure):
+  """The prefix of PJRT_ExecuteOptions that Execute reads, pointers as
+  plain addresses (the hot path)."""
+
+  _fields_ = [("struct_size", ctypes.c_size_t),
+              ("extension_start", ctypes.c_void_p),
+              ("send_callbacks", ctypes.c_void_p),
+              ("recv_callbacks", ctypes.c_void_p),
+              ("num_send_ops", ctypes.c_size_t),
+              ("num_recv_ops", ctypes.c_size_t),
+              ("launch_id", ctypes.c_int),
+              ("non_donatable_input_indices", ctypes.c_void_p),
+              ("num_non_donatable_input_indices", ctypes.c_size_t)]
+
+
+assert (ctypes.sizeof(_OptionsView) == _OPTIONS_MIN_SIZE and
+        _OptionsView.launch_id.offset ==
+        abi.PJRT_ExecuteOptions.launch_id.offset)
+_NO_INDICES: frozenset[int] = frozenset()
+
+
+def _execute_options_at(address: int) -> tuple[frozenset[int], int]:
+  """`_execute_options` of the options at `address` (not NULL)."""
+  options = _OptionsView.from_address(address)
+  if (options.struct_size >= _OPTIONS_MIN_SIZE and
+      not options.num_non_donatable_input_indices):
+    return _NO_INDICES, options.launch_id
+  return _execute_options(
+      ctypes.cast(address, ctypes.POINTER(abi.PJRT_ExecuteOptions)))
+
+
 def _execute_options(pointer) -> tuple[frozenset[int], int]:
   """(non-donatable argument indices, launch id) of PJRT_ExecuteOptions."""
   if not pointer:
@@ -407,6 +438,12 @@ assert (ctypes.sizeof(_ExecuteArgsView) ==
         ctypes.sizeof(abi.PJRT_LoadedExecutable_Execute_Args))
 
 _ADDRESS_ARRAYS: dict[int, Any] = {}
+_address_view = ctypes.c_void_p.from_address
+
+
+def _address_at(address: int) -> int | None:
+  """The pointer stored at `address` (None for NULL)."""
+  return _address_view(address).value
 
 
 def _addresses(address: int, count: int) -> Any:
@@ -423,9 +460,9 @@ def _loaded_execute(args):
   view = _ExecuteArgsView.from_address(ctypes.addressof(args))
   loaded = loaded_of(view.executable)
   if view.options:
-    non_donatable, launch_id = _execute_options(args.options)
+    non_donatable, launch_id = _execute_options_at(view.options)
   else:
-    non_donatable, launch_id = frozenset(), 0
+    non_donatable, launch_id = _NO_INDICES, 0
   num_devices, num_args = view.num_devices, view.num_args
   if num_devices < 1:
     raise support.InvalidArgumentError("num_devices must be at least 1")
@@ -434,7 +471,14 @@ def _loaded_execute(args):
   if not view.output_lists:
     raise support.InvalidArgumentError("output_lists is NULL")
   argument_lists = []
-  if num_args:
+  if num_args and num_devices == 1:
+    inner = _address_at(view.argument_lists)
+    if not inner:
+      raise support.InvalidArgumentError("argument_lists[0] is NULL")
+    get = handles.TABLE.get
+    argument_lists.append([get(a, runtime.BUFFER)
+                           for a in _addresses(inner, num_args)])
+  elif num_args:
     for d, inner in enumerate(_addresses(view.argument_lists, num_devices)):
       if not inner:
         raise support.InvalidArgumentError(f"argument_lists[{d}] is NULL")

@@ -130,9 +130,13 @@ class ExecutionState:
 
   __slots__ = ("table", "table_addr", "custom_calls", "pool", "pool_addr")
 
-  def __init__(self, table: np.ndarray, custom_calls, pool):
+  def __init__(self, table, custom_calls, pool,
+               table_addr: Optional[int] = None):
+    # `table`: a numpy u64 array, or a ctypes c_uint64 array with its
+    # address in `table_addr` (the executable's prebuilt per-call tables).
     self.table = table
-    self.table_addr = table.__array_interface__["data"][0]
+    self.table_addr = (table.__array_interface__["data"][0]
+                       if table_addr is None else table_addr)
     self.custom_calls = custom_calls
     self.pool = pool
     # The native pool's state, for the native runner's parallel kernels
