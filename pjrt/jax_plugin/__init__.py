@@ -61,6 +61,10 @@ def register(priority: int | None = None) -> None:
         UNREQUESTED_PRIORITY)
   xla_bridge.register_plugin(PLATFORM, priority=priority,
                              c_api=api.capsule())
+  # Lowerings JAX has only for "cpu" (LAPACK) or "tpu": eigh, svd, and
+  # clear errors for eig / schur / hessenberg (see lowerings.py).
+  from pjrt.jax_plugin import lowerings  # pylint: disable=g-import-not-at-top
+  lowerings.register(PLATFORM)
   _registered = True
 
 

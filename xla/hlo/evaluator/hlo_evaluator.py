@@ -252,9 +252,24 @@ class HloEvaluator:
         primitive_util.numpy_dtype(instr.shape.element_type), copy=False)
 
 
+def _linalg_expansion(instr, operands):
+  """"Qr", "ProductOfElementaryHouseholderReflectors" and "Eigh" (JAX's
+  platform-independent linear-algebra custom calls): evaluates the HLO that
+  xla/service/linalg_expander.py replaces them with in compiled code."""
+  from xla.service import linalg_expander  # pylint: disable=g-import-not-at-top
+  outs = HloEvaluator().evaluate(linalg_expander.expansion_module(instr),
+                                 list(operands))
+  return outs[0] if len(outs) == 1 and not instr.shape.is_tuple() else (
+      tuple(outs))
+
+
 # Custom-call targets XLA's own passes emit, handled unless overridden.
 BUILTIN_CUSTOM_CALLS: dict[str, Callable] = {
     "TopK": structural.top_k_custom_call,
+    # Expanded into HLO by XLA's QrExpander / EighExpander.
+    "Qr": _linalg_expansion,
+    "ProductOfElementaryHouseholderReflectors": _linalg_expansion,
+    "Eigh": _linalg_expansion,
 }
 
 _CONTROL = {
