@@ -643,3 +643,55 @@ def test_read_only_loop_carries_are_not_copied_in():
   np.testing.assert_array_equal(w, args[0])
   w[0, 0] = 7  # a fresh array, not the caller's
   assert args[0][0, 0] != 7
+
+
+def test_parallel_llvm_parts_agree_and_survive_the_disk_cache(
+    tmp_path, monkeypatch):
+  # Several kernels: compiled as one LLVM module (1 compile thread) and as
+  # parts on 2 threads, the results are bit-identical; the parts' object
+  # files are stored and loaded back from the disk cache together.
+  from xla.service.cpu import compilation_cache as cc  # pylint: disable=g-import-not-at-top
+  from xla.service.cpu import jit  # pylint: disable=g-import-not-at-top
+  text = """
+HloModule parts
+add { a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b) }
+max { a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] maximum(a, b) }
+ENTRY e {
+  x = f32[64,96] parameter(0)
+  w = f32[96,32] parameter(1)
+  z = f32[] constant(0)
+  m = f32[] constant(-inf)
+  d = f32[64,32] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  t = f32[64,32] tanh(d)
+  r = f32[64] reduce(t, z), dimensions={1}, to_apply=add
+  e2 = f32[64,96] exponential(x)
+  c = f32[96] reduce(e2, m), dimensions={0}, to_apply=max
+  ROOT out = (f32[64], f32[96], f32[64,32]) tuple(r, c, t)
+}"""
+  module = ct.parse(text)
+  args = ct.random_args(module)
+  outs = []
+  for threads in ("1", "2"):
+    monkeypatch.setenv("XLA_CPU_COMPILE_THREADS", threads)
+    cc.CACHE.clear()
+    exe = cpu_compiler.compile(module, cpu_compiler.CpuCompileOptions(
+        cache_dir=str(tmp_path / threads)))
+    assert exe.compile_stats["cache"] == "miss"
+    objects = jit.unpack_objects(
+        cc.CACHE.get(exe.compile_stats["cache_key"]).object_code)
+    assert (len(objects) > 1) == (threads == "2")
+    outs.append(exe.execute(args))
+    cc.CACHE.clear()
+    again = cpu_compiler.compile(module, cpu_compiler.CpuCompileOptions(
+        cache_dir=str(tmp_path / threads)))
+    assert again.compile_stats["cache"] == "disk"
+    for a, b in zip(outs[-1], again.execute(args)):
+      np.testing.assert_array_equal(a, b)
+  for a, b in zip(*outs):
+    np.testing.assert_array_equal(a, b)
+  want = HloEvaluator().evaluate(module, args)
+  ct.assert_same(outs[0], want, rtol=1e-4, atol=1e-4)

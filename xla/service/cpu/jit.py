@@ -4,12 +4,23 @@ One `CpuJit` owns one MCJIT engine. `compile(module)` verifies and optimizes an
 llvmlite `ir.Module` for the host CPU (its name and features, so AVX-512 is
 used where the machine has it), adds it to the engine and finalizes it;
 `address(name)` then gives a function's entry point for ctypes.
+
+`compile_objects(module, exported)` is the compiler's path: it splits the
+module into self-contained parts and optimises + generates code for them
+on several threads at once (see `partition_module` and `_compile_part`),
+like XLA's split-module parallel codegen.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
+import ctypes
 import functools
+import os
+import re
+import struct
 import threading
+from typing import Optional, Sequence
 
 from llvmlite import binding as llvm
 from llvmlite import ir
@@ -26,7 +37,16 @@ _INIT_LOCK = threading.Lock()
 # thousands of instructions: the bench's rnn_scan module took 2.1 s in
 # LLVM, 0.15 s with these, mlp_train 1.2 s -> 0.43 s, transformer 1.4 s ->
 # 0.57 s (no run-time change measured; see cpu_compiler_test's note).
-LLVM_OPTIONS = ("-unroll-threshold=100", "-unroll-full-max-count=16")
+# Partial and runtime unrolling are off as well: LLVM unrolled the already
+# interleaved (4 x 16-lane) vector loops 4x more, e.g. softmax's divide
+# kernel from 84 to 702 lines of IR. Measured on the 11 bench programs
+# (LLVM CPU time, one thread): softmax 87 -> 74 ms, layernorm 92 -> 80,
+# convnet 163 -> 132, mlp_train 290 -> 257, topk 40 -> 30, the rest -3 to
+# -10%; single-threaded run times unchanged within noise (+-5%). Full
+# unrolling of short constant loops (conv windows, tiles) stays: turning
+# all unrolling off made convnet's run 1.7x slower.
+LLVM_OPTIONS = ("-unroll-threshold=100", "-unroll-full-max-count=16",
+                "-unroll-allow-partial=false", "-unroll-runtime=false")
 
 
 @functools.lru_cache(maxsize=None)
@@ -82,14 +102,18 @@ def configure_module(module: ir.Module) -> None:
 def optimize(mod: "llvm.ModuleRef", opt_level: int = 3) -> None:
   """Runs LLVM's standard O-level pipeline (with loop and SLP vectorization)."""
   tm = _target_machine(opt_level)
+  pb = llvm.create_pass_builder(tm, _tuning_options(opt_level))
+  pm = pb.getModulePassManager()
+  pm.run(mod, pb)
+
+
+def _tuning_options(opt_level: int):
   pto = llvm.create_pipeline_tuning_options(speed_level=opt_level,
                                             size_level=0)
   pto.loop_vectorization = opt_level >= 2
   pto.slp_vectorization = opt_level >= 2
   pto.loop_unrolling = opt_level >= 2
-  pb = llvm.create_pass_builder(tm, pto)
-  pm = pb.getModulePassManager()
-  pm.run(mod, pb)
+  return pto
 
 
 class CpuJit:
@@ -130,14 +154,16 @@ class CpuJit:
     return addr
 
   def load_object_code(self, data: bytes) -> None:
-    """Loads machine code made by `object_code` (e.g. from the disk
-    cache) into this engine; its functions are then found by `address`.
+    """Loads machine code made by `object_code` or `pack_objects` (e.g.
+    from the disk cache) into this engine; its functions are then found by
+    `address`.
     (Added by the core CPU helper for the compilation cache.)"""
-    obj = llvm.ObjectFileRef.from_data(bytes(data))
+    objs = [llvm.ObjectFileRef.from_data(o) for o in unpack_objects(data)]
     with self._lock:
-      self._engine.add_object_file(obj)
+      for obj in objs:
+        self._engine.add_object_file(obj)
+        self._modules.append(obj)
       self._engine.finalize_object()
-      self._modules.append(obj)
 
   def object_code(self, module: ir.Module | str) -> bytes:
     """Machine code for `module` as an object file (for the disk cache)."""
@@ -146,3 +172,258 @@ class CpuJit:
     mod.data_layout = str(self._tm.target_data)
     optimize(mod, self._opt_level)
     return self._tm.emit_object(mod)
+
+
+# -- parallel compilation of a kernel module -----------------------------------
+#
+# LLVM time dominates our compile time (e.g. softmax: 94 of 155 ms, the
+# transformer 380 of 547 ms) and is spent per function, so the compiler
+# splits its module into self-contained parts and runs optimisation and
+# code generation of the parts on several threads, each part in an LLVM
+# context and target machine of its own (the same scheme as XLA's split
+# module codegen). Every kernel is optimised as it is in one module: the
+# kernels are external roots that never see each other's bodies, and each
+# helper they call (scalar computations, tables) is copied into the parts
+# that use it with internal linkage, so the copies cannot clash when the
+# object files are loaded side by side.
+#
+# llvmlite serialises *every* call into LLVM behind one process-wide lock
+# (binding/ffi.py), which would run the threads one after another. The two
+# calls that do the work (the pass manager run and the object emission)
+# therefore go to the ctypes functions behind llvmlite's wrappers: they
+# touch only the part's own module, context, pass builder and target
+# machine, which LLVM allows on different threads; ctypes drops the GIL
+# while they run. If a future llvmlite moves those internals, parts are
+# simply compiled one after another.
+#
+# Measured on the bench's 2-core machine while it was otherwise idle (LLVM
+# phase, ms, 1 -> 2 threads): softmax 72 -> 52, layernorm 76 -> 57,
+# transformer 365 -> 220, convnet 136 -> 83, mlp_train 254 -> 159, rnn_scan
+# 82 -> 53. The split costs 4-8% more CPU time in all, so with no core to
+# spare (another job busy on one) it is that much slower;
+# XLA_CPU_COMPILE_THREADS=1 turns it off.
+
+_OBJECTS_MAGIC = b"XLACPU-OBJECTS\0\0"
+
+# Parts per compile thread. More parts than threads would balance uneven
+# kernels better (the pool hands them out largest first), but each part
+# costs CPU of its own (a module's fixed LLVM cost, copied helpers): with
+# 2 threads, 4 parts took 3-8% more LLVM CPU time than 2 on the bench
+# programs, which a busy 2-core machine pays in full.
+_PARTS_PER_THREAD = 1
+
+_GLOBAL_REF = re.compile(r'@"((?:[^"\\]|\\.)*)"|@([-A-Za-z$._][-\w$.]*)')
+
+
+def compile_threads() -> int:
+  """Threads for `compile_objects`: $XLA_CPU_COMPILE_THREADS, else the
+  CPUs this process may run on."""
+  env = os.environ.get("XLA_CPU_COMPILE_THREADS", "")
+  if env.strip().isdigit() and int(env) > 0:
+    return int(env)
+  try:
+    return max(1, len(os.sched_getaffinity(0)))
+  except (AttributeError, OSError):
+    return max(1, os.cpu_count() or 1)
+
+
+def pack_objects(objects: Sequence[bytes]) -> bytes:
+  """One blob holding several object files (what the disk cache stores);
+  a single object is stored as itself."""
+  if len(objects) == 1:
+    return bytes(objects[0])
+  out = [_OBJECTS_MAGIC, struct.pack("<I", len(objects))]
+  for o in objects:
+    out += [struct.pack("<Q", len(o)), bytes(o)]
+  return b"".join(out)
+
+
+def unpack_objects(data: bytes) -> list[bytes]:
+  """The object files of a `pack_objects` blob (or a plain object file)."""
+  data = bytes(data)
+  if not data.startswith(_OBJECTS_MAGIC):
+    return [data]
+  pos = len(_OBJECTS_MAGIC)
+  (count,) = struct.unpack_from("<I", data, pos)
+  pos += 4
+  out = []
+  for _ in range(count):
+    (n,) = struct.unpack_from("<Q", data, pos)
+    pos += 8
+    if pos + n > len(data):
+      raise support.InternalError("truncated object file bundle")
+    out.append(data[pos:pos + n])
+    pos += n
+  return out
+
+
+def _refs(text: str) -> set[str]:
+  return {a or b for a, b in _GLOBAL_REF.findall(text)}
+
+
+def partition_module(module: ir.Module, exported: Sequence[str],
+                     parts: int) -> Optional[list[str]]:
+  """Splits `module` into at most `parts` module texts that compile on
+  their own; together they define every function named in `exported`
+  (functions nothing exported reaches are dropped). Functions that call
+  each other stay together. Returns None where the module cannot be split
+  (a global variable that is not internal: it must exist once)."""
+  header = [f'; ModuleID = "{module.name}"',
+            f'target triple = "{module.triple}"',
+            f'target datalayout = "{module.data_layout}"', ""]
+  header += [t.get_declaration()
+             for t in module.get_identified_types().values()]
+  metadata = module._get_metadata_lines()  # pylint: disable=protected-access
+  exported = set(exported)
+  texts: dict[str, str] = {}
+  refs: dict[str, set[str]] = {}
+  order: list[str] = []
+  declarations: list[str] = []
+  for name, v in module.globals.items():
+    if isinstance(v, ir.Function) and v.is_declaration:
+      declarations.append(str(v))
+      continue
+    if isinstance(v, ir.GlobalVariable):
+      if v.linkage not in ("internal", "private"):
+        return None
+      text = str(v)
+    elif name in exported:
+      text = str(v)
+    else:
+      # A helper: internal in every part that uses it.
+      saved = v.linkage
+      if saved not in ("internal", "private"):
+        v.linkage = "internal"
+      try:
+        text = str(v)
+      finally:
+        v.linkage = saved
+    texts[name] = text
+    refs[name] = _refs(text) & set(module.globals) - {name}
+    order.append(name)
+  roots = [n for n in order if n in exported]
+  if not roots:
+    return None
+  # The globals each root needs, and roots joined when one reaches another.
+  parent = {r: r for r in roots}
+
+  def find(r):
+    while parent[r] != r:
+      parent[r] = parent[parent[r]]
+      r = parent[r]
+    return r
+
+  closure: dict[str, set[str]] = {}
+  for r in roots:
+    seen, stack = {r}, [r]
+    while stack:
+      for d in refs.get(stack.pop(), ()):
+        if d in texts and d not in seen:
+          seen.add(d)
+          stack.append(d)
+    closure[r] = seen
+    for d in seen:
+      if d in parent and find(d) != find(r):
+        parent[find(d)] = find(r)
+  units: dict[str, set[str]] = {}
+  for r in roots:
+    units.setdefault(find(r), set()).update(closure[r])
+  cost = {u: sum(len(texts[n]) for n in members)
+          for u, members in units.items()}
+  n = max(1, min(parts, len(units)))
+  bins: list[set[str]] = [set() for _ in range(n)]
+  loads = [0] * n
+  for u in sorted(units, key=lambda u: (-cost[u], u)):
+    i = loads.index(min(loads))
+    bins[i] |= units[u]
+    loads[i] += cost[u]
+  out = []
+  for members in sorted(bins, key=lambda m: -sum(len(texts[x]) for x in m)):
+    body = [texts[x] for x in order if x in members]
+    out.append("\n".join(header + declarations + body + metadata))
+  return out
+
+
+def _unlocked(name: str):
+  """The ctypes function behind llvmlite's `ffi.lib.<name>`, without the
+  process-wide lock (see above); None if llvmlite's internals differ."""
+  try:
+    return getattr(getattr(llvm.ffi.lib, name), "_cfn", None)
+  except AttributeError:
+    return None
+
+
+def _compile_part(text: str, opt_level: int, unlocked: bool) -> bytes:
+  """Parses, verifies, optimises and generates code for one module text in
+  a fresh LLVM context; returns the object file."""
+  ctx = llvm.create_context()
+  mod = None
+  try:
+    try:
+      mod = llvm.parse_assembly(text, ctx)
+      mod.verify()
+    except RuntimeError as e:
+      raise support.InternalError(
+          f"CPU codegen produced invalid LLVM IR: {e}") from e
+    tm = _new_target_machine(opt_level)
+    mod.triple = llvm.get_process_triple()
+    mod.data_layout = str(tm.target_data)
+    run = _unlocked("LLVMPY_RunNewModulePassManager") if unlocked else None
+    emit = (_unlocked("LLVMPY_TargetMachineEmitToMemory") if unlocked
+            else None)
+    if run is None or emit is None:
+      optimize(mod, opt_level)
+      return tm.emit_object(mod)
+    pb = llvm.create_pass_builder(tm, _tuning_options(opt_level))
+    pm = pb.getModulePassManager()
+    run(pm, mod, pb)
+    with llvm.ffi.OutputString() as err:
+      buf = emit(tm, mod, 1, err)
+      if not buf:
+        raise support.InternalError(f"LLVM code generation failed: {err}")
+    lib = llvm.ffi.lib
+    try:
+      return ctypes.string_at(lib.LLVMPY_GetBufferStart(buf),
+                              lib.LLVMPY_GetBufferSize(buf))
+    finally:
+      lib.LLVMPY_DisposeMemoryBuffer(buf)
+  finally:
+    if mod is not None:
+      mod.close()
+    ctx.close()
+
+
+_POOL_LOCK = threading.Lock()
+_POOL: dict[tuple[int, int], concurrent.futures.ThreadPoolExecutor] = {}
+
+
+def _pool(threads: int) -> concurrent.futures.ThreadPoolExecutor:
+  """A lasting pool of `threads` compile threads. Keyed by process id too:
+  a forked child (e.g. a multiprocessing worker) inherits the parent's
+  pool object but not its threads, and would wait on it forever."""
+  key = (os.getpid(), threads)
+  with _POOL_LOCK:
+    pool = _POOL.get(key)
+    if pool is None:
+      pool = concurrent.futures.ThreadPoolExecutor(
+          threads, thread_name_prefix="xla-cpu-llvm")
+      _POOL[key] = pool
+    return pool
+
+
+def compile_objects(module: ir.Module, exported: Sequence[str],
+                    opt_level: int = 3,
+                    threads: Optional[int] = None) -> list[bytes]:
+  """Object files that together define `exported` (see the notes above);
+  `threads` defaults to `compile_threads()`."""
+  _initialize()
+  threads = threads or compile_threads()
+  texts = None
+  if threads > 1:
+    texts = partition_module(module, exported, threads * _PARTS_PER_THREAD)
+  if not texts or len(texts) == 1:
+    return [_compile_part(texts[0] if texts else str(module), opt_level,
+                          unlocked=False)]
+  pool = _pool(min(threads, len(texts)))
+  futures = [pool.submit(_compile_part, t, opt_level, True) for t in texts]
+  return [f.result() for f in futures]

@@ -1,0 +1,189 @@
+"""Tests for jit.py: splitting a module into parts, the object bundle, and
+compiling parts on parallel threads."""
+
+import ctypes
+import os
+import subprocess
+import sys
+
+from llvmlite import binding as llvm
+from llvmlite import ir
+import pytest
+
+import support
+from xla.service.cpu import jit
+
+I64 = ir.IntType(64)
+FN_TY = ir.FunctionType(I64, [I64])
+
+
+def _module(n_kernels=4, with_pair=True):
+  """Kernels k<i>(x) = x * (i + 1) + helper(x) + table[i % 2]; with_pair:
+  `pair(x)` = k0(x) + 1 (a kernel calling another kernel)."""
+  m = ir.Module(name="jit_test")
+  jit.configure_module(m)
+  helper = ir.Function(m, FN_TY, "helper")  # external linkage, as emitted
+  helper.attributes.add("alwaysinline")
+  b = ir.IRBuilder(helper.append_basic_block("entry"))
+  b.ret(b.add(b.mul(helper.args[0], helper.args[0]), I64(7)))
+  table_ty = ir.ArrayType(I64, 2)
+  table = ir.GlobalVariable(m, table_ty, "table")
+  table.linkage = "internal"
+  table.global_constant = True
+  table.initializer = ir.Constant(table_ty, [100, 200])
+  unused = ir.Function(m, FN_TY, "unused_helper")
+  b = ir.IRBuilder(unused.append_basic_block("entry"))
+  b.ret(unused.args[0])
+  kernels = []
+  for i in range(n_kernels):
+    fn = ir.Function(m, FN_TY, f"k{i}")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    x = fn.args[0]
+    v = b.add(b.mul(x, I64(i + 1)), b.call(helper, [x]))
+    t = b.load(b.gep(table, [ir.Constant(ir.IntType(32), 0),
+                             ir.Constant(ir.IntType(32), i % 2)]))
+    b.ret(b.add(v, t))
+    kernels.append(fn)
+  if with_pair:
+    fn = ir.Function(m, FN_TY, "pair")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    b.ret(b.add(b.call(kernels[0], [fn.args[0]]), I64(1)))
+  return m
+
+
+def _expected(name, x):
+  if name == "pair":
+    return _expected("k0", x) + 1
+  i = int(name[1:])
+  return x * (i + 1) + x * x + 7 + (100, 200)[i % 2]
+
+
+def _defined(text):
+  mod = llvm.parse_assembly(text)
+  return {f.name: f for f in mod.functions if not f.is_declaration}, mod
+
+
+def test_pack_objects_round_trip():
+  assert jit.pack_objects([b"abc"]) == b"abc"  # one object: itself
+  assert jit.unpack_objects(b"plain object") == [b"plain object"]
+  objs = [b"first", b"", b"\x00" * 10]
+  assert jit.unpack_objects(jit.pack_objects(objs)) == objs
+  with pytest.raises(support.InternalError):
+    jit.unpack_objects(jit.pack_objects(objs)[:-3])
+
+
+def test_partition_keeps_callers_together_and_copies_helpers():
+  m = _module(4)
+  exported = ["k0", "k1", "k2", "k3", "pair"]
+  texts = jit.partition_module(m, exported, parts=3)
+  assert len(texts) == 3
+  seen = []
+  for text in texts:
+    fns, mod = _defined(text)
+    mod.verify()
+    roots = [n for n in fns if n in exported]
+    seen += roots
+    if "pair" in fns or "k0" in fns:
+      assert "pair" in fns and "k0" in fns
+    # The helper travels with every part that calls it, made internal so
+    # the parts' copies cannot clash; the unreachable one is dropped.
+    assert "helper" in fns
+    assert fns["helper"].linkage == llvm.Linkage.internal
+    assert "unused_helper" not in fns
+    for n in roots:
+      assert fns[n].linkage == llvm.Linkage.external
+  assert sorted(seen) == sorted(exported)
+  # The original module is left as it was.
+  assert m.globals["helper"].linkage == ""
+
+
+def test_partition_not_more_parts_than_units():
+  m = _module(2, with_pair=False)
+  assert len(jit.partition_module(m, ["k0", "k1"], parts=8)) == 2
+  assert len(jit.partition_module(m, ["k0", "k1"], parts=1)) == 1
+
+
+def test_partition_refuses_external_global():
+  m = _module(2, with_pair=False)
+  g = ir.GlobalVariable(m, I64, "shared_state")
+  g.initializer = I64(0)
+  assert jit.partition_module(m, ["k0", "k1"], parts=2) is None
+
+
+@pytest.mark.parametrize("threads", [1, 2, 4])
+def test_compile_objects_runs_every_kernel(threads):
+  m = _module(6)
+  exported = [f"k{i}" for i in range(6)] + ["pair"]
+  objs = jit.compile_objects(m, exported, threads=threads)
+  parts = threads * jit._PARTS_PER_THREAD  # pylint: disable=protected-access
+  assert len(objs) == (1 if threads == 1 else min(parts, 6))
+  cj = jit.CpuJit()
+  cj.load_object_code(jit.pack_objects(objs))
+  for name in exported:
+    f = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(cj.address(name))
+    for x in (0, 3, -5):
+      assert f(x) == _expected(name, x), (name, x)
+
+
+def test_compile_objects_reports_invalid_ir():
+  m = ir.Module(name="bad")
+  jit.configure_module(m)
+  for i in range(2):
+    fn = ir.Function(m, FN_TY, f"k{i}")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    b.ret(fn.args[0])
+  # A block with no terminator is invalid IR.
+  m.globals["k1"].append_basic_block("dangling")
+  with pytest.raises(support.InternalError, match="invalid LLVM IR"):
+    jit.compile_objects(m, ["k0", "k1"], threads=2)
+
+
+def test_compile_threads_from_environment(monkeypatch):
+  monkeypatch.setenv("XLA_CPU_COMPILE_THREADS", "3")
+  assert jit.compile_threads() == 3
+  monkeypatch.setenv("XLA_CPU_COMPILE_THREADS", "zero")
+  assert jit.compile_threads() >= 1
+
+
+def _compile_in_child(queue):
+  m = _module(4, with_pair=False)
+  objs = jit.compile_objects(m, [f"k{i}" for i in range(4)], threads=2)
+  cj = jit.CpuJit()
+  cj.load_object_code(jit.pack_objects(objs))
+  f = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(cj.address("k3"))
+  queue.put(f(2))
+
+
+_FORK_SCRIPT = """
+import multiprocessing
+from xla.service.cpu import jit
+from xla.service.cpu import jit_test
+jit.compile_objects(jit_test._module(4, with_pair=False),
+                    [f"k{i}" for i in range(4)], threads=2)
+ctx = multiprocessing.get_context("fork")
+queue = ctx.Queue()
+p = ctx.Process(target=jit_test._compile_in_child, args=(queue,))
+p.start()
+p.join(60)
+if p.is_alive():
+  p.kill()
+  raise SystemExit("compile in a forked child hung")
+assert p.exitcode == 0, p.exitcode
+print(queue.get(timeout=5))
+"""
+
+
+def test_compile_objects_in_forked_child():
+  # The parent's compile threads do not survive a fork; the child must get
+  # threads of its own rather than wait on the inherited pool. (Run in a
+  # fresh interpreter: forking this one, which may hold other libraries'
+  # threads, is not safe.)
+  root = os.path.dirname(os.path.dirname(os.path.dirname(
+      os.path.dirname(os.path.abspath(__file__)))))
+  env = dict(os.environ, PYTHONPATH=root + os.pathsep +
+             os.environ.get("PYTHONPATH", ""))
+  out = subprocess.run([sys.executable, "-c", _FORK_SCRIPT], env=env,
+                       cwd=root, capture_output=True, text=True,
+                       timeout=120)
+  assert out.returncode == 0, out.stderr[-2000:]
+  assert int(out.stdout.split()[-1]) == _expected("k3", 2)
