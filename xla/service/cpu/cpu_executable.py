@@ -46,6 +46,7 @@ import numpy as np
 
 import support
 from xla.service.cpu import blas
+from xla.service.cpu import buffer_pool
 from xla.service.cpu import native_runner
 from xla.service.cpu import thunk as thunk_lib
 from xla.service.cpu.thunk_emitter import numpy_dtype
@@ -288,11 +289,8 @@ class CpuExecutable:
       bases.append(_data_address(arr))
     block = None
     if fast.out_bytes:
-      raw = np.empty(fast.out_bytes + ALIGNMENT, np.uint8)
-      raw_address = _addressof(_from_buffer(raw))
-      skip = (-raw_address) % ALIGNMENT
-      block = raw[skip:skip + fast.out_bytes] if skip else raw
-      bases.append(raw_address + skip)
+      block, block_address = buffer_pool.block(fast.out_bytes)
+      bases.append(block_address)
     else:
       bases.append(0)
     arena = None
@@ -393,8 +391,7 @@ class CpuExecutable:
     # except those standing in for donated parameters.
     block = None
     if self._out_block_bytes:
-      block = aligned_empty(self._out_block_bytes)
-      base = _address(block)
+      block, base = buffer_pool.block(self._out_block_bytes)
       for a, _, off in self._outputs:
         bases[a] = base + off
     for a, src in donated.items():
