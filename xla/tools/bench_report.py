@@ -148,8 +148,10 @@ def bandwidth_lines(report: dict) -> list[str]:
   bw = report.get("bandwidth")
   lines = []
   if bw:
+    threads = bw.get("threads", 1)
     lines.append(f"machine memory bandwidth (numpy, "
-                 f"{fmt_bytes(bw['array_bytes'])} arrays): copy "
+                 f"{fmt_bytes(bw['array_bytes'])} arrays, best of 1 and "
+                 f"{threads} threads): copy "
                  f"{bw['copy_gbps']:.1f} GB/s, triad {bw['triad_gbps']:.1f} "
                  "GB/s")
   for name, entry in report["programs"].items():
