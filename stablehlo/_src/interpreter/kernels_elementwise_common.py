@@ -258,6 +258,136 @@ def complex_tan(z: np.ndarray) -> np.ndarray:
   return result
 
 
+def complex_tanh(z: np.ndarray) -> np.ndarray:
+  """tanh of complex `z` = a + ci with XLA CPU's values where a part is not
+  finite or the imaginary part is zero (the rule of
+  xla/service/cpu/elemental_complex.py `_tanh`, checked against jax.jit on
+  CPU; numpy follows C99 instead):
+
+    a = +-inf           -> copysign(1, a) + s i, s = +-0 with the sign of
+                           sin 2c for a finite nonzero c (as numpy), +0
+                           for c = +-0, +-inf or nan;
+    c = +-inf or nan    -> nan + nan i otherwise (a = +-0 included);
+    c = +-0             -> tanh(a) + 0i, imaginary part +0 (also for c = -0
+                           and for a = nan).
+  """
+  z = np.asarray(z)
+  with np.errstate(all="ignore"):
+    out = np.tanh(z)
+  a, c = z.real, z.imag
+  a_inf, c_finite = np.isinf(a), np.isfinite(c)
+  re = np.where(c_finite, out.real, np.nan)
+  re = np.where(a_inf, np.copysign(1.0, a), re)
+  im = np.where(c == 0, 0.0, out.imag)
+  im = np.where(c_finite, im, np.where(a_inf, 0.0, np.nan))
+  result = np.empty_like(out)
+  result.real, result.imag = re, im
+  return result
+
+
+def _make_complex(like: np.ndarray, re, im) -> np.ndarray:
+  out = np.empty(np.shape(like), np.asarray(like).dtype)
+  out.real, out.imag = re, im
+  return out
+
+
+def _any_nan(z: np.ndarray) -> np.ndarray:
+  return np.isnan(z.real) | np.isnan(z.imag)
+
+
+# XLA CPU's complex exp / log / sqrt / sin / cos / expm1 / log1p at special
+# values (the rules of xla/service/cpu/elemental_complex.py, checked against
+# jax.jit on CPU); numpy follows C99 instead. z = a + ci throughout.
+
+
+def complex_exp(z: np.ndarray) -> np.ndarray:
+  """exp: c = +-0 -> e^a + 0i (imaginary part +0, a = nan included);
+  c = +-inf or nan -> nan + nan i for every a."""
+  z = np.asarray(z)
+  with np.errstate(all="ignore"):
+    out = np.exp(z)
+    ea = np.exp(z.real)
+  c = z.imag
+  re = np.where(c == 0, ea, np.where(np.isfinite(c), out.real, np.nan))
+  im = np.where(c == 0, 0.0, np.where(np.isfinite(c), out.imag, np.nan))
+  return _make_complex(out, re, im)
+
+
+def complex_log(z: np.ndarray) -> np.ndarray:
+  """log: nan + nan i where a part is nan (C99 gives inf + nan i when the
+  other part is infinite)."""
+  z = np.asarray(z)
+  with np.errstate(all="ignore"):
+    out = np.log(z)
+  nan = _any_nan(z)
+  return _make_complex(out, np.where(nan, np.nan, out.real),
+                       np.where(nan, np.nan, out.imag))
+
+
+def complex_sqrt(z: np.ndarray) -> np.ndarray:
+  """sqrt: a -0 imaginary part counts as +0 (sqrt(-1 - 0i) = +i); nan + nan
+  i where a part is nan."""
+  z = np.asarray(z)
+  z = _make_complex(z, z.real, np.where(z.imag == 0, 0.0, z.imag))
+  with np.errstate(all="ignore"):
+    out = np.sqrt(z)
+  nan = _any_nan(z)
+  return _make_complex(out, np.where(nan, np.nan, out.real),
+                       np.where(nan, np.nan, out.imag))
+
+
+def _sin_cos(z, is_sin):
+  z = np.asarray(z)
+  with np.errstate(all="ignore"):
+    out = np.sin(z) if is_sin else np.cos(z)
+  a = z.real
+  bad = ~np.isfinite(a)
+  re = np.where(bad, np.nan, out.real)
+  im = np.where(bad, np.nan, out.imag)
+  if is_sin:
+    re = np.where(a == 0, 0.0, re)
+  else:
+    im = np.where(a == 0, 0.0, im)
+  return _make_complex(out, re, im)
+
+
+def complex_sin(z: np.ndarray) -> np.ndarray:
+  """sin: a = +-0 -> +0 + i sinh c (real part +0, also for c = +-inf or
+  nan); a = +-inf or nan -> nan + nan i otherwise."""
+  return _sin_cos(z, True)
+
+
+def complex_cos(z: np.ndarray) -> np.ndarray:
+  """cos: a = +-0 -> cosh c + 0i (imaginary part +0, also for c = +-inf or
+  nan); a = +-inf or nan -> nan + nan i otherwise."""
+  return _sin_cos(z, False)
+
+
+def fix_complex_expm1(z: np.ndarray, out: np.ndarray) -> np.ndarray:
+  """expm1 `out` (computed accurately elsewhere) with XLA CPU's special
+  values: c = +-0 -> expm1(a) + 0i with both zeros +0 (expm1(-0 - 0i) =
+  +0 + 0i); c = +-inf or nan -> nan + nan i."""
+  z, out = np.asarray(z), np.asarray(out)
+  a, c = z.real, z.imag
+  with np.errstate(all="ignore"):
+    em = np.expm1(a) + 0.0  # -0 -> +0
+  re = np.where(c == 0, em, np.where(np.isfinite(c), out.real, np.nan))
+  im = np.where(c == 0, 0.0, np.where(np.isfinite(c), out.imag, np.nan))
+  return _make_complex(out, re, im)
+
+
+def fix_complex_log1p(z: np.ndarray, out: np.ndarray) -> np.ndarray:
+  """log1p `out` (real part computed accurately elsewhere) with XLA CPU's
+  imaginary part atan2(c, 1 + a) (which keeps the sign of c = -0) and nan +
+  nan i where a part is nan."""
+  z, out = np.asarray(z), np.asarray(out)
+  with np.errstate(all="ignore"):
+    im = np.arctan2(z.imag, 1.0 + z.real)
+  nan = _any_nan(z)
+  return _make_complex(out, np.where(nan, np.nan, out.real),
+                       np.where(nan, np.nan, im))
+
+
 def native_float(et: t.Type) -> bool:
   """Float / complex types whose numpy +, -, *, / round correctly to the
   type itself (float16 goes through float32, which is innocuous)."""

@@ -296,18 +296,91 @@ def _tan(b, a, c):
 
 
 def _tanh(b, a, c):
-  # tanh(a + ic) = -i tan(i (a + ic)) = -i tan(-c + ia).
-  re, im = _tan_parts(b, b.fneg(c), a)
-  return im, b.fneg(re)
+  """tanh(a + ic) = -i tan(-c + ia), with XLA CPU's results at special
+  values (checked against jax.jit on CPU, c64 and c128):
+
+    a = +-inf          -> (copysign(1, a), s), s = +-0 with the sign of
+                          sin 2c for finite nonzero c (what the |y| > 20
+                          branch of _tan_parts gives), +0 for c = +-0,
+                          +-inf or nan;
+    c = +-inf or nan   -> (nan, nan) otherwise, a = +-0 included;
+    c = +-0            -> (tanh a, +0): the imaginary part is +0 also for
+                          c = -0 and a = nan;
+  and _tan_parts everywhere else.
+  """
+  t_re, t_im = _tan_parts(b, b.fneg(c), a)
+  re, im = t_im, b.fneg(t_re)
+  inf, nan, zero = _d(a, float("inf")), _d(a, float("nan")), _d(a, 0.0)
+  a_inf = b.fcmp_ordered("==", u.fabs(b, a), inf)
+  c_finite = b.fcmp_ordered("<", u.fabs(b, c), inf)
+  im = b.select(b.fcmp_ordered("==", c, zero), zero, im)
+  im = b.select(c_finite, im, b.select(a_inf, zero, nan))
+  re = b.select(c_finite, re, nan)
+  re = b.select(a_inf, u.intrinsic(b, "copysign", [_d(a, 1.0), a]), re)
+  return re, im
 
 
-exp = _wide_fn(_exp)
-expm1 = _wide_fn(_expm1)
-log = _wide_fn(_log)
+# XLA CPU's results at special values (checked against jax.jit on CPU, c64
+# and c128), on top of the formulas above; z = a + ic.
+
+
+def _any_nan(b, a, c):
+  return b.or_(u.is_nan(b, a), u.is_nan(b, c))
+
+
+def _exp_op(b, a, c):
+  """exp: c = +-0 -> (e^a, +0) (a = nan included); c = +-inf or nan gives
+  (nan, nan) through cos / sin."""
+  re, im = _exp(b, a, c)
+  return re, b.select(b.fcmp_ordered("==", c, _d(c, 0.0)), _d(c, 0.0), im)
+
+
+def _expm1_op(b, a, c):
+  """expm1: c = +-0 -> (expm1 a, +0) with a -0 real part made +0."""
+  re, im = _expm1(b, a, c)
+  zero = _d(a, 0.0)
+  c_zero = b.fcmp_ordered("==", c, zero)
+  re = b.select(b.and_(c_zero, b.fcmp_ordered("==", re, zero)), zero, re)
+  return re, b.select(c_zero, zero, im)
+
+
+def _log_op(b, a, c):
+  """log: (nan, nan) where a part is nan (even if the other is +-inf)."""
+  re, im = _log(b, a, c)
+  nan, qnan = _any_nan(b, a, c), _d(a, float("nan"))
+  return b.select(nan, qnan, re), b.select(nan, qnan, im)
+
+
+def _sqrt_op(b, a, c):
+  """sqrt: c = -0 counts as +0 (sqrt(-1 - 0i) = +i); (nan, nan) where a
+  part is nan."""
+  c = b.select(b.fcmp_ordered("==", c, _d(c, 0.0)), _d(c, 0.0), c)
+  re, im = _sqrt(b, a, c)
+  nan, qnan = _any_nan(b, a, c), _d(a, float("nan"))
+  return b.select(nan, qnan, re), b.select(nan, qnan, im)
+
+
+def _sin_op(b, a, c):
+  """sin: a = +-0 -> (+0, sinh c), also for c = +-inf or nan."""
+  re, im = _sin(b, a, c)
+  zero = _d(a, 0.0)
+  return b.select(b.fcmp_ordered("==", a, zero), zero, re), im
+
+
+def _cos_op(b, a, c):
+  """cos: a = +-0 -> (cosh c, +0), also for c = +-inf or nan."""
+  re, im = _cos(b, a, c)
+  zero = _d(a, 0.0)
+  return re, b.select(b.fcmp_ordered("==", a, zero), zero, im)
+
+
+exp = _wide_fn(_exp_op)
+expm1 = _wide_fn(_expm1_op)
+log = _wide_fn(_log_op)
 log1p = _wide_fn(_log1p)
-sqrt = _wide_fn(_sqrt)
-sin = _wide_fn(_sin)
-cos = _wide_fn(_cos)
+sqrt = _wide_fn(_sqrt_op)
+sin = _wide_fn(_sin_op)
+cos = _wide_fn(_cos_op)
 tan = _wide_fn(_tan)
 tanh = _wide_fn(_tanh)
 
@@ -315,7 +388,7 @@ tanh = _wide_fn(_tanh)
 def rsqrt(b, z):
   one = make(b, ir.Constant(z.type.elements[0], 1.0),
              ir.Constant(z.type.elements[1], 0.0))
-  return divide(b, one, sqrt(b, z))
+  return divide(b, one, _wide_fn(_sqrt)(b, z))
 
 
 def power(b, x, y):

@@ -1,10 +1,12 @@
-"""Tests of elemental_complex.py: complex tan at special values.
+"""Tests of elemental_complex.py: complex functions at special values.
 
-XLA CPU's complex tan has its own results where a part is +-inf or nan or
-the real part is zero (see `_tan`); the CPU backend, the HLO evaluator and
-the StableHLO interpreter all follow it. The table below holds results
-jax.jit(jnp.tan) gave on CPU (jaxlib 0.10.2); the differential test checks
-a whole grid against jax when it is installed.
+XLA CPU's complex tan, tanh, exp, log, sqrt, sin, cos and log1p have their
+own results where a part is +-inf or nan or zero (see `_tan`, `_tanh` and
+the `_*_op` functions); the CPU backend, the HLO evaluator and the StableHLO
+interpreter all follow them. The tables below hold results jax.jit gave on
+CPU (jaxlib 0.10.2); the differential test checks a 13 x 13 grid against
+jax when it is installed. (expm1 is left out: XLA computes its imaginary
+part as (expm1(a) + 1) sin c, which loses accuracy for a << 0.)
 """
 
 import itertools
@@ -41,24 +43,85 @@ _TABLE = [
     (complex(1.0, NAN), complex(NAN, NAN)),
 ]
 
+# (input, XLA CPU's tanh): +-1 + 0i (sign of sin 2c for a finite nonzero
+# imaginary part c) where the real part is infinite, nan + nan i where the
+# imaginary part is not finite, +0 imaginary parts for a +-0 one.
+_TANH_TABLE = [
+    (complex(INF, 1.0), complex(1.0, 0.0)),
+    (complex(INF, 3.0), complex(1.0, -0.0)),
+    (complex(-INF, -1.0), complex(-1.0, -0.0)),
+    (complex(-INF, -0.0), complex(-1.0, 0.0)),
+    (complex(INF, INF), complex(1.0, 0.0)),
+    (complex(-INF, -INF), complex(-1.0, 0.0)),
+    (complex(INF, NAN), complex(1.0, 0.0)),
+    (complex(0.0, INF), complex(NAN, NAN)),
+    (complex(-0.0, NAN), complex(NAN, NAN)),
+    (complex(1.0, -INF), complex(NAN, NAN)),
+    (complex(NAN, -0.0), complex(NAN, 0.0)),
+    (complex(NAN, 1.0), complex(NAN, NAN)),
+    (complex(-0.0, -0.0), complex(-0.0, 0.0)),
+    (complex(30.0, -0.0), complex(1.0, 0.0)),
+    (complex(-1e30, -0.0), complex(-1.0, 0.0)),
+]
+
 _SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, 3.0, 30.0, -30.0, 1e30, -1e30, INF,
             -INF, NAN]
 
 
-def _hlo(n, ty):
+# name -> (HLO opcode, StableHLO op, jax.numpy function name, table).
+# (input, XLA CPU's value) for the other functions' special-value rules.
+_OTHER_TABLE = {
+    # exp: imaginary part +0 for c = +-0; nan + nan i for c = +-inf.
+    "exp": [(complex(0.0, -0.0), complex(1.0, 0.0)),
+            (complex(NAN, -0.0), complex(NAN, 0.0)),
+            (complex(-INF, INF), complex(NAN, NAN))],
+    # log: nan + nan i where a part is nan.
+    "log": [(complex(INF, NAN), complex(NAN, NAN)),
+            (complex(NAN, -INF), complex(NAN, NAN))],
+    # sqrt: c = -0 counts as +0; nan + nan i where a part is nan.
+    "sqrt": [(complex(-4.0, -0.0), complex(0.0, 2.0)),
+             (complex(4.0, -0.0), complex(2.0, 0.0)),
+             (complex(NAN, INF), complex(NAN, NAN))],
+    # sin / cos: a = +-0 gives a +0 real / imaginary part.
+    "sin": [(complex(-0.0, 0.0), complex(0.0, 0.0)),
+            (complex(0.0, INF), complex(0.0, INF)),
+            (complex(INF, 0.0), complex(NAN, NAN))],
+    "cos": [(complex(0.0, -0.0), complex(1.0, 0.0)),
+            (complex(-0.0, NAN), complex(NAN, 0.0)),
+            (complex(NAN, 0.0), complex(NAN, NAN))],
+    # log1p: imaginary part atan2(c, 1 + a), keeping c = -0's sign.
+    "log1p": [(complex(-0.0, -0.0), complex(0.0, -0.0)),
+              (complex(-INF, NAN), complex(NAN, NAN))],
+}
+
+# name -> (HLO opcode, StableHLO op, jax.numpy function name, table).
+_OPS = {
+    "tan": ("tan", "tan", "tan", _TABLE),
+    "tanh": ("tanh", "tanh", "tanh", _TANH_TABLE),
+    "exp": ("exponential", "exponential", "exp", _OTHER_TABLE["exp"]),
+    "log": ("log", "log", "log", _OTHER_TABLE["log"]),
+    "sqrt": ("sqrt", "sqrt", "sqrt", _OTHER_TABLE["sqrt"]),
+    "sin": ("sine", "sine", "sin", _OTHER_TABLE["sin"]),
+    "cos": ("cosine", "cosine", "cos", _OTHER_TABLE["cos"]),
+    "log1p": ("log-plus-one", "log_plus_one", "log1p",
+              _OTHER_TABLE["log1p"]),
+}
+
+
+def _hlo(n, ty, op):
   return f"""
-HloModule tan
+HloModule {op}
 ENTRY main {{
   x = {ty}[{n}] parameter(0)
-  ROOT t = {ty}[{n}] tan(x)
+  ROOT t = {ty}[{n}] {op}(x)
 }}
 """
 
 
-def _mlir(n, ty):
+def _mlir(n, ty, op):
   return f"""
 func.func @main(%x: tensor<{n}x{ty}>) -> tensor<{n}x{ty}> {{
-  %0 = stablehlo.tan %x : tensor<{n}x{ty}>
+  %0 = stablehlo.{op} %x : tensor<{n}x{ty}>
   return %0 : tensor<{n}x{ty}>
 }}
 """
@@ -66,17 +129,19 @@ func.func @main(%x: tensor<{n}x{ty}>) -> tensor<{n}x{ty}> {{
 
 _TYPES = [(np.complex64, "c64", "complex<f32>"),
           (np.complex128, "c128", "complex<f64>")]
+_CASES = [(name,) + ty for name in _OPS for ty in _TYPES]
 
 
-def _ours(z, hlo_ty, mlir_ty):
-  """{path: tan(z)} for the CPU backend, the evaluator, the interpreter."""
+def _ours(z, name, hlo_ty, mlir_ty):
+  """{path: op(z)} for the CPU backend, the evaluator, the interpreter."""
   n = len(z)
-  text = _hlo(n, hlo_ty)
+  hlo_op, mlir_op = _OPS[name][:2]
+  text = _hlo(n, hlo_ty, hlo_op)
   cpu = cpu_compiler.compile(
       hlo_parser.parse_and_return_verified_module(text)).execute([z])[0]
   evaluated = hlo_evaluator.HloEvaluator().evaluate(
       hlo_parser.parse_and_return_verified_module(text), [z])[0]
-  module = mlir_text.parse_module(_mlir(n, mlir_ty))
+  module = mlir_text.parse_module(_mlir(n, mlir_ty, mlir_op))
   interpreted = interpreter.Interpreter(module).call("main", [z])[0]
   return {"cpu": cpu, "evaluator": evaluated, "interpreter": interpreted}
 
@@ -95,30 +160,35 @@ def _same(got, want, rtol):
   return True
 
 
-@pytest.mark.parametrize("dtype,hlo_ty,mlir_ty", _TYPES)
-def test_tan_special_values_table(dtype, hlo_ty, mlir_ty):
-  z = np.array([i for i, _ in _TABLE], dtype)
-  for path, got in _ours(z, hlo_ty, mlir_ty).items():
-    bad = [(z[i], got[i], w) for i, (_, w) in enumerate(_TABLE)
+@pytest.mark.parametrize("name,dtype,hlo_ty,mlir_ty", _CASES)
+def test_special_values_table(name, dtype, hlo_ty, mlir_ty):
+  table = _OPS[name][3]
+  z = np.array([i for i, _ in table], dtype)
+  for path, got in _ours(z, name, hlo_ty, mlir_ty).items():
+    bad = [(z[i], got[i], w) for i, (_, w) in enumerate(table)
            if not _same(got[i], w, 0)]
-    assert not bad, (path, bad)
+    assert not bad, (name, path, bad)
 
 
-@pytest.mark.parametrize("dtype,hlo_ty,mlir_ty", _TYPES)
-def test_tan_grid_matches_xla_cpu(dtype, hlo_ty, mlir_ty):
+@pytest.mark.parametrize("name,dtype,hlo_ty,mlir_ty", _CASES)
+def test_grid_matches_xla_cpu(name, dtype, hlo_ty, mlir_ty):
   jax = pytest.importorskip("jax")
   z = np.array([complex(a, b) for a, b in itertools.product(_SPECIAL,
                                                             _SPECIAL)], dtype)
   with jax.enable_x64(True):
     cpu = jax.local_devices(backend="cpu")[0]
-    want = np.asarray(jax.jit(jax.numpy.tan)(jax.device_put(z, cpu)))
+    fn = getattr(jax.numpy, _OPS[name][2])
+    want = np.asarray(jax.jit(fn)(jax.device_put(z, cpu)))
   assert want.dtype == dtype
   rtol = 1e-5 if dtype == np.complex64 else 1e-12
-  for path, got in _ours(z, hlo_ty, mlir_ty).items():
-    # Tiny real parts (|y| > 20) may flush to zero on one side only.
+  for path, got in _ours(z, name, hlo_ty, mlir_ty).items():
+    # Tiny parts (|Im z| > 20 for tan) may flush to zero on one side only.
     bad = [(z[i], got[i], want[i]) for i in range(len(z))
-           if not _same(got[i], want[i], rtol) and not (
-               abs(got[i].real) < 1e-20 and abs(want[i].real) < 1e-20 and
-               _same(complex(0, got[i].imag), complex(0, want[i].imag),
-                     rtol))]
-    assert not bad, (path, bad)
+           if not _same(got[i], want[i], rtol) and not _tiny_real_ok(
+               got[i], want[i], rtol)]
+    assert not bad, (name, path, bad)
+
+
+def _tiny_real_ok(got, want, rtol):
+  return (abs(got.real) < 1e-20 and abs(want.real) < 1e-20 and
+          _same(complex(0, got.imag), complex(0, want.imag), rtol))
