@@ -38,11 +38,13 @@ class Shape:
   layout: Optional[Layout] = None
 
   def __post_init__(self):
-    et = PrimitiveType(self.element_type)
-    object.__setattr__(self, "element_type", et)
-    dims = tuple(int(d) for d in self.dimensions)
+    et = self.element_type
+    if type(et) is not PrimitiveType:  # pylint: disable=unidiomatic-typecheck
+      et = PrimitiveType(et)
+      object.__setattr__(self, "element_type", et)
+    dims = tuple(map(int, self.dimensions))
     object.__setattr__(self, "dimensions", dims)
-    dyn = tuple(bool(d) for d in self.dynamic_dimensions)
+    dyn = tuple(map(bool, self.dynamic_dimensions))
     if not dyn:
       dyn = (False,) * len(dims)
     object.__setattr__(self, "dynamic_dimensions", dyn)
@@ -163,17 +165,27 @@ class Shape:
 
   # -- derived shapes ----------------------------------------------------------
 
+  # Shapes are immutable: the derived-shape methods below return `self`
+  # when nothing would change (building a shape is not cheap, and the HLO
+  # passes ask for layout-free shapes of layout-free shapes all the time).
+
   def with_layout(self, layout: Optional[Layout | Sequence[int]]) -> "Shape":
     if layout is not None and not isinstance(layout, Layout):
       layout = Layout(minor_to_major=tuple(layout))
+    if layout == self.layout:
+      return self
     return dataclasses.replace(self, layout=layout)
 
   def without_layout(self) -> "Shape":
     """This shape with every layout (of every leaf) removed."""
     if self.is_tuple() or self.is_buffer():
-      return dataclasses.replace(
-          self, tuple_shapes=tuple(s.without_layout()
-                                   for s in self.tuple_shapes))
+      shapes = tuple(s.without_layout() for s in self.tuple_shapes)
+      if self.layout is None and all(
+          a is b for a, b in zip(shapes, self.tuple_shapes)):
+        return self
+      return dataclasses.replace(self, tuple_shapes=shapes)
+    if self.layout is None:
+      return self
     return dataclasses.replace(self, layout=None)
 
   def with_element_type(self, element_type: PrimitiveType) -> "Shape":

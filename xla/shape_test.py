@@ -71,3 +71,29 @@ def test_program_shape_text():
                     ("x",))
   assert ps.to_string() == "(x: f32[2]) -> f32[]"
   assert ps.to_string(print_layout=True) == "(x: f32[2]{0}) -> f32[]"
+
+
+def test_layout_changes_that_change_nothing_keep_the_shape():
+  # Shapes are immutable, so these may (and do) return the shape itself.
+  plain = Shape.array(P.F32, (2, 3))
+  assert plain.without_layout() is plain
+  laid = Shape.array(P.F32, (2, 3), (1, 0))
+  assert laid.with_layout((1, 0)) is laid
+  assert laid.with_layout(Layout((1, 0))) is laid
+  assert laid.without_layout() == plain and laid.without_layout() is not laid
+  assert laid.with_layout((0, 1)).layout == Layout((0, 1))
+  assert plain.with_layout(None) is plain
+  assert laid.with_layout(None) == plain
+  tup = Shape.tuple_of([plain, Shape.token()])
+  assert tup.without_layout() is tup
+  mixed = Shape.tuple_of([laid, plain])
+  stripped = mixed.without_layout()
+  assert stripped == Shape.tuple_of([plain, plain])
+  assert stripped.tuple_shapes[1] is plain
+
+
+def test_element_type_and_dims_are_normalized():
+  s = Shape(int(P.F32), [2, True])
+  assert type(s.element_type) is P and s.element_type == P.F32
+  assert s.dimensions == (2, 1) and type(s.dimensions[1]) is int
+  assert s.dynamic_dimensions == (False, False)

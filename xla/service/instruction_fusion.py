@@ -329,10 +329,11 @@ class InstructionFusion(hpi.HloModulePass):
     changed = False
     self._side_effects = hlo_dce.SideEffectCache()
     try:
+      applied = applied_functions(module)
       for comp in hpi.computations_to_run(module, execution_threads):
         if comp.is_fusion_computation() or comp.parent is not module:
           continue
-        if is_applied_function(module, comp):
+        if id(comp) in applied:
           continue
         changed |= self.run_on_computation(comp)
     finally:
@@ -340,16 +341,36 @@ class InstructionFusion(hpi.HloModulePass):
     return changed
 
 
+_CALL_LIKE = frozenset({O.kCall, O.kWhile, O.kConditional, O.kFusion,
+                        O.kAsyncStart})
+
+
 def is_applied_function(module, comp) -> bool:
   """True for reducers and other to_apply computations of non-call ops:
   scalar helper computations that backends emit inline, not fuse."""
   for instr in module.instructions():
-    if instr.opcode in (O.kCall, O.kWhile, O.kConditional, O.kFusion,
-                        O.kAsyncStart):
+    if instr.opcode in _CALL_LIKE:
       continue
     if any(c is comp for c in instr.called_computations()):
       return True
   return False
+
+
+def applied_functions(module) -> set[int]:
+  """The ids of every computation `is_applied_function` holds for, found
+  in one scan of the module.
+
+  The fusion passes take this set once, before they visit computations
+  callees first: fusing only clones instructions (keeping what they call)
+  and removes the originals, and a computation's callers are visited after
+  it, so the answer for a computation not yet visited cannot change."""
+  applied: set[int] = set()
+  for instr in module.instructions():
+    if instr.opcode in _CALL_LIKE:
+      continue
+    for c in instr.called_computations():
+      applied.add(id(c))
+  return applied
 
 
 def count_fusions(comp: HloComputation,

@@ -300,3 +300,53 @@ ENTRY e {
     assert param.parameter_number == i and param.shape == op.shape
   assert _opcodes(fused) == ["add", "multiply", "negate", "parameter",
                              "parameter", "subtract"]
+
+
+def test_applied_functions_match_is_applied_function():
+  m = hp.parse_and_return_verified_module("""HloModule m
+add_f {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+max_f {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] maximum(a, b)
+}
+cond {
+  t = (s32[], f32[4]) parameter(0)
+  i = s32[] get-tuple-element(t), index=0
+  n = s32[] constant(3)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+body {
+  t = (s32[], f32[4]) parameter(0)
+  i = s32[] get-tuple-element(t), index=0
+  x = f32[4] get-tuple-element(t), index=1
+  one = s32[] constant(1)
+  j = s32[] add(i, one)
+  z = f32[] constant(0)
+  r = f32[] reduce(x, z), dimensions={0}, to_apply=max_f
+  b = f32[4] broadcast(r), dimensions={}
+  ROOT o = (s32[], f32[4]) tuple(j, b)
+}
+called {
+  p = f32[4] parameter(0)
+  ROOT n = f32[4] negate(p)
+}
+ENTRY e {
+  p = f32[4,8] parameter(0)
+  z = f32[] constant(0)
+  r = f32[4] reduce(p, z), dimensions={1}, to_apply=add_f
+  c = f32[4] call(r), to_apply=called
+  i = s32[] constant(0)
+  t = (s32[], f32[4]) tuple(i, c)
+  ROOT w = (s32[], f32[4]) while(t), condition=cond, body=body
+}""")
+  names = {m.get_computation_with_name(n)
+           for n in ("add_f", "max_f")}
+  want = {id(c) for c in m.computations if c in names}
+  assert inf.applied_functions(m) == want
+  for c in m.computations:
+    assert inf.is_applied_function(m, c) == (id(c) in want), c.name

@@ -21,8 +21,11 @@ import support
 from xla import primitive_util
 from xla.hlo.ir import hlo_instruction as hi
 from xla.hlo.pass_ import hlo_pass_interface as hpi
-from xla.service import eigh_expander
-from xla.service import qr_expander
+
+# qr_expander and eigh_expander (and the HLO text builder behind them) are
+# imported only when a module calls one of their targets: this pass runs on
+# every CPU compile, and importing them was most of its cost on a process's
+# first compile.
 
 
 def _type_name(shape) -> str:
@@ -51,6 +54,7 @@ def _check_matrix(instr, shape) -> None:
 
 
 def _qr_text(instr) -> str:
+  from xla.service import qr_expander  # pylint: disable=g-import-not-at-top
   shape = instr.operand(0).shape
   _check_matrix(instr, shape)
   return qr_expander.build_qr("qr", _type_name(shape),
@@ -58,6 +62,7 @@ def _qr_text(instr) -> str:
 
 
 def _householder_text(instr) -> str:
+  from xla.service import qr_expander  # pylint: disable=g-import-not-at-top
   a = instr.operand(0).shape
   taus = instr.operand(1).shape
   _check_matrix(instr, a)
@@ -72,6 +77,7 @@ def _householder_text(instr) -> str:
 
 
 def _eigh_text(instr) -> str:
+  from xla.service import eigh_expander  # pylint: disable=g-import-not-at-top
   shape = instr.operand(0).shape
   _check_matrix(instr, shape)
   cfg = eigh_expander.parse_config(_backend_config(instr), instr.name)
@@ -79,11 +85,12 @@ def _eigh_text(instr) -> str:
                                   tuple(shape.dimensions), cfg)
 
 
-# Custom-call target -> builder of the expansion's module text.
+# Custom-call target (qr_expander.QR_TARGET, HOUSEHOLDER_PRODUCT_TARGET,
+# eigh_expander.EIGH_TARGET) -> builder of the expansion's module text.
 EXPANSIONS: dict[str, Callable] = {
-    qr_expander.QR_TARGET: _qr_text,
-    qr_expander.HOUSEHOLDER_PRODUCT_TARGET: _householder_text,
-    eigh_expander.EIGH_TARGET: _eigh_text,
+    "Qr": _qr_text,
+    "ProductOfElementaryHouseholderReflectors": _householder_text,
+    "Eigh": _eigh_text,
 }
 
 

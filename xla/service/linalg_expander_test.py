@@ -2,6 +2,10 @@
 (LAPACK): through the HLO evaluator (which evaluates the expansion), the pass
 itself, and one compiled run on the CPU backend."""
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -198,6 +202,14 @@ def test_pass_replaces_custom_calls_with_calls():
   assert not linalg_expander.LinalgCustomCallExpander().run(module)
 
 
+def test_expansion_targets_are_the_expanders_targets():
+  # The pass names the targets itself (it imports the expanders lazily).
+  from xla.service import qr_expander  # pylint: disable=g-import-not-at-top
+  assert set(linalg_expander.EXPANSIONS) == {
+      qr_expander.QR_TARGET, qr_expander.HOUSEHOLDER_PRODUCT_TARGET,
+      eigh_expander.EIGH_TARGET}
+
+
 def test_cpu_backend_runs_the_expansions():
   cpu_compiler = pytest.importorskip("xla.service.cpu.cpu_compiler")
   text = _eigh_text("f64", (2, 4, 4), "1,1,100,1e-15")
@@ -208,3 +220,41 @@ def test_cpu_backend_runs_the_expansions():
   a = _hermitian("f64", (2, 4, 4), seed=6)
   v, w = cpu_compiler.compile(module).execute([a])
   _check_eigh(a, v, w, "f64")
+
+
+_IMPORT_CHECK = """
+import sys
+from xla.hlo.parser import hlo_parser
+from xla.hlo.transforms.simplifiers import hlo_constant_folding as hcf
+from xla.service import linalg_expander
+names = ("xla.service.qr_expander", "xla.service.eigh_expander",
+         "xla.service.hlo_text_builder", "xla.hlo.evaluator.hlo_evaluator")
+m = hlo_parser.parse_and_return_verified_module(
+    "HloModule m\\nENTRY e {\\n p = f32[4] parameter(0)\\n"
+    " c = f32[] constant(2)\\n b = f32[4] broadcast(c), dimensions={}\\n"
+    " ROOT a = f32[4] add(p, b)\\n}")
+print(linalg_expander.LinalgCustomCallExpander().run(m),
+      hcf.HloConstantFolding().run(m))
+print(",".join(n for n in names if n in sys.modules) or "-")
+m = hlo_parser.parse_and_return_verified_module(
+    "HloModule m\\nENTRY e {\\n c = f32[] constant(2)\\n"
+    " ROOT n = f32[] negate(c)\\n}")
+print(hcf.HloConstantFolding().run(m))
+print(",".join(n for n in names if n in sys.modules) or "-")
+"""
+
+
+def test_a_module_without_linalg_calls_imports_no_builders():
+  # In a fresh process: this pass (run on every CPU compile) and constant
+  # folding with nothing to fold import neither the expansion builders nor
+  # the HLO evaluator; folding a constant expression does import the
+  # evaluator.
+  root = os.path.dirname(os.path.dirname(os.path.dirname(
+      os.path.abspath(__file__))))
+  env = dict(os.environ, PYTHONPATH=root + os.pathsep +
+             os.environ.get("PYTHONPATH", ""))
+  out = subprocess.run([sys.executable, "-c", _IMPORT_CHECK], env=env,
+                       cwd=root, capture_output=True, text=True, timeout=120,
+                       check=True).stdout.split()
+  assert out == ["False", "False", "-", "True",
+                 "xla.hlo.evaluator.hlo_evaluator"]

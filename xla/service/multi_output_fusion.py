@@ -151,10 +151,11 @@ class MultiOutputFusion(hpi.HloModulePass):
 
   def run(self, module, execution_threads=frozenset()) -> bool:
     changed = False
+    applied = instruction_fusion.applied_functions(module)
     for comp in hpi.computations_to_run(module, execution_threads):
       if comp.is_fusion_computation() or comp.parent is not module:
         continue
-      if instruction_fusion.is_applied_function(module, comp):
+      if id(comp) in applied:
         continue
       changed |= self.run_on_computation(comp)
     return changed

@@ -30,7 +30,6 @@ known; bad input never prints a Python traceback.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import importlib
 import os
@@ -228,7 +227,10 @@ def _render(module, fmt: str, computation_name: Optional[str],
   return graph_dump.to_html(graph, heading=f"{module.name}: {comp.name}")
 
 
-def _arg_parser() -> argparse.ArgumentParser:
+def _arg_parser() -> "argparse.ArgumentParser":
+  # argparse is imported here, not at the top: the CPU compiler imports this
+  # module for its pass table on every first compile.
+  import argparse  # pylint: disable=g-import-not-at-top
   ap = argparse.ArgumentParser(
       prog="python -m xla.tools.hlo_opt",
       description="Run HLO passes over a module, verify it, and print it as "

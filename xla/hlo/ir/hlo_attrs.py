@@ -356,14 +356,26 @@ def attr_specs(opcode: HloOpcode) -> tuple[AttrSpec, ...]:
   return OPCODE_ATTRS.get(opcode, ())
 
 
+# Lookup tables derived from OPCODE_ATTRS (which is fixed once this module
+# is imported): the passes ask for an opcode's spec and called-computation
+# attributes tens of thousands of times per compile.
+_SPEC_BY_NAME: dict[HloOpcode, dict[str, AttrSpec]] = {}
+_COMPUTATION_ATTR_NAMES: dict[HloOpcode, tuple[str, ...]] = {}
+for _op, _specs in OPCODE_ATTRS.items():
+  _by_name: dict[str, AttrSpec] = {}
+  for _spec in _specs:
+    _by_name.setdefault(_spec.name, _spec)  # the first one wins
+  _SPEC_BY_NAME[_op] = _by_name
+  _COMPUTATION_ATTR_NAMES[_op] = tuple(
+      s.name for s in _specs
+      if s.kind in (AttrKind.COMPUTATION, AttrKind.COMPUTATION_LIST))
+
+
 def attr_spec(opcode: HloOpcode, name: str) -> Optional[AttrSpec]:
-  for spec in OPCODE_ATTRS.get(opcode, ()):
-    if spec.name == name:
-      return spec
-  return None
+  by_name = _SPEC_BY_NAME.get(opcode)
+  return None if by_name is None else by_name.get(name)
 
 
 def computation_attr_names(opcode: HloOpcode) -> tuple[str, ...]:
   """Names of the attributes holding called computations, in order."""
-  return tuple(s.name for s in OPCODE_ATTRS.get(opcode, ())
-               if s.kind in (AttrKind.COMPUTATION, AttrKind.COMPUTATION_LIST))
+  return _COMPUTATION_ATTR_NAMES.get(opcode, ())

@@ -53,3 +53,18 @@ def test_computation_attrs_and_unsupported():
       "true_computation", "false_computation", "branch_computations")
   assert ha.attr_spec(O.kAdd, "dimensions") is None
   assert set(ha.UNSUPPORTED_OPCODES) == {O.kShuffle, O.kCollectiveReduce}
+
+
+def test_lookup_tables_agree_with_the_schema():
+  # attr_spec / computation_attr_names use tables built from OPCODE_ATTRS;
+  # check them against a scan of the schema for every opcode.
+  for op in O:
+    specs = ha.OPCODE_ATTRS.get(op, ())
+    for s in specs:
+      assert ha.attr_spec(op, s.name) is s
+    assert ha.attr_spec(op, "no_such_attribute") is None
+    want = tuple(s.name for s in specs
+                 if s.kind in (AttrKind.COMPUTATION, AttrKind.COMPUTATION_LIST))
+    assert ha.computation_attr_names(op) == want, op
+  assert ha.computation_attr_names(O.kAdd) == ()
+  assert ha.computation_attr_names(O.kFusion) == ("calls",)

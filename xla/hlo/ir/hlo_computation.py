@@ -173,54 +173,64 @@ class HloComputation:
     """Operands (and control predecessors) before users, every instruction
     once; XLA's order: a DFS from each user-less instruction in turn,
     visiting control predecessors, then operands first to last."""
+    # Instructions hash by identity; the private operand / user lists are
+    # read directly (the public properties copy them): every pass asks for
+    # this order, once per computation.
+    # pylint: disable=protected-access
     order: list[HloInstruction] = []
-    done: set[int] = set()
+    done: set[HloInstruction] = set()
     for start in self._instructions:
-      if start.users or id(start) in done:
+      if start._users or start in done:
         continue
       stack = [(start, False)]
+      push = stack.append
       while stack:
         instr, expanded = stack.pop()
-        if id(instr) in done:
+        if instr in done:
           continue
         if expanded:
-          done.add(id(instr))
+          done.add(instr)
           order.append(instr)
           continue
-        stack.append((instr, True))
-        for op in reversed(instr.operands):
-          if id(op) not in done:
-            stack.append((op, False))
+        push((instr, True))
+        for op in reversed(instr._operands):
+          if op not in done:
+            push((op, False))
         for p in instr.control_predecessors:
-          if id(p) not in done:
-            stack.append((p, False))
+          if p not in done:
+            push((p, False))
     return order
 
   def instructions_in_stable_order(self) -> list[HloInstruction]:
     """The insertion order, minimally changed so that every instruction
     comes after its operands and control predecessors."""
+    # pylint: disable=protected-access
     order: list[HloInstruction] = []
-    placed: set[int] = set()
-    visiting: set[int] = set()
+    placed: set[HloInstruction] = set()  # instructions hash by identity
+    visiting: set[HloInstruction] = set()
     for start in self._instructions:
+      if start in placed:
+        continue
       stack = [(start, False)]
       while stack:
         instr, expanded = stack.pop()
-        if id(instr) in placed:
+        if instr in placed:
           continue
         if expanded:
-          visiting.discard(id(instr))
-          placed.add(id(instr))
+          visiting.discard(instr)
+          placed.add(instr)
           order.append(instr)
           continue
-        if id(instr) in visiting:
+        if instr in visiting:
           raise support.FailedPreconditionError(
               f"cycle through {instr.name} in computation {self.name}")
-        visiting.add(id(instr))
+        visiting.add(instr)
         stack.append((instr, True))
-        deps = list(instr.operands) + list(instr.control_predecessors)
-        for dep in reversed(deps):
-          if id(dep) not in placed:
+        for dep in reversed(instr.control_predecessors):
+          if dep not in placed:
+            stack.append((dep, False))
+        for dep in reversed(instr._operands):
+          if dep not in placed:
             stack.append((dep, False))
     return order
 

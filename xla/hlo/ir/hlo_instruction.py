@@ -201,9 +201,13 @@ class HloInstruction:
 
   def called_computations(self) -> list:
     """Computations this instruction calls, in attribute-schema order."""
+    names = hlo_attrs.computation_attr_names(self.opcode)
+    if not names:  # most opcodes call nothing
+      return []
     result = []
-    for name in hlo_attrs.computation_attr_names(self.opcode):
-      value = self.attrs.get(name)
+    attrs = self.attrs
+    for name in names:
+      value = attrs.get(name)
       if value is None:
         continue
       if isinstance(value, tuple):

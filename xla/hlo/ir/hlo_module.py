@@ -141,8 +141,18 @@ class HloModule:
   def make_computation_post_order(self) -> list[HloComputation]:
     """Callees before callers; roots (uncalled computations) in module
     order, each preceded by the computations it reaches."""
-    called = {id(c) for i in self.instructions()
-              for c in i.called_computations()}
+    # Each computation's callees, in instruction order, found once.
+    callees: dict[int, list[HloComputation]] = {}
+
+    def callees_of(comp: HloComputation) -> list[HloComputation]:
+      found = callees.get(id(comp))
+      if found is None:
+        found = [callee for instr in comp._instructions  # pylint: disable=protected-access
+                 for callee in instr.called_computations()]
+        callees[id(comp)] = found
+      return found
+
+    called = {id(c) for comp in self._computations for c in callees_of(comp)}
     order: list[HloComputation] = []
     seen: set[int] = set()
 
@@ -150,9 +160,8 @@ class HloModule:
       if id(comp) in seen:
         return
       seen.add(id(comp))
-      for instr in comp.instructions:
-        for callee in instr.called_computations():
-          visit(callee)
+      for callee in callees_of(comp):
+        visit(callee)
       order.append(comp)
 
     for comp in self._computations:

@@ -23,7 +23,6 @@ Fusion computations are skipped.
 from __future__ import annotations
 
 from xla import shape_util
-from xla.hlo.evaluator import hlo_evaluator
 from xla.hlo.ir import hlo_instruction as hi
 from xla.hlo.ir.hlo_opcode import HloOpcode
 from xla.hlo.pass_ import hlo_pass_interface as hpi
@@ -66,6 +65,9 @@ class HloConstantFolding(hpi.HloModulePass):
     for instr in comp.make_instruction_post_order():
       if instr.parent is not comp or not self._foldable(instr, side):
         continue
+      # Imported on first use: most modules have nothing to fold, and the
+      # evaluator is a large import for a process's first compile.
+      from xla.hlo.evaluator import hlo_evaluator  # pylint: disable=g-import-not-at-top
       literal = hlo_evaluator.evaluate_constant_expression(instr)
       if literal is None or not shape_util.compatible(literal.shape,
                                                       instr.shape):
