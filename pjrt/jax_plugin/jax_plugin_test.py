@@ -101,7 +101,8 @@ def _site(tmp_path_factory):
 
 
 def _child(site, platforms: str, *args: str, backend: str = "interpreter",
-           script: str = _CHILD) -> subprocess.CompletedProcess:
+           script: str = _CHILD,
+           timeout: float = 600) -> subprocess.CompletedProcess:
   env = dict(os.environ)
   env["PYTHONPATH"] = os.pathsep.join([str(site)] +
                                       [p for p in sys.path if p])
@@ -109,7 +110,7 @@ def _child(site, platforms: str, *args: str, backend: str = "interpreter",
   env["OPENXLA_CPU_BACKEND"] = backend
   env.pop("OPENXLA_CPU_JAX_REGISTER", None)
   return subprocess.run([sys.executable, "-c", script, *args], env=env,
-                        capture_output=True, text=True, timeout=600,
+                        capture_output=True, text=True, timeout=timeout,
                         check=False)
 
 
@@ -153,3 +154,54 @@ def test_not_registered_unless_asked_for(site):
       print("REPORT " + __import__("json").dumps(sorted(xla_bridge.backends())))
   """)
   assert _report(_child(site, "cpu", script=script)) == ["cpu"]
+
+
+# A compilation still running when the interpreter exits (as one of a test
+# that timed out, abandoned by its caller): jaxlib compiles on its client's
+# thread pool. Left running into finalization, that thread would be ended
+# by the interpreter, and the pool's destructor (run by the last garbage
+# collection) would wait for it forever.
+_ORPHANED_COMPILE = textwrap.dedent("""
+    import os, signal, threading, time
+    import numpy as np
+    from pjrt._src.plugin import api
+
+    api._load_slots()
+    _, required = api._IMPLEMENTATIONS["Client_Compile"]
+
+    def endless_compile(args):
+      del args
+      print("compiling on the main thread:",
+            threading.get_ident() == threading.main_thread().ident,
+            flush=True)
+      os.kill(os.getpid(), signal.SIGUSR1)  # The caller gives up on it.
+      while True:
+        time.sleep(0.01)
+
+    api._IMPLEMENTATIONS["Client_Compile"] = (endless_compile, required)
+
+    class GaveUp(Exception):
+      pass
+
+    def give_up(*_):
+      raise GaveUp()
+
+    signal.signal(signal.SIGUSR1, give_up)
+    import jax
+    try:
+      jax.jit(lambda x: x + 1)(np.ones(3, np.float32))
+    except GaveUp:
+      print("gave up", flush=True)
+""")
+
+
+def test_exit_with_a_compilation_under_way(site):
+  try:
+    proc = _child(site, "openxla_cpu", script=_ORPHANED_COMPILE, timeout=120)
+  except subprocess.TimeoutExpired as e:
+    pytest.fail(f"the child hung at exit: {e.stdout!r}")
+  if "compiling on the main thread: True" in proc.stdout:
+    pytest.skip("this jaxlib compiles on the calling thread")
+  assert proc.returncode == 0, proc.stderr[-4000:]
+  assert "compiling on the main thread: False" in proc.stdout
+  assert "gave up" in proc.stdout

@@ -29,6 +29,15 @@ UNIMPLEMENTED error naming it. The dispatcher around every implementation:
     C a native trampoline around each (native.py) that keeps a Python
     exception the caller has in flight intact.
 
+At interpreter exit (our atexit handler, which runs before JAX's) the
+plugin shuts down: from then on every slot answers natively, without the
+GIL (cleanup slots succeed, the others fail UNAVAILABLE), and the handler
+ends the slot calls still running on threads of the caller's own (e.g. a
+compilation on jaxlib's pool, orphaned by a timed-out test) by raising
+into them, and waits for them: a caller's thread still inside Python when
+finalization starts would be ended by the interpreter, and the pool that
+loses it hangs the process when it is destroyed (native.py).
+
 The query slots a framework calls on every dispatch (counts of an
 executable, a buffer's device / memory / state / ready event, a memory's
 kind, the events of completed work) are handed to C as native fast paths
@@ -40,8 +49,11 @@ from __future__ import annotations
 
 import atexit
 import ctypes
+import math
 import os
+import sys
 import threading
+import time
 from typing import Any, Callable
 
 import support
@@ -99,8 +111,10 @@ def _unimplemented(name: str) -> Callable[[Any], None]:
 
 # Set by an atexit handler. Python then clears module globals while C code
 # (JAX destroying its clients during the final garbage collection) may
-# still call us, so from then on a thunk runs nothing of ours: it answers
-# from values bound when it was made (see _make_thunk).
+# still call us, so from then on the trampolines answer natively (the
+# refusals of _refusal), and a thunk still reached (no native trampolines,
+# or a call that passed the gate just before) runs nothing of ours: it
+# answers the same from values bound when it was made (see _make_thunk).
 _SHUTDOWN = [False]
 _SHUTDOWN_MESSAGE = handles.immortal(ctypes.create_string_buffer(
     b"the openxla_cpu plugin is shut down (the Python interpreter exits)"))
@@ -108,8 +122,81 @@ _CLEANUP_SUFFIXES = ("_Destroy", "Buffer_Delete", "LoadedExecutable_Delete",
                      "DecreaseExternalReferenceCount")
 
 
+# How long the atexit handler waits for slot calls of foreign threads.
+EXIT_WAIT_S = 10.0
+
+
+class PluginShutDown(BaseException):
+  """Raised at exit into a slot that a foreign thread is still running.
+
+  A BaseException, so that no `except Exception` on the way swallows it;
+  the dispatcher turns it into the slot's error.
+  """
+
+
 def _at_exit() -> None:
   _SHUTDOWN[0] = True
+  native.close_gate()
+  finish_foreign_calls(EXIT_WAIT_S)
+
+
+# The code of every thunk (_make_thunk); a thread whose Python stack starts
+# with it entered Python through a slot.
+_THUNK_CODE: list[Any] = []
+
+
+def threads_in_slots() -> set[int]:
+  """Threads (but the calling one) that entered Python through a slot."""
+  me = threading.get_ident()
+  found = set()
+  for ident, frame in sys._current_frames().items():  # pylint: disable=protected-access
+    if ident == me:
+      continue
+    while frame.f_back is not None:
+      frame = frame.f_back
+    if frame.f_code in _THUNK_CODE:
+      found.add(ident)
+  return found
+
+
+def finish_foreign_calls(timeout: float) -> bool:
+  """Raises PluginShutDown into the slot calls other threads entered Python
+  with, and waits until they and every slot call of a foreign thread have
+  returned. Returns whether they did within `timeout` seconds."""
+  set_async_exc = ctypes.pythonapi.PyThreadState_SetAsyncExc
+  set_async_exc.argtypes = [ctypes.c_ulong, ctypes.py_object]
+  set_async_exc.restype = ctypes.c_int
+  deadline = time.monotonic() + timeout
+  interrupted: dict[int, float] = {}  # thread -> when
+  while True:
+    now = time.monotonic()
+    threads = threads_in_slots()
+    for ident in threads:
+      # Again after a while, should code on the way have swallowed it.
+      if now - interrupted.get(ident, -math.inf) >= 1.0:
+        set_async_exc(ident, PluginShutDown)
+        interrupted[ident] = now
+    if not threads and not native.foreign_calls():
+      return True
+    if now >= deadline:
+      return False
+    time.sleep(0.002)
+
+
+def _refusal(name: str) -> native.Refusal:
+  """What slot `name` answers natively after shutdown (as the thunk does)."""
+  if name == "Error_GetCode":
+    args = abi.args_type(name)
+    return native.Refusal(stores=((0, args.code.offset, 32,
+                                   ("code", 0, args.error.offset)),))
+  if name == "Error_Message":
+    args = abi.args_type(name)
+    return native.Refusal(stores=(
+        (0, args.message.offset, 64, "message"),
+        (0, args.message_size.offset, 64, "message_size")))
+  if name.endswith(_CLEANUP_SUFFIXES) or name.startswith("Error_"):
+    return native.NO_RESULT
+  return native.Refusal(result="error")
 
 
 def _make_thunk(name: str) -> Any:
@@ -155,6 +242,8 @@ def _make_thunk(name: str) -> Any:
       except BaseException:  # pylint: disable=broad-except
         return errors.FALLBACK
 
+  if not _THUNK_CODE:
+    _THUNK_CODE.append(thunk.__code__)
   return abi.function_type(name)(thunk)
 
 
@@ -189,7 +278,8 @@ def get_api() -> Any:
       version.minor_version = abi.API_MINOR
       for name in abi.SLOTS:
         signature = "p>v" if name in abi.VOID_SLOTS else "p>p"
-        native.register("slot:" + name, _make_thunk(name), signature)
+        native.register("slot:" + name, _make_thunk(name), signature,
+                        _refusal(name))
       entries = {name: native.address("slot:" + name)
                  for name in abi.SLOTS}
       entries.update(_fast_paths(entries))
@@ -201,6 +291,9 @@ def get_api() -> Any:
           "error")
       _SHUTDOWN.append(errors.new_permanent_error(
           support.StatusCode.UNAVAILABLE, _SHUTDOWN_MESSAGE.value.decode()))
+      native.set_refusal(_SHUTDOWN[1], ctypes.addressof(_SHUTDOWN_MESSAGE),
+                         len(_SHUTDOWN_MESSAGE.value))
+      native.foreign_calls()  # Builds the gate's helpers now, not at exit.
       atexit.register(_at_exit)
       _api = handles.immortal(api)
     return _api

@@ -12,6 +12,7 @@ import pytest
 import support
 from pjrt._src import abi
 from pjrt._src.plugin import api
+from pjrt._src.plugin import native
 from pjrt._src.plugin import testing
 
 
@@ -103,3 +104,76 @@ def test_after_exit_only_cleanup_succeeds():
   assert proc.returncode == 0, proc.stderr
   assert "refused: the openxla_cpu plugin is shut down" in proc.stdout
   assert proc.stdout.rstrip().endswith("done")
+
+
+# A child that calls slots on foreign threads: pthread_create runs a slot
+# (`PJRT_Error* f(Args*)` has the shape of a thread's start routine) on a
+# new thread that has never run Python, like a thread of jaxlib's pool.
+_FOREIGN_THREADS = textwrap.dedent("""
+    import ctypes, threading, time
+    from pjrt._src import abi
+    from pjrt._src.plugin import api, errors, native
+
+    api._load_slots()
+    _, required = api._IMPLEMENTATIONS["Client_PlatformName"]
+    started = threading.Event()
+
+    def endless(args):  # Stands for a long compilation.
+      del args
+      started.set()
+      while True:
+        time.sleep(0.01)
+
+    api._IMPLEMENTATIONS["Client_PlatformName"] = (endless, required)
+    table = api.get_api()
+    slot = ctypes.cast(table.PJRT_Client_PlatformName, ctypes.c_void_p).value
+    libc = ctypes.CDLL(None)
+    libc.pthread_create.argtypes = [ctypes.POINTER(ctypes.c_ulong),
+                                    ctypes.c_void_p, ctypes.c_void_p,
+                                    ctypes.c_void_p]
+    join_types = [ctypes.c_ulong, ctypes.POINTER(ctypes.c_void_p)]
+    libc.pthread_join.argtypes = join_types
+    # pthread_join called through PyDLL keeps holding the GIL meanwhile.
+    join_holding_gil = ctypes.PyDLL(None).pthread_join
+    join_holding_gil.argtypes = join_types
+
+    def start(args):
+      thread = ctypes.c_ulong()
+      assert libc.pthread_create(ctypes.byref(thread), None, slot,
+                                 ctypes.addressof(args)) == 0
+      return thread
+
+    args = abi.make_args(abi.PJRT_Client_PlatformName_Args)
+    thread = start(args)
+    assert started.wait(60)
+    print("in flight:", native.foreign_calls())
+    api._at_exit()  # Interrupts the slot and waits for it.
+    print("in flight after exit:", native.foreign_calls())
+    result = ctypes.c_void_p()
+    libc.pthread_join(thread, ctypes.byref(result))
+    print("interrupted:", bool(result.value) and
+          result.value != api._SHUTDOWN[1] and
+          "PluginShutDown" in errors.get(result.value).message)
+
+    # After shutdown a foreign call needs no GIL: this thread keeps it.
+    thread = start(args)
+    result = ctypes.c_void_p()
+    join_holding_gil(thread, ctypes.byref(result))
+    print("refused without the GIL:", result.value == api._SHUTDOWN[1])
+""")
+
+
+def test_exit_ends_slot_calls_of_foreign_threads():
+  if not native.enabled():
+    pytest.skip("native trampolines are disabled")
+  env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+  try:
+    proc = subprocess.run([sys.executable, "-c", _FOREIGN_THREADS], env=env,
+                          capture_output=True, text=True, timeout=120,
+                          check=False)
+  except subprocess.TimeoutExpired as e:
+    pytest.fail(f"the child hung: {e.stdout!r}")
+  assert proc.returncode == 0, proc.stderr
+  assert proc.stdout.splitlines() == [
+      "in flight: 1", "in flight after exit: 0", "interrupted: True",
+      "refused without the GIL: True"]

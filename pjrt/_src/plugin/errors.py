@@ -144,14 +144,18 @@ def _vtable_for_each_payload(address, visitor, user_arg):
   del address, visitor, user_arg  # Our errors carry no payloads.
 
 
-_ENTRIES = (("destroy", _DESTROY(_vtable_destroy), "p>v"),
-            ("message", _MESSAGE(_vtable_message), "ppp>v"),
-            ("get_code", _GET_CODE(_vtable_get_code), "p>i"),
+# After shutdown (native.close_gate) every error reads as the refusal.
+_ENTRIES = (("destroy", _DESTROY(_vtable_destroy), "p>v", native.NO_RESULT),
+            ("message", _MESSAGE(_vtable_message), "ppp>v",
+             native.Refusal(stores=((1, 0, 64, "message"),
+                                    (2, 0, 64, "message_size")))),
+            ("get_code", _GET_CODE(_vtable_get_code), "p>i",
+             native.Refusal(result=("code", 0, None))),
             ("for_each_payload", _FOR_EACH_PAYLOAD(_vtable_for_each_payload),
-             "ppp>v"))
-for _name, _thunk, _signature in _ENTRIES:
-  native.register("error." + _name, _thunk, _signature)
-del _name, _thunk, _signature
+             "ppp>v", native.NO_RESULT))
+for _name, _thunk, _signature, _refusal in _ENTRIES:
+  native.register("error." + _name, _thunk, _signature, _refusal)
+del _name, _thunk, _signature, _refusal
 
 _VTABLE = handles.immortal(abi_types.PJRT_Error_FunctionTable())
 _vtable_ready = False
@@ -163,7 +167,7 @@ def _vtable_address() -> int:
   if not _vtable_ready:
     _VTABLE.struct_size = abi_types.PJRT_Error_FunctionTable.STRUCT_SIZE
     _VTABLE.instance_size = handles.SLOT_SIZE
-    for name, _, _ in _ENTRIES:
+    for name, _, _, _ in _ENTRIES:
       setattr(_VTABLE, name, native.address("error." + name))
     _vtable_ready = True
   return ctypes.addressof(_VTABLE)

@@ -90,12 +90,22 @@ def test_slot_runs_and_pending_exception_survives():
 
 
 def test_signatures_compile():
+  refusal = native.Refusal(result="error", stores=(
+      (0, 24, 32, ("code", 0, 16)), (0, 32, 64, "message"),
+      (2, 0, 64, "message_size")))
   entries = [("a", 0x1000, "p>p"), ("b", 0x1000, "ppp>v"),
-             ("c", 0x1000, "p>i")]
+             ("c", 0x1000, "p>i"), ("d", 0x1000, "pip>p", refusal),
+             ("e", 0x1000, "p>i", native.Refusal(result=("code", 0, None)))]
   if not native.enabled():
     pytest.skip("native trampolines are disabled")
   addresses = native._compile(entries)  # pylint: disable=protected-access
-  assert len(set(addresses.values())) == 3 and all(addresses.values())
+  assert len(set(addresses.values())) == 5 and all(addresses.values())
+
+
+def test_refusal_stores_only_through_pointers():
+  refusal = native.Refusal(stores=((1, 0, 64, 7),))
+  with pytest.raises(ValueError, match="non-pointer"):
+    native._function_ir(0, 0x1000, "pi>v", refusal)  # pylint: disable=protected-access
 
 
 def test_unknown_entry():
