@@ -156,8 +156,7 @@ class CpuJit:
   def load_object_code(self, data: bytes) -> None:
     """Loads machine code made by `object_code` or `pack_objects` (e.g.
     from the disk cache) into this engine; its functions are then found by
-    `address`.
-    (Added by the core CPU helper for the compilation cache.)"""
+    `address`. The compilation cache uses it."""
     objs = [llvm.ObjectFileRef.from_data(o) for o in unpack_objects(data)]
     with self._lock:
       for obj in objs:
