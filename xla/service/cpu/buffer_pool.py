@@ -84,7 +84,9 @@ def _trim_locked() -> None:
       del _free[size]
 
 
-def _aligned(nbytes: int) -> tuple[np.ndarray, int]:
+def aligned_empty(nbytes: int) -> tuple[np.ndarray, int]:
+  """(an uninitialised uint8 array of `nbytes` starting 64-byte aligned,
+  its data address)."""
   raw = np.empty(nbytes + ALIGNMENT, np.uint8)
   address = raw.__array_interface__["data"][0]
   skip = (-address) % ALIGNMENT
@@ -122,7 +124,7 @@ def block(nbytes: int) -> tuple[np.ndarray, int]:
   """(a 64-byte aligned uint8 array of `nbytes`, its data address)."""
   global _cached_bytes
   if nbytes < MIN_POOLED_BYTES or max_cached_bytes() == 0:
-    return _aligned(nbytes)
+    return aligned_empty(nbytes)
   raw = None
   with _lock:
     queue = _free.get(nbytes)
@@ -132,6 +134,6 @@ def block(nbytes: int) -> tuple[np.ndarray, int]:
       if not queue:
         del _free[nbytes]
   if raw is None:
-    raw, _ = _aligned(nbytes)
+    raw, _ = aligned_empty(nbytes)
   address = raw.__array_interface__["data"][0]
   return np.asarray(_Lease(raw, address, nbytes)), address

@@ -51,14 +51,12 @@ from xla.service.cpu import native_runner
 from xla.service.cpu import thunk as thunk_lib
 from xla.service.cpu.thunk_emitter import numpy_dtype
 
-ALIGNMENT = 64
+ALIGNMENT = buffer_pool.ALIGNMENT
 
 
 def aligned_empty(nbytes: int) -> np.ndarray:
   """An uninitialised uint8 array of `nbytes` starting 64-byte aligned."""
-  raw = np.empty(nbytes + ALIGNMENT, np.uint8)
-  off = (-raw.ctypes.data) % ALIGNMENT
-  return raw[off:off + nbytes]
+  return buffer_pool.aligned_empty(nbytes)[0]
 
 
 def _address(arr: np.ndarray) -> int:
@@ -277,6 +275,20 @@ class CpuExecutable:
       table = fast.table_type(*fast.template)
       return table, ctypes.addressof(table)
 
+  def _run_thunks(self, state, arena: Optional[np.ndarray]) -> None:
+    """Runs the thunks on `state`, then returns `arena` to the pool."""
+    if self._uses_blas:
+      blas.pin_single_thread()
+    try:
+      for t in self.thunks:
+        t.run(state)
+    finally:
+      if self._uses_blas:
+        blas.unpin()
+      if arena is not None:
+        with self._arena_lock:
+          self._arenas.append(arena)
+
   def _execute_fast(self, fast: _FastPlan, args: Sequence[Any]
                     ) -> Optional[list[np.ndarray]]:
     """`execute` of the common call; None when `args` need the general
@@ -302,17 +314,7 @@ class CpuExecutable:
       table[slot] = bases[base] + offset
     state = thunk_lib.ExecutionState(table, self._builtin_custom_calls,
                                      self._pool, table_address)
-    if self._uses_blas:
-      blas.pin_single_thread()
-    try:
-      for t in self.thunks:
-        t.run(state)
-    finally:
-      if self._uses_blas:
-        blas.unpin()
-      if arena is not None:
-        with self._arena_lock:
-          self._arenas.append(arena)
+    self._run_thunks(state, arena)
     results = []
     for out in fast.outputs:
       if out is None:
@@ -407,17 +409,7 @@ class CpuExecutable:
       handlers = dict(handlers)
       handlers.update(custom_calls)
     state = thunk_lib.ExecutionState(table, handlers, self._pool)
-    if self._uses_blas:
-      blas.pin_single_thread()
-    try:
-      for t in self.thunks:
-        t.run(state)
-    finally:
-      if self._uses_blas:
-        blas.unpin()
-      if arena is not None:
-        with self._arena_lock:
-          self._arenas.append(arena)
+    self._run_thunks(state, arena)
     results = []
     used = set()
     for spec in self._out_specs:
