@@ -69,9 +69,36 @@ def _unsupported(name: str, what: str):
   return lowering
 
 
+# Primitives whose "cpu" lowering JAX registers is the one to use here too.
+# threefry2x32: JAX's platform-less lowering unrolls all 20 rounds of the
+# hash into straight-line code (one long chain of shifts, adds and xors per
+# random op); for "cpu" it emits the rounds as a rolled 5-step loop, which
+# compiles in a fraction of the time and memory.
+FROM_CPU = ("threefry2x32",)
+
+
+def copy_cpu_lowerings(platform: str, names) -> list[str]:
+  """Registers JAX's "cpu" lowering of each primitive named for `platform`.
+
+  Returns the names copied; a name JAX has no "cpu" lowering for is skipped
+  (it keeps its platform-less lowering)."""
+  from jax._src.interpreters import mlir  # pylint: disable=g-import-not-at-top
+  # The modules that register these primitives' lowerings.
+  from jax._src.random import threefry2x32 as _  # pylint: disable=g-import-not-at-top,unused-import
+  cpu = mlir._platform_specific_lowerings["cpu"]  # pylint: disable=protected-access
+  copied = []
+  for prim, entry in list(cpu.items()):
+    if prim.name in names:
+      mlir.register_lowering(prim, entry.rule, platform=platform,
+                             inline=entry.inline)
+      copied.append(prim.name)
+  return copied
+
+
 def register(platform: str) -> None:
   """Registers the lowerings above for `platform`."""
   from jax._src.interpreters import mlir  # pylint: disable=g-import-not-at-top
+  copy_cpu_lowerings(platform, FROM_CPU)
   from jax._src.lax import linalg  # pylint: disable=g-import-not-at-top
   # Registers svd's platform-less (QDWH) lowering.
   from jax._src.tpu.linalg import svd as _  # pylint: disable=g-import-not-at-top,unused-import
