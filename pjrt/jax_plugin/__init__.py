@@ -65,7 +65,21 @@ def register(priority: int | None = None) -> None:
   # clear errors for eig / schur / hessenberg (see lowerings.py).
   from pjrt.jax_plugin import lowerings  # pylint: disable=g-import-not-at-top
   lowerings.register(PLATFORM)
+  _enable_donation()
   _registered = True
+
+
+def _enable_donation() -> None:
+  """Tells JAX that our platform honours `donate_argnums`.
+
+  JAX keeps a fixed list of platforms that support donation and drops
+  donations (with a warning) for any other, so that every optimizer step would
+  copy all parameters. The plugin implements donation (PJRT Execute consumes
+  donated buffers, and the CPU backend writes aliased results in place)."""
+  from jax._src.interpreters import mlir  # pylint: disable=g-import-not-at-top
+  platforms = getattr(mlir, "_platforms_with_donation", None)
+  if isinstance(platforms, list) and PLATFORM not in platforms:
+    platforms.append(PLATFORM)
 
 
 def initialize() -> None:

@@ -205,3 +205,36 @@ def test_exit_with_a_compilation_under_way(site):
   assert proc.returncode == 0, proc.stderr[-4000:]
   assert "compiling on the main thread: False" in proc.stdout
   assert "gave up" in proc.stdout
+
+
+# donate_argnums on our platform: JAX keeps it (no "Donation is not
+# implemented" warning, which is an error here), the donated array is deleted,
+# and the CPU backend writes the aliased result into the donated memory.
+_DONATION = textwrap.dedent("""
+    import json, warnings
+    import numpy as np
+    import jax, jax.numpy as jnp
+    warnings.simplefilter("error")
+    step = jax.jit(lambda p, g: (p - 0.5 * g, jnp.sum(g)), donate_argnums=0)
+    update = jax.jit(lambda p, g: p - 0.5 * g, donate_argnums=0)
+    p = jnp.arange(1 << 16, dtype=jnp.float32)
+    g = jnp.ones(1 << 16, jnp.float32)
+    new, total = step(p, g)
+    address = new.unsafe_buffer_pointer()
+    newer = update(new, g)
+    print("REPORT " + json.dumps({
+        "platform": list(newer.devices())[0].platform,
+        "deleted": [p.is_deleted(), new.is_deleted()], "in_place":
+            newer.unsafe_buffer_pointer() == address,
+        "values": np.asarray(newer)[:3].tolist(), "total": float(total)}))
+""")
+
+
+@pytest.mark.skipif(backends.cpu_compiler_module() is None,
+                    reason="the CPU compiler cannot be imported")
+def test_donation_is_honoured(site):
+  report = _report(_child(site, "openxla_cpu", script=_DONATION,
+                          backend="cpu"))
+  assert report == {"platform": "openxla_cpu", "deleted": [True, True],
+                    "in_place": True, "values": [-1.0, 0.0, 1.0],
+                    "total": 65536.0}

@@ -93,6 +93,18 @@ def aligned_empty(nbytes: int) -> tuple[np.ndarray, int]:
   return raw[skip:skip + nbytes], address + skip
 
 
+def _give_back(raw: np.ndarray, size: int) -> None:
+  global _cached_bytes
+  try:
+    with _lock:
+      if _cached_bytes + size > max_cached_bytes():
+        return  # Over the cap: the memory goes back to the system.
+      _free.setdefault(size, collections.deque()).append(raw)
+      _cached_bytes += size
+  except Exception:  # pylint: disable=broad-except
+    pass  # Interpreter teardown: nothing to keep.
+
+
 class _Lease:
   """Owner of one pooled block while it is in use; gives it back on death."""
 
@@ -104,20 +116,10 @@ class _Lease:
     self.__array_interface__ = {"data": (address, False), "shape": (size,),
                                 "typestr": "|u1", "version": 3}
 
-  def __del__(self):
-    _give_back(self._raw, self._size)
-
-
-def _give_back(raw: np.ndarray, size: int) -> None:
-  global _cached_bytes
-  try:
-    with _lock:
-      if _cached_bytes + size > max_cached_bytes():
-        return  # Over the cap: the memory goes back to the system.
-      _free.setdefault(size, collections.deque()).append(raw)
-      _cached_bytes += size
-  except Exception:  # pylint: disable=broad-except
-    pass  # Interpreter teardown: nothing to keep.
+  # The function is bound at definition: at interpreter teardown the module's
+  # globals may already be None when the last leases die.
+  def __del__(self, give_back=_give_back):
+    give_back(self._raw, self._size)
 
 
 def block(nbytes: int) -> tuple[np.ndarray, int]:
