@@ -12,6 +12,7 @@ import json
 import support
 from stablehlo._src.ir import attributes as a
 from stablehlo._src.ops import registry
+from xla import xla_data
 from xla.hlo.ir import hlo_instruction as hi
 from xla.hlo.ir.hlo_opcode import HloOpcode as O
 from xla.shape import Shape
@@ -201,11 +202,30 @@ def _custom_call(imp, op):
   config = op.attr("backend_config")
   if isinstance(config, a.StringAttr):
     instr.backend_config = config.value
+  _typed_ffi_attributes(op, instr)
   instr = imp.add(instr)
   if len(op.results) == 1:
     return [instr]
   return [imp.add(hi.create_get_tuple_element(instr, i))
           for i in range(len(op.results))]
+
+
+def _typed_ffi_attributes(op, instr) -> None:
+  """Typed-FFI custom calls (JAX's `jax.ffi` lowerings, e.g. the LAPACK
+  calls) carry their attributes as a dictionary `mhlo.backend_config`; XLA
+  keeps it as the dictionary's text in backend_config (`{uplo = 76 : ui8}`),
+  and so do we. `mhlo.frontend_attributes` become the instruction's."""
+  from stablehlo._src.text import attr_printer  # pylint: disable=g-import-not-at-top
+  config = op.attr("mhlo.backend_config")
+  if isinstance(config, a.DictionaryAttr):
+    instr.backend_config = attr_printer.format_attr(config)
+    instr.set_attr("api_version",
+                   xla_data.CustomCallApiVersion.API_VERSION_TYPED_FFI)
+  front = op.attr("mhlo.frontend_attributes")
+  if isinstance(front, a.DictionaryAttr):
+    instr.frontend_attributes = {
+        k: (v.value if isinstance(v, a.StringAttr) else
+            attr_printer.format_attr(v)) for k, v in front.entries}
 
 
 # -- check dialect ops (conformance corpora) -------------------------------------

@@ -21,10 +21,13 @@ the input module text and the code-changing options.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import time
 from typing import Optional, Sequence
+
+import numpy as np
 
 import support
 from xla import primitive_util
@@ -32,6 +35,7 @@ from xla import shape_util
 from xla.hlo.ir import hlo_computation as hc
 from xla.hlo.ir import hlo_instruction as hi
 from xla.hlo.ir import hlo_module as hm
+from xla.hlo.ir import hlo_printer
 from xla.hlo.ir.hlo_opcode import HloOpcode
 from xla.service import buffer_assignment as ba_lib
 from xla.service import hlo_dataflow_analysis as dfa
@@ -389,6 +393,29 @@ def _load_disk_artifact(art: cc.Artifact, options) -> Optional[cc.Artifact]:
   return art
 
 
+_KEY_PRINT_OPTIONS = hlo_printer.HloPrintOptions(print_large_constants=False)
+
+
+def cache_key_text(hlo_module) -> str:
+  """The module as the compilation cache sees it: its text with large
+  constants elided, followed by a digest of each one's dtype, shape and bytes.
+
+  Printing a large literal element by element costs seconds (a splat
+  constant of a 128x512 operand that JAX emits as a broadcast arrives here
+  as 65536 printed floats), while hashing its bytes costs microseconds."""
+  digest = hashlib.sha256()
+  threshold = _KEY_PRINT_OPTIONS.large_constant_threshold
+  for instr in hlo_module.instructions():
+    lit = instr.literal
+    if lit is None or not lit.shape.is_array() or lit.array.size <= threshold:
+      continue
+    array = np.ascontiguousarray(lit.array)
+    digest.update(f"{instr.name}:{array.dtype.str}{array.shape}".encode())
+    digest.update(array.view(np.uint8).reshape(-1) if array.size else b"")
+  return (hlo_module.to_string(_KEY_PRINT_OPTIONS) + "\nconstants " +
+          digest.hexdigest())
+
+
 def compile(hlo_module,  # pylint: disable=redefined-builtin
             options: Optional[CpuCompileOptions] = None
             ) -> cpu_executable.CpuExecutable:
@@ -396,7 +423,8 @@ def compile(hlo_module,  # pylint: disable=redefined-builtin
   options = options or CpuCompileOptions()
   t0 = time.perf_counter()
   stats: dict = {}
-  key = cc.fingerprint(hlo_module.to_string(), options.cache_key(), _host())
+  key = cc.fingerprint(cache_key_text(hlo_module), options.cache_key(),
+                       _host())
   art = cc.CACHE.get(key)
   module = None
   stats["cache"] = "memory" if art is not None else "miss"
@@ -420,7 +448,11 @@ def compile(hlo_module,  # pylint: disable=redefined-builtin
     # Only programs with custom calls need the evaluator's handlers (its
     # import is a third of a second).
     from xla.hlo.evaluator import hlo_evaluator  # pylint: disable=g-import-not-at-top
-    builtins = hlo_evaluator.BUILTIN_CUSTOM_CALLS
+    from xla.service.cpu import lapack_handlers  # pylint: disable=g-import-not-at-top
+    # JAX's LAPACK calls (lapack_*_ffi), which XLA CPU registers as FFI
+    # handlers, run on LAPACK here too.
+    builtins = {**hlo_evaluator.BUILTIN_CUSTOM_CALLS,
+                **lapack_handlers.HANDLERS}
   exe = cpu_executable.CpuExecutable(
       art.plan, art.jit, custom_call_instrs=art.custom_call_instrs,
       threads=options.resolved_threads(), compile_stats=stats,
