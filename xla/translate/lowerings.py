@@ -10,6 +10,10 @@ Ops that have no HLO counterpart here are marked unsupported with a reason.
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 import support
 from stablehlo._src.ir import attributes as a
 from stablehlo._src.ir import types as t
@@ -153,10 +157,32 @@ def _triangular_solve(imp, op):
       transpose_a=xla_data.Transpose[transpose]))]
 
 
+def _is_splat(array) -> bool:
+  """Whether every element of `array` has the bits of the first one."""
+  arr = np.asarray(array)
+  if arr.size <= 1:
+    return arr.size == 1
+  if arr.dtype.hasobject:
+    return False
+  rows = np.ascontiguousarray(arr).reshape(arr.size, 1).view(np.uint8)
+  return bool((rows == rows[0]).all())
+
+
 @_register("stablehlo.constant")
 def _constant(imp, op):
-  return [imp.add(hi.create_constant(
-      tc.literal(op.attr("value"), op.result.type)))]
+  value, ty = op.attr("value"), op.result.type
+  shape = _shape(op)
+  if (isinstance(value, a.DenseElementsAttr) and shape.is_array() and
+      math.prod(shape.dimensions) > 1 and _is_splat(value.array)):
+    # A splat: a scalar constant broadcast, as XLA's simplifier would make
+    # it. Materialised, a splat of a large shape costs its size in memory,
+    # in every pass that looks at the literal, and as data in the kernel.
+    scalar_ty = t.RankedTensorType((), t.element_type_of(ty))
+    first = np.asarray(value.array).reshape(-1)[:1].reshape(())
+    scalar = imp.add(hi.create_constant(tc.literal(
+        a.DenseElementsAttr(scalar_ty, first, splat=True), scalar_ty)))
+    return [imp.add(hi.create_broadcast(shape, scalar, ()))]
+  return [imp.add(hi.create_constant(tc.literal(value, ty)))]
 
 
 @_register("stablehlo.convert")

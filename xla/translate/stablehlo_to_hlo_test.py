@@ -169,3 +169,26 @@ func.func @g(%a: tensor<f32>) -> tensor<f32> {
     s2h.stablehlo_to_hlo(m)
   hlo = s2h.stablehlo_to_hlo(m, entry="g")
   assert hlo.entry_computation.root_instruction.opcode == HloOpcode.kNegate
+
+
+def test_splat_constants_become_broadcast_scalars():
+  # A splat, written as one value or spelled out element by element (as
+  # CHLO legalization makes them), is a broadcast of a scalar constant; a
+  # constant with distinct elements, or with NaNs of different bits, stays.
+  hlo = _import("""
+func.func @main() -> (tensor<64x32xf32>, tensor<3xf32>, tensor<2xf32>, tensor<1xf32>) {
+  %a = stablehlo.constant dense<0.5> : tensor<64x32xf32>
+  %b = stablehlo.constant dense<[7.0, 7.0, 7.0]> : tensor<3xf32>
+  %c = stablehlo.constant dense<[0x7FC00000, 0x7FC00001]> : tensor<2xf32>
+  %d = stablehlo.constant dense<[1.0]> : tensor<1xf32>
+  return %a, %b, %c, %d : tensor<64x32xf32>, tensor<3xf32>, tensor<2xf32>, tensor<1xf32>
+}""")
+  outs = hlo.entry_computation.root_instruction.operands
+  for out, value in zip(outs[:2], (0.5, 7.0)):
+    assert out.opcode == HloOpcode.kBroadcast, out
+    scalar = out.operand(0)
+    assert scalar.opcode == HloOpcode.kConstant
+    assert scalar.shape.dimensions == ()
+    assert float(scalar.literal.array) == value
+  assert outs[0].shape.dimensions == (64, 32)
+  assert [o.opcode for o in outs[2:]] == [HloOpcode.kConstant] * 2

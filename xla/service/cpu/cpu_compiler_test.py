@@ -695,3 +695,29 @@ ENTRY e {
     np.testing.assert_array_equal(a, b)
   want = HloEvaluator().evaluate(module, args)
   ct.assert_same(outs[0], want, rtol=1e-4, atol=1e-4)
+
+
+def _constant_module(values) -> str:
+  body = ", ".join(str(v) for v in values)
+  return f"""HloModule m
+ENTRY e {{
+  p = f32[{len(values)}] parameter(0)
+  c = f32[{len(values)}] constant({{{body}}})
+  ROOT a = f32[{len(values)}] add(p, c)
+}}"""
+
+
+def test_cache_key_sees_every_element_of_large_constants():
+  # The key elides large constants from the text and hashes their bytes, so
+  # programs that differ in one element of a large constant compile apart.
+  values = [float(i) for i in range(64)]
+  changed = values[:40] + [-1.0] + values[41:]
+  key = lambda v: cpu_compiler.cache_key_text(ct.parse(_constant_module(v)))
+  assert key(values) == key(list(values))
+  assert key(values) != key(changed)
+  assert "{...}" in key(values)
+  x = np.ones(64, np.float32)
+  got = [ct.compile_text(_constant_module(v))[1].execute([x])[0]
+         for v in (values, changed)]
+  np.testing.assert_array_equal(got[0], x + np.float32(values))
+  np.testing.assert_array_equal(got[1], x + np.float32(changed))
