@@ -61,8 +61,8 @@ def register(priority: int | None = None) -> None:
         UNREQUESTED_PRIORITY)
   xla_bridge.register_plugin(PLATFORM, priority=priority,
                              c_api=api.capsule())
-  # Lowerings JAX has only for "cpu" (LAPACK) or "tpu": eigh, svd, and
-  # clear errors for eig / schur / hessenberg (see lowerings.py).
+  # JAX's "cpu" lowerings of the linear-algebra primitives (LAPACK custom
+  # calls) and of threefry (see lowerings.py).
   from pjrt.jax_plugin import lowerings  # pylint: disable=g-import-not-at-top
   lowerings.register(PLATFORM)
   _enable_donation()

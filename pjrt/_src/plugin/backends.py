@@ -28,6 +28,7 @@ device threads at once.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import threading
@@ -141,8 +142,11 @@ class EvaluatorCompiled(Compiled):
 
   def __init__(self, program: programs.Program):
     from xla.hlo.evaluator import hlo_evaluator  # pylint: disable=g-import-not-at-top
+    from xla.service.cpu import lapack_handlers  # pylint: disable=g-import-not-at-top
     self._hlo = import_hlo(program)
-    self._evaluator_cls = hlo_evaluator.HloEvaluator
+    # JAX's LAPACK custom calls run on the CPU backend's LAPACK handlers.
+    self._evaluator_cls = functools.partial(
+        hlo_evaluator.HloEvaluator, custom_calls=lapack_handlers.HANDLERS)
 
   def run(self, args, *, donated=frozenset(), process=None):
     del donated, process
