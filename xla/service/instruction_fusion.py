@@ -182,10 +182,15 @@ def fuse_group(members: Sequence[HloInstruction],
   for member in reversed(order):
     if not member.users and not member.is_root():
       comp.remove_instruction(member)
-  for old in old_fusions:
-    if not any(old is c for i in module.instructions()
-               for c in i.called_computations()):
-      module.remove_computation(old)
+  if old_fusions:
+    # A fused computation belongs to fusion instructions of the computation
+    # the fusion happens in; looking there, not at every instruction of the
+    # module, keeps a fusion's cost independent of the module's size.
+    still_called = {id(i.fused_computation) for i in comp.instructions
+                    if i.opcode == O.kFusion}
+    for old in old_fusions:
+      if id(old) not in still_called:
+        module.remove_computation(old, check_callers=False)
   return fusion
 
 

@@ -113,13 +113,17 @@ class HloModule:
       self, computation: HloComputation) -> HloComputation:
     return self.add_computation(computation, is_entry=False)
 
-  def remove_computation(self, computation: HloComputation) -> None:
-    """Removes a computation that no instruction calls."""
+  def remove_computation(self, computation: HloComputation, *,
+                         check_callers: bool = True) -> None:
+    """Removes a computation that no instruction calls. `check_callers`
+    False skips the scan of the whole module for callers, for a caller that
+    knows there are none."""
     if computation is self.entry_computation:
       raise support.FailedPreconditionError(
           f"cannot remove the entry computation {computation.name}")
     callers = [i.name for i in self.instructions()
-               if any(c is computation for c in i.called_computations())]
+               if any(c is computation for c in i.called_computations())
+               ] if check_callers else []
     if callers:
       raise support.FailedPreconditionError(
           f"cannot remove computation {computation.name}: called by "
