@@ -20,7 +20,7 @@ import pytest
 jax = pytest.importorskip("jax")
 
 _CHILD = textwrap.dedent("""
-    import json, sys
+    import json, re, sys
     import numpy as np
     import jax, jax.numpy as jnp
     import jax.scipy.linalg as jsl
@@ -215,6 +215,16 @@ _CHILD = textwrap.dedent("""
       dl, d, du = (rand(batch + (n,), s) for s in (4, 5, 6))
       case("tridiagonal_solve", lax.linalg.tridiagonal_solve,
            [dl, (d + 4).astype(dtype), du, b], check_tri_solve)
+    try:
+      jax.jit(lambda *x: lax.linalg.tridiagonal_solve(
+          *x, perturb_singular=True)).lower(
+              *[jax.device_put(x, ours) for x in (dl, d, du, b)])
+      report["perturbed_error"] = None
+    except NotImplementedError as e:
+      report["perturbed_error"] = {"error_text": str(e)}
+    # The lowering used is JAX's LAPACK one, not a platform-less fallback.
+    text = jax.jit(jnp.linalg.eigh).lower(jax.device_put(h, ours)).as_text()
+    report["eigh_calls"] = sorted(set(re.findall(r"custom_call @(\\w+)", text)))
     print("REPORT " + json.dumps(report))
 """)
 
@@ -253,6 +263,13 @@ def _run_child(tmp_path, dtype, backend="cpu", shapes=None):
 def _check(report, dtype):
   tol = _TOL[dtype]
   failures = []
+  letter = {"float32": "s", "float64": "d", "complex64": "c",
+            "complex128": "z"}[dtype]
+  routine = "syevd" if letter in "sd" else "heevd"
+  assert report.pop("eigh_calls") == [f"lapack_{letter}{routine}_ffi"]
+  perturbed = report.pop("perturbed_error")
+  assert "perturb_singular=True is not supported" in (
+      perturbed or {}).get("error_text", ""), perturbed
   for key, r in report.items():
     if "error" in r:
       failures.append(f"{key}: {r['error']}")
@@ -270,8 +287,9 @@ def _check(report, dtype):
                                    "complex128"])
 def test_linalg_matches_jax_cpu(tmp_path, dtype):
   report = _run_child(tmp_path, dtype)
-  # Every function ran, batched and not (pivoted QR unbatched only).
-  assert len(report) == 2 * 30 + 1, sorted(report)
+  # Every function ran, batched and not (pivoted QR unbatched only), and the
+  # perturbed tridiagonal solve was refused.
+  assert len(report) == 2 * 30 + 3, sorted(report)
   _check(report, dtype)
 
 
@@ -279,5 +297,5 @@ def test_linalg_on_the_evaluator_backend(tmp_path):
   """The evaluator backend runs the same LAPACK custom calls."""
   report = _run_child(tmp_path, "float64", backend="evaluator",
                       shapes=[[4, 3]])
-  assert len(report) == 31
+  assert len(report) == 33
   _check(report, "float64")
