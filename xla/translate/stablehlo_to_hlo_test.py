@@ -117,6 +117,22 @@ func.func @main(%a: tensor<2xf32>) -> tensor<2xf32> {
   assert calls[0].shape.is_tuple() and not calls[0].shape.tuple_shapes
 
 
+def test_typed_ffi_custom_call_keeps_its_attributes():
+  """JAX's FFI calls carry their attributes in mhlo.backend_config (a
+  dictionary, kept as its text as XLA does) and mhlo.frontend_attributes."""
+  hlo = _import("""
+func.func @main(%a: tensor<2x3x3xf32>) -> tensor<2x3x3xf32> {
+  %0:2 = stablehlo.custom_call @lapack_spotrf_ffi(%a) {backend_config = "", mhlo.backend_config = {uplo = 76 : ui8, flag = true}, mhlo.frontend_attributes = {num_batch_dims = "1"}} : (tensor<2x3x3xf32>) -> (tensor<2x3x3xf32>, tensor<2xi32>)
+  return %0#0 : tensor<2x3x3xf32>
+}""")
+  call, = [i for i in hlo.entry_computation.instructions
+           if i.opcode == HloOpcode.kCustomCall]
+  assert call.backend_config in ("{uplo = 76 : ui8, flag = true}",
+                                 "{flag = true, uplo = 76 : ui8}")
+  assert call.frontend_attributes == {"num_batch_dims": "1"}
+  assert "API_VERSION_TYPED_FFI" in call.to_string()
+
+
 def test_globals_become_parameters_and_outputs():
   hlo = _import("""
 module {
