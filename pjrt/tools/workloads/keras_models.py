@@ -1,0 +1,87 @@
+"""Keras 3 workloads on the JAX backend (KERAS_BACKEND=jax): fit, evaluate
+and predict of a small model on synthetic data (numpy, seeded)."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from pjrt.tools.workloads.registry import workload
+
+_N, _FEATURES, _CLASSES, _BATCH = 256, 20, 5, 32
+
+
+def _model_and_data(seed):
+  os.environ.setdefault("KERAS_BACKEND", "jax")
+  import keras  # pylint: disable=g-import-not-at-top
+  if keras.backend.backend() != "jax":
+    raise RuntimeError(f"keras backend is {keras.backend.backend()!r}, "
+                       "not jax (set KERAS_BACKEND=jax)")
+  keras.utils.set_random_seed(seed)
+  rng = np.random.default_rng(seed)
+  x = rng.standard_normal((_N, _FEATURES)).astype(np.float32)
+  w = rng.standard_normal((_FEATURES, _CLASSES)).astype(np.float32)
+  y = np.argmax(x @ w, axis=1).astype(np.int32)
+  model = keras.Sequential([
+      keras.Input((_FEATURES,)),
+      keras.layers.Dense(64, activation="relu"),
+      keras.layers.LayerNormalization(),
+      keras.layers.Dense(64, activation="relu"),
+      keras.layers.Dense(_CLASSES),
+  ])
+  model.compile(
+      optimizer=keras.optimizers.Adam(1e-3),
+      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+      metrics=["accuracy"])
+  return model, x, y
+
+
+def _weights(model):
+  return {f"w{i}": np.asarray(w) for i, w in enumerate(model.get_weights())}
+
+
+@workload("keras")
+def keras_fit():
+  """Keras Sequential MLP: model.fit, one epoch of 8 batches per step."""
+
+  def init(seed):
+    return _model_and_data(seed)
+
+  def step(state):
+    model, x, y = state
+    hist = model.fit(x, y, batch_size=_BATCH, epochs=1, shuffle=False,
+                     verbose=0)
+    return state, {"loss": np.float32(hist.history["loss"][-1]),
+                   "weights": _weights(model)}
+
+  return init, step
+
+
+@workload("keras")
+def keras_evaluate():
+  """Keras Sequential MLP: model.evaluate (loss and accuracy)."""
+
+  def init(seed):
+    return _model_and_data(seed)
+
+  def step(state):
+    model, x, y = state
+    loss, acc = model.evaluate(x, y, batch_size=_BATCH, verbose=0)
+    return state, {"loss": np.float32(loss), "accuracy": np.float32(acc)}
+
+  return init, step
+
+
+@workload("keras")
+def keras_predict():
+  """Keras Sequential MLP: model.predict over 8 batches."""
+
+  def init(seed):
+    return _model_and_data(seed)
+
+  def step(state):
+    model, x, _ = state
+    return state, {"logits": model.predict(x, batch_size=_BATCH, verbose=0)}
+
+  return init, step
