@@ -21,10 +21,20 @@ generated from its operands:
   reduce               a loop over the reduced dimensions (only used when a
                        reduce is fused as a non-root producer)
 
-Values computed at an index are memoised per (instruction, index) inside a
-*scope*; a caller opens a scope around each loop body (`with gen.scope()`)
-and branches open nested scopes, so a memoised value always dominates its
-reuse.
+Values computed at an index are memoised per (instruction, index *value*)
+inside a *scope*: the key is the index's LLVM values (its linear form and/or
+its multi-dimensional form; constants by value, other values by identity),
+so two `Index` objects naming the same element share one emission (a
+broadcast, reshape or scalar operand builds a fresh `Index` on each use).
+A caller opens a scope around each loop body (`with gen.scope()`) and
+branches and inner loops open nested scopes, so a memoised value always
+dominates its reuse. With the memo, emitting a fusion costs time linear in
+its instruction count however often values are shared (a chain where each
+value is used twice would otherwise cost 2^depth).
+
+Chains of elementwise operations are emitted iteratively (operands first,
+in post order), so the Python recursion depth grows with the number of
+index-changing instructions on a path, not with the chain's length.
 """
 
 from __future__ import annotations
@@ -68,6 +78,28 @@ def _shape_dims(instr) -> tuple[int, ...]:
   return tuple(instr.shape.dimensions)
 
 
+def _value_key(v):
+  """A hashable key naming LLVM value `v`: integer constants by value,
+  anything else by identity."""
+  if isinstance(v, ir.Constant) and isinstance(v.type, ir.IntType):
+    return (v.type.width, v.constant)
+  return id(v)
+
+
+def memo_keys(instr, index: Index) -> tuple:
+  """The memo keys of element `index` of `instr`: one per form (linear,
+  multi-dimensional) the index has."""
+  keys = []
+  lin = index.linear_if_known()
+  if lin is not None:
+    keys.append((id(instr), index.dims, "l", _value_key(lin)))
+  multi = index.multi_if_known()
+  if multi is not None:
+    keys.append((id(instr), index.dims, "m") +
+                tuple(_value_key(m) for m in multi))
+  return tuple(keys)
+
+
 class _Source:
   """An array in memory: a storage-type pointer and its shape."""
 
@@ -96,24 +128,64 @@ class ElementGenerator:
     finally:
       self._memo.pop()
 
-  def _lookup(self, key):
+  def _lookup(self, keys):
     for d in reversed(self._memo):
-      hit = d.get(key)
-      if hit is not None:
-        return hit[0]
+      for key in keys:
+        hit = d.get(key)
+        if hit is not None:
+          return hit[0]
     return None
+
+  def _remember(self, keys, v, instr, index) -> None:
+    # The entry keeps `instr` and `index` (hence the index's LLVM values)
+    # alive, so the ids in its key are not reused while the scope lives.
+    entry = (v, index, instr)
+    memo = self._memo[-1]
+    for key in keys:
+      memo[key] = entry
 
   # -- entry point ---------------------------------------------------------------
 
   def value(self, instr, index: Index) -> ir.Value:
-    key = (id(instr), id(index))
-    hit = self._lookup(key)
+    keys = memo_keys(instr, index)
+    hit = self._lookup(keys)
     if hit is not None:
       return hit
+    if self._is_elementwise(instr):
+      self._emit_elementwise_dag(instr, index)
+      hit = self._lookup(memo_keys(instr, index))
+      assert hit is not None, instr.name
+      return hit
     v = self._generate(instr, index)
-    # Keep `index` alive so its id is not reused while the scope lives.
-    self._memo[-1][key] = (v, index, instr)
+    # The index may have gained a form while generating: key by all of them.
+    self._remember(memo_keys(instr, index), v, instr, index)
     return v
+
+  def _is_elementwise(self, instr) -> bool:
+    op = instr.opcode
+    return (op not in _HANDLERS and op in eie.SUPPORTED_OPCODES and
+            id(instr) not in self._sources)
+
+  def _emit_elementwise_dag(self, root, index: Index) -> None:
+    """Emits `root` (elementwise) and the elementwise instructions it
+    reaches through same-index operands, operands first, without recursion;
+    other operands are generated through `value` when their user is
+    emitted."""
+    stack = [(root, index, False)]
+    while stack:
+      instr, idx, expanded = stack.pop()
+      if self._lookup(memo_keys(instr, idx)) is not None:
+        continue
+      if not expanded:
+        stack.append((instr, idx, True))
+        for o in reversed(instr.operands):
+          oidx = self._operand_index(o, idx)
+          if (self._is_elementwise(o) and
+              self._lookup(memo_keys(o, oidx)) is None):
+            stack.append((o, oidx, False))
+        continue
+      v = self._elementwise(instr, idx)
+      self._remember(memo_keys(instr, idx), v, instr, idx)
 
   def is_source(self, instr) -> bool:
     return id(instr) in self._sources

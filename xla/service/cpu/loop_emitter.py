@@ -120,6 +120,16 @@ class Index:
   def has_linear(self) -> bool:
     return self._linear is not None
 
+  def linear_if_known(self) -> Optional[ir.Value]:
+    """The linear form if it was given or computed, else None (emits
+    nothing)."""
+    return self._linear
+
+  def multi_if_known(self) -> Optional[list[ir.Value]]:
+    """The multi-dimensional form if it was given or computed, else None
+    (emits nothing)."""
+    return self._multi
+
   def multi(self, b: ir.IRBuilder) -> list[ir.Value]:
     if self._multi is None:
       out = []
