@@ -120,11 +120,32 @@ def strip(root: tree.Op) -> int:
   return removed
 
 
+def _holds_shardy(value) -> bool:
+  """Whether an attribute value is, or contains, a Shardy attribute."""
+  if _is_shardy(value):
+    return True
+  if isinstance(value, tree.Attr):
+    return any(_holds_shardy(f) for f in value.fields)
+  if isinstance(value, (tuple, list)):
+    return any(_holds_shardy(item) for item in value)
+  return False
+
+
 def _has_shardy(f: tree.BytecodeFile) -> bool:
+  if DIALECT in f.dialect_versions:
+    return True
   for op in f.root.walk():
     if op.dialect == DIALECT:
       return True
-  return DIALECT in f.dialect_versions
+    # An op of another dialect can carry a Shardy attribute without any
+    # Shardy op in the module: JAX's LAPACK custom calls have an
+    # `sdy.sharding_rule` even in unsharded programs.
+    if op.attrs is not None and _holds_shardy(op.attrs):
+      return True
+    if isinstance(op.properties, tree.Properties) and _holds_shardy(
+        op.properties.values):
+      return True
+  return False
 
 
 def deserialize(data: bytes) -> core.Module:

@@ -84,3 +84,22 @@ module @m attributes {mhlo.num_partitions = 1 : i32} {
 def test_not_bytecode():
   with pytest.raises(support.InvalidArgumentError):
     shardy.deserialize(b"module {}")
+
+
+# No Shardy op and no mesh: only an attribute, as on JAX's LAPACK custom calls
+# in an unsharded program.
+_RULE_ONLY = """
+module @jit_f {
+  func.func public @main(%arg0: tensor<4x4xf32>) -> tensor<4x4xf32> {
+    %0 = stablehlo.custom_call @my_target(%arg0) {sdy.sharding_rule = #sdy.op_sharding_rule<([i, j])->([k, l]) {i=4, j=4, k=4, l=4}, custom>} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+    return %0 : tensor<4x4xf32>
+  }
+}
+"""
+
+
+def test_a_shardy_attribute_alone_is_removed():
+  module = shardy.deserialize(_artifact(_RULE_ONLY))
+  text = mlir_text.print_module(module)
+  assert "sdy" not in text
+  assert "stablehlo.custom_call @my_target" in text
