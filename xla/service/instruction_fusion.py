@@ -316,14 +316,25 @@ class InstructionFusion(hpi.HloModulePass):
 
   def run_on_computation(self, comp: HloComputation) -> bool:
     changed = False
-    for consumer in reversed(comp.make_instruction_post_order()):
+    post_order = comp.make_instruction_post_order()
+    position = {id(instr): k for k, instr in enumerate(post_order)}
+    for consumer in reversed(post_order):
       if consumer.parent is not comp:
         continue  # removed by an earlier fusion
       current = consumer
       progress = True
       while progress:
         progress = False
-        for i in range(current.operand_count):
+        # Operands latest in post order first (as XLA's fusion queue does):
+        # a producer P used by the consumer and by another operand B of it
+        # is then fused after B, when all its users are inside the fusion,
+        # instead of being duplicated once for the consumer and again for
+        # B. Duplicating at every such diamond grows a chain of diamonds
+        # (a hash's rounds) exponentially.
+        order = sorted(range(current.operand_count),
+                       key=lambda i: -position.get(id(current.operand(i)),
+                                                   -1))
+        for i in order:
           if self.should_fuse(current, i):
             current = self.fuse(current.operand(i), current)
             changed = progress = True

@@ -350,3 +350,31 @@ ENTRY e {
   assert inf.applied_functions(m) == want
   for c in m.computations:
     assert inf.is_applied_function(m, c) == (id(c) in want), c.name
+
+
+def _diamond_chain(n):
+  """x_{k+1} = x_k ^ (x_k << 3): every x_k has two users, the xor and the
+  shift of the next step (a hash round's shape)."""
+  lines = ["HloModule m", "ENTRY e {", "  x0 = u32[8] parameter(0)",
+           "  c = u32[] constant(3)", "  s = u32[8] broadcast(c), dimensions={}"]
+  for k in range(n):
+    lines.append(f"  l{k} = u32[8] shift-left(x{k}, s)")
+    lines.append(f"  x{k + 1} = u32[8] xor(x{k}, l{k})")
+  lines[-1] = lines[-1].replace(f"  x{n} =", f"  ROOT x{n} =")
+  lines.append("}")
+  return "\n".join(lines)
+
+
+def test_shared_producers_fuse_once_not_per_user():
+  # Operands later in post order fuse first, so x_k joins the fusion after
+  # both its users and is not duplicated; fusing x_k first would copy it
+  # once per user at every step (2^n instructions).
+  n = 12
+  _, m = _run(_diamond_chain(n))
+  (fusion,) = _fusions(m.entry_computation)
+  fused = fusion.fused_computation
+  counts = {}
+  for i in fused.instructions:
+    counts[i.opcode.value] = counts.get(i.opcode.value, 0) + 1
+  assert counts["xor"] == n and counts["shift-left"] == n, counts
+  assert len(list(fused.instructions)) == 2 * n + 3, counts
