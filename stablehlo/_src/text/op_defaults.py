@@ -15,6 +15,9 @@ from stablehlo._src.ir import types as t
 
 # The unary ops that take an optional `result_accuracy` (default: mode
 # DEFAULT, zero tolerances).
+# The dialect whose ops an op's regions may name without a prefix.
+DEFAULT_DIALECT = {"func.func": "func", "builtin.module": "builtin"}
+
 RESULT_ACCURACY_OPS = frozenset(
     "stablehlo." + n for n in (
         "cbrt", "cosine", "exponential", "exponential_minus_one", "log",

@@ -10,13 +10,15 @@ from stablehlo._src.ir import attributes as a
 from stablehlo._src.ir import core
 from stablehlo._src.ir import types as t
 from stablehlo._src.text import attr_parser
+from stablehlo._src.text import attr_printer
 from stablehlo._src.text import diagnostics
 from stablehlo._src.text import lexer as lx
+from stablehlo._src.text import op_defaults
 
 _RESULT_GROUP_RE = re.compile(r":([0-9]+)")
 
 # Ops whose regions open a new default dialect for un-prefixed op names.
-DEFAULT_DIALECT = {"func.func": "func", "builtin.module": "builtin"}
+DEFAULT_DIALECT = op_defaults.DEFAULT_DIALECT
 
 
 # Ops whose regions are isolated from above: values defined outside cannot
@@ -115,8 +117,7 @@ class Parser(attr_parser.AttrParser):
       op.operands = [new if v is old else v for v in op.operands]
 
   def fmt_type(self, ty) -> str:
-    from stablehlo._src.text import printer  # pylint: disable=g-import-not-at-top
-    return printer.format_type(ty)
+    return attr_printer.format_type(ty)
 
   # --- operations --------------------------------------------------------------
 

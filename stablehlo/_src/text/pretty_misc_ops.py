@@ -13,7 +13,7 @@ from stablehlo._src.text import dialect_attrs
 from stablehlo._src.text import op_defaults
 from stablehlo._src.text import pretty_common as pc
 from stablehlo._src.text.pretty_common import PrettyForm
-from stablehlo._src.text.pretty_ops import register
+from stablehlo._src.text.pretty_registry import register
 
 # --- dot_general -----------------------------------------------------------------
 

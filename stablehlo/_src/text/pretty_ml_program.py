@@ -20,7 +20,7 @@ from stablehlo._src.text import attr_parser
 from stablehlo._src.text import lexer as lx
 from stablehlo._src.text import pretty_common as pc
 from stablehlo._src.text.pretty_common import PrettyForm
-from stablehlo._src.text.pretty_ops import register
+from stablehlo._src.text.pretty_registry import register
 
 _VISIBILITIES = ("public", "private", "nested")
 _GLOBAL_PROPS = frozenset(

@@ -9,7 +9,9 @@ from stablehlo._src.ir import types as t
 from stablehlo._src.text import attr_parser
 from stablehlo._src.text import pretty_common as pc
 from stablehlo._src.text.pretty_common import PrettyForm
-from stablehlo._src.text.pretty_ops import register
+from stablehlo._src.text import pretty_registry
+from stablehlo._src.text import pretty_simple_ops
+from stablehlo._src.text.pretty_registry import register
 
 # Ops whose regions all print their entry arguments under the names of the
 # first region's (e.g. a while's `cond` and `do` share `%iterArg`s).
@@ -258,8 +260,8 @@ def _compact_body_op(op) -> str | None:
       list(ret.operands) != inner.results or ret.attributes or
       ret.properties or inner.name == "stablehlo.return"):
     return None
-  from stablehlo._src.text import pretty_ops  # pylint: disable=g-import-not-at-top
-  if pretty_ops.PRETTY_FORMS.get(inner.name) is not pretty_ops.SAME_TYPE:
+  if pretty_registry.PRETTY_FORMS.get(inner.name) is not (
+      pretty_simple_ops.SAME_TYPE):
     return None
   return inner.name
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 from stablehlo._src.ir import core
 from stablehlo._src.text import attr_printer
 from stablehlo._src.text import op_defaults
-from stablehlo._src.text import parser as parser_lib
 from stablehlo._src.text import ssa_names
 
 format_type = attr_printer.format_type
@@ -141,7 +140,7 @@ class Printer:
     parent = region.parent if region is not None else None
     if parent is None:
       return ""
-    return parser_lib.DEFAULT_DIALECT.get(parent.name, "")
+    return op_defaults.DEFAULT_DIALECT.get(parent.name, "")
 
   def _results(self, op) -> str:
     """`%0 = `, `%0:2 = `, `%a, %b:2 = ` (one entry per result group)."""
