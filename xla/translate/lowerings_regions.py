@@ -16,7 +16,7 @@ from xla import xla_data
 from xla.hlo.ir import hlo_instruction as hi
 from xla.hlo.ir.hlo_opcode import HloOpcode as O
 from xla.shape import Shape
-from xla.translate import stablehlo_to_hlo as s2h
+from xla.translate import region_util
 from xla.translate import type_conversion as tc
 from xla.translate.lowerings import bool_attr
 from xla.translate.lowerings import int_attr
@@ -115,7 +115,7 @@ def _map(imp, op):
 @_register("stablehlo.while")
 def _while(imp, op):
   n = len(op.operands)
-  captures = s2h.free_values(op.regions)
+  captures = region_util.free_values(op.regions)
   init_values = imp.operands(op) + [imp.scope.get(v) for v in captures]
   init = imp.add(hi.create_tuple(init_values))
   shape = init.shape
@@ -137,7 +137,7 @@ def _while(imp, op):
 
 
 def _branches(imp, op, regions, index):
-  captures = s2h.free_values(regions)
+  captures = region_util.free_values(regions)
   arg = imp.add(hi.create_tuple([imp.scope.get(v) for v in captures]))
 
   def result(comp, param, values):

@@ -37,6 +37,7 @@ from xla.hlo.ir.hlo_module import HloModule
 from xla.hlo.ir.hlo_opcode import HloOpcode
 from xla.shape import Shape
 from xla.translate import type_conversion as tc
+from xla.translate.region_util import free_values as free_values
 
 GLOBALS_ATTRIBUTE = "ml_program.globals"
 _TERMINATORS = ("stablehlo.return", "func.return")
@@ -62,31 +63,6 @@ class _Scope:
       instr = self.capture(value)
       self.values[id(value)] = instr
     return instr
-
-
-def free_values(regions: Sequence[core.Region]) -> list[core.Value]:
-  """Values used inside `regions` but defined outside them, in first-use
-  order."""
-  inside: set[int] = set()
-  ops = []
-  for region in regions:
-    for block in region.blocks:
-      inside.add(id(block))
-      for op in block.operations:
-        for nested in op.walk():
-          inside.add(id(nested))
-          ops.append(nested)
-          for r in nested.regions:
-            for b in r.blocks:
-              inside.add(id(b))
-  seen: set[int] = set()
-  result = []
-  for op in ops:
-    for v in op.operands:
-      if id(v.owner) not in inside and id(v) not in seen:
-        seen.add(id(v))
-        result.append(v)
-  return result
 
 
 class Importer:
