@@ -14,10 +14,11 @@ FILE is HLO text (`.hlo`, `.txt`, anything else), a binary HloModuleProto
 when the StableHLO -> HLO importer (xla/translate/stablehlo_to_hlo.py) is
 present. '-' reads HLO text from stdin.
 
-Passes are found through `PASSES`, a table of short name -> where the pass
-class lives; modules are imported only when a pass is used, so a pass whose
-module does not exist (yet) is reported as "not available" instead of
-breaking the tool. `--passes` runs the named passes in order (after
+Passes are found through `PASSES` (hlo_pass_registry.py), a table of short
+name -> where the pass class lives; modules are imported only when a pass is
+used, so a pass whose module does not exist (yet) is reported as "not
+available" instead of breaking the tool. `--pipeline=cpu` runs the CPU
+compiler's own pipeline (`cpu_compiler.cpu_pipeline`). `--passes` runs the named passes in order (after
 `--pipeline`'s, if both are given) inside one HloPassPipeline, which runs the
 verifier before the first and after every pass.
 
@@ -30,177 +31,30 @@ known; bad input never prints a Python traceback.
 
 from __future__ import annotations
 
-import dataclasses
-import importlib
 import os
 import sys
 from typing import Any, Optional
 
 import support
 from support import flags
+# The pass table and the module reader, re-exported (tools and tests use
+# them through hlo_opt).
+from xla.tools.hlo_module_reader import read_module as read_module
+from xla.tools.hlo_pass_registry import CPU_PIPELINE
+from xla.tools.hlo_pass_registry import PASSES as PASSES
+from xla.tools.hlo_pass_registry import PIPELINES as PIPELINES
+from xla.tools.hlo_pass_registry import PassEntry as PassEntry
+from xla.tools.hlo_pass_registry import PassNotAvailable as PassNotAvailable
+from xla.tools.hlo_pass_registry import build_named_pipeline as build_named_pipeline
+from xla.tools.hlo_pass_registry import cpu_pass_names
+from xla.tools.hlo_pass_registry import build_pipeline as _build_pipeline
+from xla.tools.hlo_pass_registry import load_pass as load_pass
+from xla.tools.hlo_pass_registry import pass_available as pass_available
+from xla.tools.hlo_pass_registry import pipeline_names
 
 _USAGE_ERROR = 2
 _INPUT_ERROR = 1
 _INTERNAL_ERROR = 3
-
-
-@dataclasses.dataclass(frozen=True)
-class PassEntry:
-  """Where a pass lives: candidate (module, class) pairs, tried in order."""
-  candidates: tuple[tuple[str, str], ...]
-  help: str
-  kwargs: tuple[tuple[str, Any], ...] = ()
-  fixed_point: bool = False  # wrap in HloPassFix
-
-
-_SIMPLIFIERS = "xla.hlo.transforms.simplifiers"
-
-# Short name -> pass. Extend by adding a row; nothing is imported until used.
-PASSES: dict[str, PassEntry] = {
-    "dce": PassEntry(((f"{_SIMPLIFIERS}.hlo_dce", "HloDCE"),),
-                     "dead code elimination"),
-    "cse": PassEntry(((f"{_SIMPLIFIERS}.hlo_cse", "HloCSE"),),
-                     "common subexpression elimination"),
-    "algsimp": PassEntry(
-        ((f"{_SIMPLIFIERS}.algebraic_simplifier", "AlgebraicSimplifier"),),
-        "algebraic simplifier (to a fixed point)", fixed_point=True),
-    "constant-folding": PassEntry(
-        ((f"{_SIMPLIFIERS}.hlo_constant_folding", "HloConstantFolding"),),
-        "evaluate instructions whose operands are constants"),
-    "reshape-mover": PassEntry(
-        ((f"{_SIMPLIFIERS}.reshape_mover", "ReshapeMover"),),
-        "move reshapes/transposes across elementwise ops"),
-    "transpose-folding": PassEntry(
-        ((f"{_SIMPLIFIERS}.transpose_folding", "TransposeFolding"),),
-        "fold transposes into dot dimension numbers"),
-    "while-loop-simplifier": PassEntry(
-        ((f"{_SIMPLIFIERS}.while_loop_simplifier", "WhileLoopSimplifier"),),
-        "remove dead while-loop state, trip-count-0/1 loops"),
-    "licm": PassEntry(
-        ((f"{_SIMPLIFIERS}.while_loop_invariant_code_motion",
-          "WhileLoopInvariantCodeMotion"),),
-        "hoist loop-invariant instructions out of while bodies"),
-    "fusion": PassEntry(
-        (("xla.service.cpu_instruction_fusion", "CpuInstructionFusion"),),
-        "CPU loop / input fusion into kFusion instructions"),
-    "multi-output-fusion": PassEntry(
-        (("xla.service.multi_output_fusion", "MultiOutputFusion"),),
-        "merge sibling / producer-consumer fusions into multi-output ones"),
-    "layout-assignment": PassEntry(
-        ((f"{_SIMPLIFIERS}.layout_assignment", "LayoutAssignment"),),
-        "assign layouts to every instruction"),
-}
-
-# --pipeline=NAME -> pass names. Unavailable passes are skipped (and named on
-# stderr).
-PIPELINES: dict[str, tuple[str, ...]] = {
-    # Simplify first so fusion sees fewer, canonical instructions; DCE last
-    # drops what fusion left behind.
-    "default": ("dce", "cse", "algsimp", "constant-folding",
-                "while-loop-simplifier", "licm", "reshape-mover",
-                "transpose-folding", "algsimp", "dce", "fusion",
-                "multi-output-fusion", "dce"),
-    "simplify": ("dce", "cse", "algsimp", "dce"),
-}
-
-
-class PassNotAvailable(support.NotFoundError):
-  """A pass named in PASSES whose module or class cannot be imported."""
-
-
-def load_pass(name: str):
-  """A new pass object for `name`; raises NotFoundError (unknown) or
-  PassNotAvailable (known, but its module is missing)."""
-  entry = PASSES.get(name)
-  if entry is None:
-    raise support.NotFoundError(
-        f"unknown pass '{name}'; known passes: {', '.join(sorted(PASSES))}")
-  reasons = []
-  for module_name, class_name in entry.candidates:
-    try:
-      module = importlib.import_module(module_name)
-    except ModuleNotFoundError as e:
-      reasons.append(f"{module_name} not found ({e.name})")
-      continue
-    cls = getattr(module, class_name, None)
-    if cls is None:
-      reasons.append(f"{module_name} has no {class_name}")
-      continue
-    try:
-      pass_ = cls(**dict(entry.kwargs))
-    except TypeError as e:
-      reasons.append(f"{module_name}.{class_name} cannot be built with "
-                     f"default arguments: {e}")
-      continue
-    if entry.fixed_point:
-      from xla.hlo.pass_ import hlo_pass_fix  # pylint: disable=g-import-not-at-top
-      pass_ = hlo_pass_fix.HloPassFix(pass_)
-    return pass_
-  raise PassNotAvailable(f"pass '{name}' is not available: "
-                         + "; ".join(reasons))
-
-
-def pass_available(name: str) -> Optional[str]:
-  """None when `name` loads, else the reason it does not."""
-  try:
-    load_pass(name)
-  except support.NotFoundError as e:
-    return str(e)
-  return None
-
-
-def read_module(path: str, text: str):
-  """Parses HLO text, StableHLO MLIR for a `.mlir` path, or a binary
-  HloModuleProto for a `.pb` path (then `text` is bytes), unverified."""
-  if path.endswith(".pb"):
-    from xla.hlo.proto import hlo_proto  # pylint: disable=g-import-not-at-top
-    return hlo_proto.hlo_module_from_proto(text)
-  if path.endswith(".mlir"):
-    try:
-      from xla.translate import stablehlo_to_hlo  # pylint: disable=g-import-not-at-top
-    except ImportError as e:
-      raise support.UnimplementedError(
-          f"{path}: StableHLO input needs xla/translate/stablehlo_to_hlo.py, "
-          f"which is not available ({e}); give HLO text instead") from None
-    from stablehlo._src import text as mlir_text  # pylint: disable=g-import-not-at-top
-    from stablehlo._src.ops import verify  # pylint: disable=g-import-not-at-top
-    smodule = mlir_text.parse_module(text, path)
-    verify.verify_module(smodule)
-    try:
-      # CHLO and quantized types are legalized first (StableHLO passes).
-      return stablehlo_to_hlo.legalize_and_import(smodule)
-    except ImportError as e:  # the importer is incomplete
-      raise support.UnimplementedError(
-          f"{path}: the StableHLO importer is not usable: {e}") from None
-  from xla.hlo.parser import hlo_parser  # pylint: disable=g-import-not-at-top
-  try:
-    return hlo_parser.parse_and_return_unverified_module(text)
-  except hlo_parser.HloParseUnimplementedError as e:
-    # The parser's messages start with "LINE:COL: error:".
-    raise support.UnimplementedError(f"{path}:{e}") from None
-  except hlo_parser.HloParseError as e:
-    raise support.InvalidArgumentError(f"{path}:{e}") from None
-
-
-def _build_pipeline(pass_names: list[str], name: str):
-  from xla.hlo.pass_ import hlo_pass_pipeline  # pylint: disable=g-import-not-at-top
-  pipeline = hlo_pass_pipeline.HloPassPipeline(name)
-  for pass_name in pass_names:
-    pipeline.add_pass(load_pass(pass_name))
-  return pipeline
-
-
-def build_named_pipeline(name: str, skipped: Optional[list] = None):
-  """An HloPassPipeline of PIPELINES[name]; passes that are not available
-  are left out (their reasons appended to `skipped` when given)."""
-  names = []
-  for pass_name in PIPELINES[name]:
-    reason = pass_available(pass_name)
-    if reason is None:
-      names.append(pass_name)
-    elif skipped is not None:
-      skipped.append(reason)
-  return _build_pipeline(names, name)
 
 
 def _split_names(text: str) -> list[str]:
@@ -228,22 +82,21 @@ def _render(module, fmt: str, computation_name: Optional[str],
 
 
 def _arg_parser() -> "argparse.ArgumentParser":
-  # argparse is imported here, not at the top: the CPU compiler imports this
-  # module for its pass table on every first compile.
   import argparse  # pylint: disable=g-import-not-at-top
   ap = argparse.ArgumentParser(
       prog="python -m xla.tools.hlo_opt",
       description="Run HLO passes over a module, verify it, and print it as "
       "HLO text, Graphviz DOT or a self-contained HTML/SVG page.",
       epilog="passes: " + ", ".join(sorted(PASSES)) + "; pipelines: "
-      + ", ".join(sorted(PIPELINES)) + ". See --list-passes.")
+      + ", ".join(pipeline_names()) + ". See --list-passes.")
   ap.add_argument("file", metavar="FILE", nargs="?",
                   help="HLO text, or StableHLO .mlir; '-' reads stdin")
   ap.add_argument("--passes", default="",
                   help="comma-separated pass names, run in order")
-  ap.add_argument("--pipeline", choices=sorted(PIPELINES),
+  ap.add_argument("--pipeline", choices=pipeline_names(),
                   help="a named pass list, run before --passes (passes not "
-                  "available yet are skipped)")
+                  f"available yet are skipped); '{CPU_PIPELINE}' is the CPU "
+                  "compiler's own pipeline")
   ap.add_argument("--dump-to", metavar="DIR",
                   help="write the module text after every pass to DIR "
                   "(--xla_dump_to)")
@@ -272,6 +125,8 @@ def _list_passes(out) -> None:
     out.write(f"{name:22s} {state:14s} {PASSES[name].help}\n")
   for name, names in sorted(PIPELINES.items()):
     out.write(f"pipeline {name}: {','.join(names)}\n")
+  out.write(f"pipeline {CPU_PIPELINE}: {','.join(cpu_pass_names())} "
+            "(the CPU compiler's)\n")
 
 
 def main(argv=None, stdout=None, stderr=None) -> int:
@@ -296,7 +151,7 @@ def main(argv=None, stdout=None, stderr=None) -> int:
 
   # Assemble the pass list before reading input: usage errors come first.
   pass_names: list[str] = []
-  if args.pipeline:
+  if args.pipeline and args.pipeline != CPU_PIPELINE:
     for name in PIPELINES[args.pipeline]:
       reason = pass_available(name)
       if reason is None:
@@ -305,7 +160,13 @@ def main(argv=None, stdout=None, stderr=None) -> int:
         stderr.write(f"note: pipeline '{args.pipeline}': skipping {reason}\n")
   pass_names.extend(_split_names(args.passes))
   try:
-    pipeline = _build_pipeline(pass_names, args.pipeline or "hlo-opt")
+    if args.pipeline == CPU_PIPELINE:
+      pipeline = build_named_pipeline(CPU_PIPELINE)
+      pipeline.verify = True  # after every pass, as for any other pipeline
+      for name in pass_names:
+        pipeline.add_pass(load_pass(name))
+    else:
+      pipeline = _build_pipeline(pass_names, args.pipeline or "hlo-opt")
   except support.NotFoundError as e:
     return fail(_USAGE_ERROR, f"error: {e}")
 

@@ -53,12 +53,13 @@ def default_files() -> list[pathlib.Path]:
 
 def program_report(path: str, pipeline: Optional[str] = "default") -> dict:
   """Reads, optimizes and assigns buffers of one program."""
-  from xla.tools import hlo_opt  # pylint: disable=g-import-not-at-top
+  from xla.tools import hlo_module_reader  # pylint: disable=g-import-not-at-top
+  from xla.tools import hlo_pass_registry  # pylint: disable=g-import-not-at-top
   text = pathlib.Path(path).read_text(encoding="utf-8",
                                       errors="surrogateescape")
-  module = hlo_opt.read_module(path, text)
+  module = hlo_module_reader.read_module(path, text)
   if pipeline:
-    hlo_opt.build_named_pipeline(pipeline).run(module)
+    hlo_pass_registry.build_named_pipeline(pipeline).run(module)
   else:
     from xla.service import hlo_verifier  # pylint: disable=g-import-not-at-top
     hlo_verifier.verify(module)

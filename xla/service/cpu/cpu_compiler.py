@@ -2,10 +2,9 @@
 
     compile(module, options) =
       copy the module
-      -> prepare: default layouts, call inlining, call-graph flattening
-      -> the HLO pass pipeline ("default" of hlo_opt: simplification, fusion,
-         multi-output fusion)
-      -> copy insertion for loop carries / branch results
+      -> the HLO pass pipeline (`cpu_pipeline`, written out in order: the
+         canonical form, simplification, loops, fusion, multi-output
+         fusion, copy insertion for loop carries / branch results)
       -> dataflow analysis, memory scheduling, buffer assignment (64-byte
          aligned)
       -> one LLVM module with the kernels of every thunk (thunk_emitter)
@@ -37,10 +36,24 @@ from xla.hlo.ir import hlo_instruction as hi
 from xla.hlo.ir import hlo_module as hm
 from xla.hlo.ir import hlo_printer
 from xla.hlo.ir.hlo_opcode import HloOpcode
+from xla.hlo.pass_ import hlo_pass_fix
+from xla.hlo.pass_ import hlo_pass_interface as hpi
+from xla.hlo.pass_ import hlo_pass_pipeline
+from xla.hlo.transforms.simplifiers import algebraic_simplifier as algsimp
+from xla.hlo.transforms.simplifiers import hlo_constant_folding
+from xla.hlo.transforms.simplifiers import hlo_cse
+from xla.hlo.transforms.simplifiers import hlo_dce
+from xla.hlo.transforms.simplifiers import reshape_mover
+from xla.hlo.transforms.simplifiers import transpose_folding
+from xla.hlo.transforms.simplifiers import while_loop_invariant_code_motion as licm
+from xla.hlo.transforms.simplifiers import while_loop_simplifier
 from xla.service import buffer_assignment as ba_lib
+from xla.service import cpu_instruction_fusion
 from xla.service import hlo_dataflow_analysis as dfa
 from xla.service import hlo_memory_scheduler
 from xla.service import hlo_verifier
+from xla.service import linalg_expander
+from xla.service import multi_output_fusion
 from xla.service.cpu import compilation_cache as cc
 from xla.service.cpu import cpu_copy_insertion
 from xla.service.cpu import cpu_executable
@@ -54,15 +67,12 @@ from xla.service.cpu import thunk_emitter
 from xla.service.cpu import topk_rewriter
 from xla.shape import Shape
 
-PIPELINE = "default"
-
-
 @dataclasses.dataclass(frozen=True)
 class CpuCompileOptions:
   """threads: worker threads per execution (default os.cpu_count());
   opt_level: LLVM optimisation level; cache_dir: directory of the disk
-  cache (None: memory only); disable_passes: HLO pass names to skip (short
-  names of hlo_opt.PASSES or pass names); dump_to: directory that receives
+  cache (None: memory only); disable_passes: HLO pass names to skip (pass
+  names, or the short names hlo_opt uses; see `cpu_pipeline`); dump_to: directory that receives
   the optimised HLO, buffer assignment, LLVM IR and thunk plan."""
   threads: Optional[int] = None
   opt_level: int = 3
@@ -81,12 +91,13 @@ class CpuCompileOptions:
 # -- HLO passes ----------------------------------------------------------------
 
 
-def _canonicalize_bitcasts(module) -> None:
+def _canonicalize_bitcasts(module) -> bool:
   """Rewrites XLA's physical bitcasts into logical ops before layouts are
   dropped: one that changes the element type (same width) becomes a
   bitcast-convert, one between non-default layouts becomes transpose (to
   the operand's physical order) -> reshape -> transpose (from the result's
   physical order). Bitcasts left are reshapes of row-major arrays."""
+  changed = False
   for comp in module.computations:
     for instr in list(comp.instructions):
       if instr.opcode != HloOpcode.kBitcast:
@@ -111,6 +122,7 @@ def _canonicalize_bitcasts(module) -> None:
             new = comp.add_instruction(hi.create_reshape(
                 Shape.array(b.element_type, b.dimensions), new))
           comp.replace_instruction(instr, new)
+          changed = True
         continue
       ma = list(reversed(shape_util.minor_to_major(a)))
       mb = list(reversed(shape_util.minor_to_major(b)))
@@ -126,22 +138,29 @@ def _canonicalize_bitcasts(module) -> None:
         new = comp.add_instruction(hi.create_transpose(
             Shape.array(et, b.dimensions), new, inv))
       comp.replace_instruction(instr, new)
+      changed = True
+  return changed
 
 
-def _default_layouts(module) -> None:
+def _default_layouts(module) -> bool:
   """Gives every instruction the default row-major layout. Arrays reach
   the runtime as logical numpy arrays, so layouts carry no meaning here
   once bitcasts are canonical (see `_canonicalize_bitcasts`)."""
+  changed = module.config.entry_computation_layout is not None
   for comp in module.computations:
     for instr in comp.instructions:
-      instr.shape = shape_util.with_default_layouts(instr.shape, replace=True)
+      shape = shape_util.with_default_layouts(instr.shape, replace=True)
+      changed = changed or shape != instr.shape
+      instr.shape = shape
   module.config.entry_computation_layout = None
+  return changed
 
 
-def _reshapes_to_bitcasts(module) -> None:
+def _reshapes_to_bitcasts(module) -> bool:
   """With row-major layouts everywhere a reshape does not move data: turn
   the ones outside fusions into bitcasts, which buffer assignment aliases
   to their operand instead of copying (XLA's ReshapeIsBitcast rewrite)."""
+  changed = False
   for comp in module.computations:
     if comp.is_fusion_computation():
       continue
@@ -153,74 +172,101 @@ def _reshapes_to_bitcasts(module) -> None:
             HloOpcode.kBitcast, instr.shape, [instr.operand(0)],
             name=instr.name))
         comp.replace_instruction(instr, bc)
+        changed = True
+  return changed
 
 
-def _pipeline(options: CpuCompileOptions):
-  from xla.hlo.pass_ import hlo_pass_pipeline  # pylint: disable=g-import-not-at-top
-  from xla.tools import hlo_opt  # pylint: disable=g-import-not-at-top
-  # The module is verified once before and once after the pipeline (see
-  # run_hlo_passes), not after every pass: that was half of the HLO pass
-  # time (transformer: 190 of 370 ms under the profiler).
-  pipeline = hlo_pass_pipeline.HloPassPipeline("cpu", verify=False)
+class _FunctionPass(hpi.HloModulePass):
+  """A module rewrite of this file as a pass of the CPU pipeline."""
+
+  def __init__(self, name: str, rewrite):
+    self._name, self._rewrite = name, rewrite
+
+  @property
+  def name(self) -> str:
+    return self._name
+
+  def run(self, module, execution_threads=frozenset()) -> bool:
+    del execution_threads
+    return bool(self._rewrite(module))
+
+
+def cpu_pipeline(options: Optional[CpuCompileOptions] = None
+                 ) -> hlo_pass_pipeline.HloPassPipeline:
+  """The CPU backend's HLO pass pipeline, in order (cf. XLA's
+  CpuCompiler::RunHloPasses). `options.disable_passes` leaves out passes
+  by name (or by their hlo_opt short name: "fusion", "licm", ...).
+
+  The pipeline does not verify after each pass (that was half of the HLO
+  pass time: transformer 190 of 370 ms); `run_hlo_passes` verifies the
+  module before and after it."""
+  options = options or CpuCompileOptions()
   skip = set(options.disable_passes)
-  # [linalg] JAX's Qr / Eigh custom calls -> HLO loops, before simplifying.
-  _add_linalg_expander(pipeline, skip)
-  for short in hlo_opt.PIPELINES[PIPELINE]:
-    if short == "fusion" and "reduction-splitter" not in skip:
-      # Before fusion, so the producers of the split reductions fuse into
-      # their first (large) step.
-      splitter = reduction_splitter.ReductionSplitter()
-      if splitter.name not in skip:
-        pipeline.add_pass(splitter)
-    if short == "fusion" and "topk-rewriter" not in skip:
-      # Before fusion fuses the slices of a sort into their users.
-      topk = topk_rewriter.TopkRewriter()
-      if topk.name not in skip:
-        pipeline.add_pass(topk)
-    if short in skip:
-      continue
-    if short == "licm":
-      # It runs loop-invariant code motion on the loops it rewrites: not
-      # when that is disabled.
-      hoisting = sliced_dot_hoisting.SlicedDotHoisting()
-      if not skip & {hoisting.name, "while-loop-invariant-code-motion"}:
-        pipeline.add_pass(hoisting)
-    try:
-      p = hlo_opt.load_pass(short)
-    except hlo_opt.PassNotAvailable:
-      continue
-    if p.name in skip:
-      continue
-    pipeline.add_pass(p)
+  pipeline = hlo_pass_pipeline.HloPassPipeline("cpu", verify=False)
+
+  def add(pass_, *aliases: str) -> None:
+    if pass_.name not in skip and not skip.intersection(aliases):
+      pipeline.add_pass(pass_)
+
+  def simplifier():
+    return hlo_pass_fix.HloPassFix(algsimp.AlgebraicSimplifier())
+
+  # Canonical form. Arrays reach this runtime as logical (row-major) numpy
+  # arrays, so physical bitcasts become logical ops first, and then layouts
+  # are dropped. Input that XLA already processed may hold async chains and
+  # fusions: they run synchronously / are re-fused by our own fusion. Calls
+  # are inlined, and each control-flow computation gets one caller.
+  pipeline.add_pass(_FunctionPass("cpu-canonicalize-bitcasts",
+                                  _canonicalize_bitcasts))
+  pipeline.add_pass(_FunctionPass("cpu-default-layouts", _default_layouts))
+  pipeline.add_pass(cpu_copy_insertion.ConvertAsync())
+  pipeline.add_pass(cpu_copy_insertion.Unfuse())
+  pipeline.add_pass(cpu_copy_insertion.InlineCalls())
+  pipeline.add_pass(cpu_copy_insertion.FlattenCallGraph())
+  # JAX's Qr / Eigh custom calls -> HLO loops, before simplifying them.
+  add(linalg_expander.LinalgCustomCallExpander())
+  # Simplification. DCE and CSE first so the simplifier sees fewer,
+  # canonical instructions; constant folding after it folds what it exposed.
+  add(hlo_dce.HloDCE(), "dce")
+  add(hlo_cse.HloCSE(), "cse")
+  add(simplifier(), "algsimp")
+  add(hlo_constant_folding.HloConstantFolding(), "constant-folding")
+  add(while_loop_simplifier.WhileLoopSimplifier(), "while-loop-simplifier")
+  # Loops. Hoisting the dots on slices of a loop's operand runs loop-
+  # invariant code motion itself on the loops it rewrites, so it is off
+  # whenever LICM is.
+  if not skip.intersection({"licm", "while-loop-invariant-code-motion"}):
+    add(sliced_dot_hoisting.SlicedDotHoisting())
+  add(licm.WhileLoopInvariantCodeMotion(), "licm")
+  add(reshape_mover.ReshapeMover())
+  add(transpose_folding.TransposeFolding())
+  add(simplifier(), "algsimp")
+  add(hlo_dce.HloDCE(), "dce")
+  # Before fusion: the producers of split reductions fuse into their first
+  # (large) step, and a sort's slices into a top-k before fusion would fuse
+  # them into their users.
+  add(reduction_splitter.ReductionSplitter(), "reduction-splitter")
+  add(topk_rewriter.TopkRewriter(), "topk-rewriter")
+  add(cpu_instruction_fusion.CpuInstructionFusion(), "fusion")
+  add(multi_output_fusion.MultiOutputFusion(), "multi-output-fusion")
+  add(hlo_dce.HloDCE(), "dce")
+  # After fusion, row-major reshapes outside fusions alias their operand;
+  # then the buffer-level form: calls inlined again, one caller per
+  # control-flow computation, copies where loop carries and branch results
+  # would otherwise share a buffer wrongly.
+  pipeline.add_pass(_FunctionPass("cpu-reshapes-to-bitcasts",
+                                  _reshapes_to_bitcasts))
+  pipeline.add_pass(cpu_copy_insertion.InlineCalls())
+  pipeline.add_pass(cpu_copy_insertion.FlattenCallGraph())
+  pipeline.add_pass(cpu_copy_insertion.CopyInsertion())
   return pipeline
 
 
-def _add_linalg_expander(pipeline, skip) -> None:
-  """[linalg] xla/service/linalg_expander.py (XLA's QrExpander and
-  EighExpander): "Qr", "ProductOfElementaryHouseholderReflectors" and
-  "Eigh" custom calls become HLO that the rest of the pipeline compiles."""
-  from xla.service import linalg_expander  # pylint: disable=g-import-not-at-top
-  expander = linalg_expander.LinalgCustomCallExpander()
-  if expander.name not in skip:
-    pipeline.add_pass(expander)
-
-
 def run_hlo_passes(module, options: Optional[CpuCompileOptions] = None):
-  """Runs the CPU pipeline on `module` in place (see the module
-  docstring); returns it."""
-  options = options or CpuCompileOptions()
+  """Runs the CPU pipeline on `module` in place (see `cpu_pipeline`);
+  returns it."""
   hlo_verifier.verify(module)
-  _canonicalize_bitcasts(module)
-  _default_layouts(module)
-  cpu_copy_insertion.convert_async(module)
-  cpu_copy_insertion.unfuse(module)
-  cpu_copy_insertion.inline_calls(module)
-  cpu_copy_insertion.flatten_call_graph(module)
-  _pipeline(options).run(module)
-  _reshapes_to_bitcasts(module)
-  cpu_copy_insertion.inline_calls(module)
-  cpu_copy_insertion.flatten_call_graph(module)
-  cpu_copy_insertion.insert_copies(module)
+  cpu_pipeline(options).run(module)
   hlo_verifier.verify(module)
   return module
 

@@ -40,6 +40,7 @@ from xla.hlo.ir import hlo_instruction as hi
 from xla.hlo.ir import hlo_module as hm
 from xla.hlo.ir.hlo_attrs import FusionKind
 from xla.hlo.ir.hlo_opcode import HloOpcode
+from xla.hlo.pass_ import hlo_pass_interface as hpi
 from xla.hlo.transforms.simplifiers import while_loop_simplifier as wls
 from xla.service import buffer_assignment as ba_lib
 from xla.service import hlo_dataflow_analysis as dfa
@@ -443,6 +444,66 @@ def insert_copies(module) -> bool:
         for branch in instr.branch_computations:
           changed |= _fix_branch(branch)
   return changed
+
+
+# -- as passes ---------------------------------------------------------------------
+
+
+class _FunctionPass(hpi.HloModulePass):
+  """A module rewrite of this file as a pass of the CPU pipeline."""
+
+  _name = ""
+
+  @property
+  def name(self) -> str:
+    return self._name
+
+  def _rewrite(self, module) -> bool:
+    raise NotImplementedError
+
+  def run(self, module, execution_threads=frozenset()) -> bool:
+    del execution_threads
+    return bool(self._rewrite(module))
+
+
+class ConvertAsync(_FunctionPass):
+  """`convert_async`: async chains become calls."""
+  _name = "cpu-convert-async"
+
+  def _rewrite(self, module) -> bool:
+    return convert_async(module)
+
+
+class Unfuse(_FunctionPass):
+  """`unfuse`: fusions present in the input are inlined."""
+  _name = "cpu-unfuse"
+
+  def _rewrite(self, module) -> bool:
+    return unfuse(module)
+
+
+class InlineCalls(_FunctionPass):
+  """`inline_calls`: every kCall of the control-flow computations."""
+  _name = "cpu-inline-calls"
+
+  def _rewrite(self, module) -> bool:
+    return inline_calls(module)
+
+
+class FlattenCallGraph(_FunctionPass):
+  """`flatten_call_graph`: one computation per control-flow call site."""
+  _name = "cpu-flatten-call-graph"
+
+  def _rewrite(self, module) -> bool:
+    return flatten_call_graph(module)
+
+
+class CopyInsertion(_FunctionPass):
+  """`insert_copies`: copies for loop carries and branch results."""
+  _name = "cpu-copy-insertion"
+
+  def _rewrite(self, module) -> bool:
+    return insert_copies(module)
 
 
 # -- donation --------------------------------------------------------------------------
