@@ -62,38 +62,17 @@ from pjrt._src.plugin import errors
 from pjrt._src.plugin import events
 from pjrt._src.plugin import handles
 from pjrt._src.plugin import native
+from pjrt._src.plugin import slot_registry
 
 API_NAME = b"pjrt_c_api"
 # "0" keeps every slot in Python (no native fast paths; native_slots.py).
 FAST_PATHS_ENV = "OPENXLA_CPU_NATIVE_SLOTS"
 
-# name -> (implementation, minimum struct_size)
-_IMPLEMENTATIONS: dict[str, tuple[Callable[[Any], None], int]] = {}
-
-
-def implements(name: str, *, last_field: str | None = None):
-  """Registers the decorated `fn(args)` as the implementation of slot `name`.
-
-  Args:
-    name: the slot, e.g. "Client_Create".
-    last_field: the last field the implementation reads or writes; callers
-      may pass a struct that ends there (fields appended later in the header
-      are then treated as absent). Default: the struct's last field.
-  """
-  args_type = abi.args_type(name)
-  if last_field is None:
-    required = args_type.STRUCT_SIZE
-  else:
-    field = getattr(args_type, last_field)
-    required = field.offset + field.size
-
-  def register(fn: Callable[[Any], None]) -> Callable[[Any], None]:
-    if name in _IMPLEMENTATIONS:
-      raise ValueError(f"PJRT_{name} is implemented twice")
-    _IMPLEMENTATIONS[name] = (fn, required)
-    return fn
-
-  return register
+# The slot table (name -> (implementation, minimum struct_size)) and the
+# decorator that fills it live in the leaf module slot_registry, which the
+# slots_* modules import; re-exported here.
+_IMPLEMENTATIONS = slot_registry.IMPLEMENTATIONS
+implements = slot_registry.implements
 
 
 def implemented_slots() -> list[str]:

@@ -25,7 +25,7 @@ from pjrt._src.plugin import handles
 from pjrt._src.plugin import layouts
 from pjrt._src.plugin import native
 from pjrt._src.plugin import runtime
-from pjrt._src.plugin.api import implements
+from pjrt._src.plugin.slot_registry import implements
 from pjrt._src.plugin.slots_client import client_of
 from pjrt._src.plugin.slots_client import device_of
 from pjrt._src.plugin.slots_client import memory_of

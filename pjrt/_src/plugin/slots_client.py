@@ -17,7 +17,7 @@ from pjrt._src.plugin import handles
 from pjrt._src.plugin import options as options_lib
 from pjrt._src.plugin import runtime
 from pjrt._src.plugin import topology as topology_lib
-from pjrt._src.plugin.api import implements
+from pjrt._src.plugin.slot_registry import implements
 
 
 def client_of(address) -> runtime.Client:

@@ -11,7 +11,7 @@ from pjrt._src.plugin import cabi
 from pjrt._src.plugin import errors
 from pjrt._src.plugin import events
 from pjrt._src.plugin import handles
-from pjrt._src.plugin.api import implements
+from pjrt._src.plugin.slot_registry import implements
 
 # The XLA-level feature version frameworks may compare (PJRT plugin
 # attribute "xla_version"); ours counts our own plugin's revisions.

@@ -18,7 +18,7 @@ from pjrt._src.plugin import handles
 from pjrt._src.plugin import options as options_lib
 from pjrt._src.plugin import runtime
 from pjrt._src.plugin import serialization
-from pjrt._src.plugin.api import implements
+from pjrt._src.plugin.slot_registry import implements
 from pjrt._src.plugin.slots_buffer import buffer_of
 from pjrt._src.plugin.slots_client import client_of
 from pjrt._src.plugin.slots_client import device_of

@@ -24,7 +24,7 @@ from pjrt._src.plugin import events
 from pjrt._src.plugin import handles
 from pjrt._src.plugin import layouts
 from pjrt._src.plugin import runtime
-from pjrt._src.plugin.api import implements
+from pjrt._src.plugin.slot_registry import implements
 from pjrt._src.plugin.slots_buffer import element_dtype
 from pjrt._src.plugin.slots_buffer import target_memory
 from pjrt._src.plugin.slots_client import client_of
