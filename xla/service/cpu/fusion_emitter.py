@@ -17,10 +17,16 @@ memory and generates everything else element by element
 A standalone instruction that the generator handles (elementwise ops,
 broadcast, transpose, slice, pad, concatenate, iota, map, ...) is emitted
 as a one-instruction loop fusion whose sources are its operands.
+
+Emission that runs out of Python stack or memory (a fusion nested too
+deeply, or too large for the host) raises `support.ResourceExhaustedError`
+naming the instruction, never a bare RecursionError, MemoryError or the
+SystemError CPython raises when a frame cannot be allocated.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import support
@@ -45,6 +51,43 @@ _EXPENSIVE = frozenset({
     O.kSin, O.kCos, O.kTan, O.kAtan2, O.kPower, O.kCbrt, O.kDivide,
     O.kRemainder, O.kSqrt, O.kRsqrt, O.kMap,
 })
+
+
+def _size_of(instr) -> str:
+  comp = getattr(instr, "fused_computation", None) if (
+      instr.opcode == O.kFusion) else None
+  if comp is None:
+    return ""
+  return f" ({len(list(comp.instructions))} fused instructions)"
+
+
+def _guarded(emit):
+  """Reports stack or memory exhaustion while emitting `instr` as a
+  ResourceExhaustedError naming it (see the module docstring)."""
+
+  @functools.wraps(emit)
+  def wrapper(ctx, instr):
+    what = f"{instr.opcode.value} {instr.name}{_size_of(instr)}"
+    try:
+      return emit(ctx, instr)
+    except RecursionError:
+      raise support.ResourceExhaustedError(
+          f"CPU backend: emitting {what} exceeded the Python recursion "
+          "limit (a chain of index-changing instructions too deep to "
+          "generate element by element)") from None
+    except MemoryError as e:
+      if isinstance(e, support.XlaError):
+        raise
+      raise support.ResourceExhaustedError(
+          f"CPU backend: out of memory while emitting {what}") from None
+    except SystemError as e:
+      # CPython 3.11 reports a frame it could not allocate (memory
+      # exhausted) as "error return without exception set".
+      raise support.ResourceExhaustedError(
+          f"CPU backend: the interpreter failed while emitting {what} "
+          f"(out of memory or stack): {e}") from None
+
+  return wrapper
 
 
 def _linear_ok(instrs, dims) -> bool:
@@ -135,6 +178,7 @@ def _fusion_args(ctx, instr, suffix=""):
   return args, ElementGenerator(ctx, args.b, sources)
 
 
+@_guarded
 def emit_fusion(ctx: kernel_api.KernelContext,
                 instr) -> list[kernel_api.KernelSpec]:
   """Kernels for a kLoop / kInput fusion (see the module docstring)."""
@@ -216,6 +260,7 @@ def _standalone_args(ctx, instr):
   return args, ElementGenerator(ctx, args.b, sources)
 
 
+@_guarded
 def emit_elemental(ctx: kernel_api.KernelContext,
                    instr) -> list[kernel_api.KernelSpec]:
   """A loop kernel computing a standalone generatable instruction."""
@@ -224,6 +269,7 @@ def emit_elemental(ctx: kernel_api.KernelContext,
                        tuple(instr.shape.dimensions))]
 
 
+@_guarded
 def emit_reduce(ctx: kernel_api.KernelContext,
                 instr) -> list[kernel_api.KernelSpec]:
   """The reduction kernel of a standalone (possibly variadic) reduce."""

@@ -263,3 +263,168 @@ ENTRY e {
   exe, _ = ct.run_and_compare(text)
   (kernel,) = [t for t in exe.plan["thunks"] if t["kind"] == "kernel"]
   assert kernel["extent"] == 3 * 3 * 5  # one unit per 32x32 tile
+
+
+# -- shared values: emission linear in the fusion's size --------------------------
+
+
+def _chain_fusion_text(n: int, kind: str) -> str:
+  """A loop fusion whose body is a chain of n steps in which every value
+  is used twice by the next step:
+    "square":   x' = x * x + x on u32[] (scalar operands get a fresh index
+                per use), broadcast to u32[16] at the end;
+    "reshape":  x' = a * b + a where a and b are two reshapes of x,
+                alternating between u32[16] and u32[4,4] (a reshape builds
+                a fresh index per use);
+    "threefry": x' = x + ((x << 13) | (x >> 19)) ^ x on u32[16], the shift
+                amounts broadcast scalar constants (a hash round)."""
+  body = []
+  if kind == "square":
+    body.append("  x0 = u32[] parameter(0)")
+    for k in range(n):
+      body.append(f"  m{k} = u32[] multiply(x{k}, x{k})")
+      body.append(f"  x{k + 1} = u32[] add(m{k}, x{k})")
+    body.append(f"  ROOT r = u32[16] broadcast(x{n}), dimensions={{}}")
+    param = "u32[]"
+  elif kind == "reshape":
+    body.append("  x0 = u32[16] parameter(0)")
+    for k in range(n):
+      dims = "u32[4,4]" if k % 2 == 0 else "u32[16]"
+      body.append(f"  ra{k} = {dims} reshape(x{k})")
+      body.append(f"  rb{k} = {dims} reshape(x{k})")
+      body.append(f"  m{k} = {dims} multiply(ra{k}, rb{k})")
+      body.append(f"  x{k + 1} = {dims} add(m{k}, ra{k})")
+    last = "u32[4,4]" if n % 2 else "u32[16]"
+    body.append(f"  ROOT r = u32[16] reshape(x{n})" if last != "u32[16]"
+                else f"  ROOT r = u32[16] copy(x{n})")
+    param = "u32[16]"
+  else:
+    body.append("  x0 = u32[16] parameter(0)")
+    body.append("  c13 = u32[] constant(13)")
+    body.append("  c19 = u32[] constant(19)")
+    for k in range(n):
+      body.append(f"  ca{k} = u32[16] broadcast(c13), dimensions={{}}")
+      body.append(f"  cb{k} = u32[16] broadcast(c19), dimensions={{}}")
+      body.append(f"  l{k} = u32[16] shift-left(x{k}, ca{k})")
+      body.append(f"  r{k} = u32[16] shift-right-logical(x{k}, cb{k})")
+      body.append(f"  o{k} = u32[16] or(l{k}, r{k})")
+      body.append(f"  e{k} = u32[16] xor(o{k}, x{k})")
+      body.append(f"  x{k + 1} = u32[16] add(x{k}, e{k})")
+    body.append(f"  ROOT r = u32[16] copy(x{n})")
+    param = "u32[16]"
+  return "\n".join(
+      ["HloModule m", "fused {"] + body + ["}", "ENTRY e {",
+       f"  p = {param} parameter(0)",
+       "  ROOT f = u32[16] fusion(p), kind=kLoop, calls=fused", "}"])
+
+
+def _numpy_chain(x, n: int, kind: str):
+  x = np.array(x, np.uint32)
+  with np.errstate(over="ignore"):
+    for _ in range(n):
+      if kind == "threefry":
+        rot = (x << np.uint32(13)) | (x >> np.uint32(19))
+        x = x + (rot ^ x)
+      else:
+        x = x * x + x
+  return np.broadcast_to(x, (16,)).reshape(16)
+
+
+def _ir_instruction_count(module) -> int:
+  return sum(len(bb.instructions) for fn in module.functions
+             for bb in fn.blocks)
+
+
+@pytest.mark.parametrize("kind", ["square", "reshape", "threefry"])
+def test_shared_values_emit_once(monkeypatch, kind):
+  """Emitting a 40-step chain of doubly used values generates each
+  instruction a bounded number of times and emits IR linear in the chain's
+  length (a per-use regeneration would be 2^40 work)."""
+  from llvmlite import ir  # pylint: disable=g-import-not-at-top
+  from xla.service.cpu import elemental_generator as eg  # pylint: disable=g-import-not-at-top
+  from xla.service.cpu import fusion_emitter  # pylint: disable=g-import-not-at-top
+  from xla.service.cpu import kernel_api  # pylint: disable=g-import-not-at-top
+
+  def emit(n):
+    module = ct.parse(_chain_fusion_text(n, kind))
+    fusion = module.entry_computation.root_instruction
+    size = len(list(fusion.fused_computation.instructions))
+    budget = 4 * size
+    calls = [0]
+
+    def counted(fn):
+      def wrapper(self, instr, index):
+        calls[0] += 1
+        if calls[0] > budget:
+          raise AssertionError(
+              f"{calls[0]} element generations for a fusion of {size} "
+              "instructions")
+        return fn(self, instr, index)
+      return wrapper
+
+    monkeypatch.setattr(eg.ElementGenerator, "_generate",
+                        counted(eg.ElementGenerator._generate))
+    monkeypatch.setattr(eg.ElementGenerator, "_elementwise",
+                        counted(eg.ElementGenerator._elementwise))
+    ctx = kernel_api.KernelContext(ir.Module(name="m"))
+    fusion_emitter.emit_fusion(ctx, fusion)
+    monkeypatch.undo()
+    return size, _ir_instruction_count(ctx.module)
+
+  size20, ir20 = emit(20)
+  size40, ir40 = emit(40)
+  # Linear: doubling the chain adds about as much IR as the first 20 steps.
+  assert ir40 <= 12 * size40, (ir40, size40)
+  assert ir40 - ir20 <= 1.25 * ir20, (ir20, ir40)
+
+
+@pytest.mark.parametrize("kind", ["square", "reshape", "threefry"])
+def test_shared_value_chain_matches_numpy(kind):
+  n = 40
+  text = _chain_fusion_text(n, kind)
+  x = (np.uint32(7) if kind == "square" else
+       np.arange(16, dtype=np.uint32) * np.uint32(2654435761))
+  _, (out,) = ct.run_and_compare(text, [np.asarray(x, np.uint32)])
+  np.testing.assert_array_equal(out, _numpy_chain(x, n, kind))
+
+
+def _emit_chain(n, kind):
+  from llvmlite import ir  # pylint: disable=g-import-not-at-top
+  from xla.service.cpu import fusion_emitter  # pylint: disable=g-import-not-at-top
+  from xla.service.cpu import kernel_api  # pylint: disable=g-import-not-at-top
+  module = ct.parse(_chain_fusion_text(n, kind))
+  ctx = kernel_api.KernelContext(ir.Module(name="m"))
+  return fusion_emitter.emit_fusion(ctx, module.entry_computation.root_instruction)
+
+
+def test_long_elementwise_chain_emits_without_deep_recursion():
+  # 3000 steps (12000 instructions): elementwise chains are emitted from an
+  # explicit stack, so the default recursion limit is no obstacle.
+  (spec,) = _emit_chain(3000, "square")
+  assert spec.name == "f"
+
+
+def test_too_deep_chain_is_resource_exhausted_naming_the_fusion():
+  # Every step of this chain changes the index (a reshape), which the
+  # generator follows recursively: past the recursion limit the error names
+  # the fusion instead of escaping as a RecursionError.
+  import support  # pylint: disable=g-import-not-at-top
+  with pytest.raises(support.ResourceExhaustedError,
+                     match=r"fusion f \(12002 fused instructions\).*recursion"):
+    _emit_chain(3000, "reshape")
+
+
+@pytest.mark.parametrize("exc", [
+    SystemError("error return without exception set"), MemoryError()])
+def test_interpreter_failure_is_resource_exhausted_naming_the_fusion(
+    monkeypatch, exc):
+  import support  # pylint: disable=g-import-not-at-top
+  from xla.service.cpu import elemental_generator as eg  # pylint: disable=g-import-not-at-top
+
+  def fail(self, instr, index):
+    raise exc
+
+  monkeypatch.setattr(eg.ElementGenerator, "_generate", fail)
+  with pytest.raises(support.ResourceExhaustedError,
+                     match=r"while emitting fusion f \(82 fused"):
+    _emit_chain(20, "reshape")
