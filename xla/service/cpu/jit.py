@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import ctypes
+import ctypes.util
 import functools
 import os
 import re
@@ -49,6 +50,29 @@ LLVM_OPTIONS = ("-unroll-threshold=100", "-unroll-full-max-count=16",
                 "-unroll-allow-partial=false", "-unroll-runtime=false")
 
 
+# Libraries whose functions kernels call: the C math library (fmodf, erf,
+# atan2, ...) and the compiler runtime (half-precision conversions such as
+# __truncdfhf2, which LLVM emits as calls).
+_RUNTIME_LIBRARIES = (("libm.so.6", "m"), ("libgcc_s.so.1", "gcc_s"))
+
+
+def _load_runtime_libraries() -> None:
+  """Makes the symbols of `_RUNTIME_LIBRARIES` visible to the JIT's symbol
+  resolution. The process has them loaded, but the resolver searches only
+  libraries loaded through LLVM: without this, a kernel of a large module
+  had its calls to fmodf and __truncdfhf2 bound to address 0 (a segfault in
+  remainder and f64 -> f16 convert, seen on one host)."""
+  for soname, short in _RUNTIME_LIBRARIES:
+    for name in (soname, ctypes.util.find_library(short)):
+      if not name:
+        continue
+      try:
+        llvm.load_library_permanently(name)
+      except RuntimeError:
+        continue
+      break
+
+
 @functools.lru_cache(maxsize=None)
 def _initialize() -> None:
   with _INIT_LOCK:
@@ -56,6 +80,7 @@ def _initialize() -> None:
     llvm.initialize_native_asmprinter()
     for option in LLVM_OPTIONS:
       llvm.set_option("xla_cpu", option)
+    _load_runtime_libraries()
 
 
 @functools.lru_cache(maxsize=None)

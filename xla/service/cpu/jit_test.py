@@ -187,3 +187,12 @@ def test_compile_objects_in_forked_child():
                        timeout=120)
   assert out.returncode == 0, out.stderr[-2000:]
   assert int(out.stdout.split()[-1]) == _expected("k3", 2)
+
+
+def test_runtime_library_functions_resolve():
+  # Kernels call libm (fmodf) and compiler-runtime helpers (__truncdfhf2 for
+  # f64 -> f16); the JIT must resolve them to real functions. Unresolved,
+  # they were bound to address 0 in large modules (a segfault).
+  jit.CpuJit(0)
+  for name in ("fmodf", "fmod", "__truncdfhf2", "__extendhfsf2"):
+    assert llvm.address_of_symbol(name), name
