@@ -4,7 +4,11 @@
 
 Two independent checks, because Python imports can dodge declared Bazel deps:
   * `scan_imports(root)`: an AST scan of every .py file of each layer for
-    imports of another layer it may not use;
+    imports of another layer it may not use; the same scan finds import
+    cycles between our modules (`import_cycles`, none allowed) and imports
+    of another component's private `_src` (`foreign_src_imports`, none
+    allowed beyond the files listed in src_import_debt.txt, which may only
+    shrink);
   * `check_query(layer, labels)`: the labels of `bazel query 'deps(//L/...)'`
     must not name a package of a layer above L.
 Bazel `visibility` (the `users` package groups in each layer's BUILD) is the
@@ -106,6 +110,153 @@ def scan_imports(root: pathlib.Path) -> list[Violation]:
   return violations
 
 
+def _module_name(root: pathlib.Path, path: pathlib.Path) -> str:
+  parts = list(path.relative_to(root).with_suffix("").parts)
+  if parts[-1] == "__init__":
+    parts = parts[:-1]
+  return ".".join(parts)
+
+
+def _is_test(root: pathlib.Path, path: pathlib.Path) -> bool:
+  return (path.name.endswith("_test.py") or
+          "testdata" in path.relative_to(root).parts)
+
+
+def module_graph(root: pathlib.Path) -> dict[str, set[str]]:
+  """Module -> the modules of ours it imports (at any scope), for the
+  non-test modules of every layer. A package's `__init__` importing its own
+  submodules is not an edge (that is how a package exports them)."""
+  paths = {}
+  for layer in LAYERS:
+    base = root / layer
+    if base.is_dir():
+      for path in base.rglob("*.py"):
+        paths[_module_name(root, path)] = path
+
+  def resolve(name: str):
+    while name and name not in paths:
+      name = name.rpartition(".")[0]
+    return name or None
+
+  graph: dict[str, set[str]] = {}
+  for name, path in paths.items():
+    if _is_test(root, path):
+      continue
+    try:
+      tree = ast.parse(path.read_text(encoding="utf-8"))
+    except SyntaxError:
+      continue  # reported by scan_imports
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    deps = set()
+    for node in ast.walk(tree):
+      targets = []
+      if isinstance(node, ast.Import):
+        targets = [a.name for a in node.names]
+      elif isinstance(node, ast.ImportFrom):
+        base = node.module or ""
+        if node.level:
+          parts = package.split(".")
+          if node.level > 1:
+            parts = parts[:-(node.level - 1)]
+          base = ".".join(parts + ([base] if base else []))
+        targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in paths
+                   else base for a in node.names]
+      for target in targets:
+        dep = resolve(target)
+        if dep and dep != name and not (
+            path.name == "__init__.py" and dep.startswith(name + ".")):
+          deps.add(dep)
+    graph[name] = deps
+  return graph
+
+
+def import_cycles(root: pathlib.Path) -> list[list[str]]:
+  """The strongly connected components of more than one module."""
+  graph = module_graph(root)
+  index: dict[str, int] = {}
+  low: dict[str, int] = {}
+  stack: list[str] = []
+  on_stack: set[str] = set()
+  cycles = []
+  counter = 0
+  for start in sorted(graph):
+    if start in index:
+      continue
+    # Iterative Tarjan: (node, iterator over its successors).
+    work = [(start, iter(sorted(graph[start])))]
+    index[start] = low[start] = counter
+    counter += 1
+    stack.append(start)
+    on_stack.add(start)
+    while work:
+      node, successors = work[-1]
+      advanced = False
+      for nxt in successors:
+        if nxt not in graph:
+          continue
+        if nxt not in index:
+          index[nxt] = low[nxt] = counter
+          counter += 1
+          stack.append(nxt)
+          on_stack.add(nxt)
+          work.append((nxt, iter(sorted(graph[nxt]))))
+          advanced = True
+          break
+        if nxt in on_stack:
+          low[node] = min(low[node], index[nxt])
+      if advanced:
+        continue
+      work.pop()
+      if work:
+        parent = work[-1][0]
+        low[parent] = min(low[parent], low[node])
+      if low[node] == index[node]:
+        component = []
+        while True:
+          member = stack.pop()
+          on_stack.discard(member)
+          component.append(member)
+          if member == node:
+            break
+        if len(component) > 1:
+          cycles.append(sorted(component))
+  return sorted(cycles)
+
+
+DEBT_FILE = pathlib.Path(__file__).resolve().parent / "src_import_debt.txt"
+
+
+def src_import_debt() -> set[str]:
+  """The files still allowed to import another component's `_src`."""
+  if not DEBT_FILE.exists():
+    return set()
+  lines = DEBT_FILE.read_text(encoding="utf-8").splitlines()
+  return {l.strip() for l in lines if l.strip() and not l.startswith("#")}
+
+
+def foreign_src_imports(root: pathlib.Path) -> list[Violation]:
+  """Imports of another layer's `_src` package (tests included)."""
+  found = []
+  for layer in LAYERS:
+    base = root / layer
+    if not base.is_dir():
+      continue
+    for path in sorted(base.rglob("*.py")):
+      if "testdata" in path.relative_to(root).parts:
+        continue
+      rel = path.relative_to(root).as_posix()
+      try:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=rel)
+      except SyntaxError:
+        continue
+      for line, module in _imported_modules(tree):
+        parts = module.split(".")
+        if (parts[0] in LAYERS and parts[0] != layer and len(parts) > 1 and
+            parts[1] == "_src"):
+          found.append(Violation(rel, line, module, layer))
+  return found
+
+
 def check_query(layer: str, labels: list[str]) -> list[str]:
   """Returns the labels in deps(//layer/...) that belong to a layer above."""
   forbidden = set(LAYERS) - ALLOWED[layer]
@@ -148,6 +299,17 @@ def main(argv=None) -> int:
   args = parser.parse_args(argv)
   root = pathlib.Path(args.root).resolve()
   problems = [str(v) for v in scan_imports(root)]
+  cycles = import_cycles(root)
+  problems += [f"import cycle: {' -> '.join(c)}" for c in cycles]
+  debt = src_import_debt()
+  src = foreign_src_imports(root)
+  problems += [f"{v.path}:{v.line}: imports '{v.imported}', the private "
+               f"_src of another component; import its public API"
+               for v in src if v.path not in debt]
+  offenders = {v.path for v in src}
+  problems += [f"{DEBT_FILE.name}: {p} no longer imports another "
+               "component's _src; remove it from the list"
+               for p in sorted(debt - offenders)]
   if args.bazel:
     for layer in LAYERS:
       problems += [f"deps(//{layer}/...) contains {label}"
@@ -155,7 +317,9 @@ def main(argv=None) -> int:
                                             bazel_query_deps(root, layer))]
   for p in problems:
     print(p)
-  print(f"layering: {len(problems)} violation(s)")
+  print(f"layering: {len(problems)} violation(s); {len(cycles)} import "
+        f"cycle(s); {len(offenders)} file(s) import another component's "
+        f"_src ({len(debt)} listed as debt)")
   return 1 if problems else 0
 
 

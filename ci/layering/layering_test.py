@@ -58,3 +58,26 @@ def test_real_tree_bazel_query_respects_layering(layer, tmp_path):
   assert f"//{layer}:{layer}" in labels
   bad = layering.check_query(layer, labels)
   assert not bad, f"deps(//{layer}/...) reaches {bad}"
+
+
+def test_planted_import_cycle_is_found():
+  assert layering.import_cycles(PLANTED) == [
+      ["xla.cycle.family", "xla.cycle.table"]]
+
+
+def test_planted_foreign_src_import_is_found():
+  found = {(v.path, v.imported) for v in layering.foreign_src_imports(PLANTED)}
+  assert found == {("xla/private.py", "stablehlo._src.ir")}
+
+
+def test_real_tree_has_no_import_cycles():
+  cycles = layering.import_cycles(ROOT)
+  assert not cycles, cycles
+
+
+def test_real_tree_src_imports_are_only_the_listed_debt():
+  offenders = {v.path for v in layering.foreign_src_imports(ROOT)}
+  debt = layering.src_import_debt()
+  assert offenders <= debt, sorted(offenders - debt)
+  assert debt <= offenders, ("no longer needed in the debt list: "
+                             f"{sorted(debt - offenders)}")

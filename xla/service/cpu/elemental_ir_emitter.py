@@ -726,3 +726,6 @@ def emit_scalar_computation(module: ir.Module, computation,
     store_element(b, v, next(args), leaf.element_type)
   b.ret_void()
   return fn
+
+
+kernel_api.set_scalar_computation_emitter(emit_scalar_computation)

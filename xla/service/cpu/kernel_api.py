@@ -157,12 +157,26 @@ class KernelContext:
     key = id(computation)
     fn = self._scalar_fns.get(key)
     if fn is None:
-      from xla.service.cpu import elemental_ir_emitter  # pylint: disable=g-import-not-at-top
-      fn = elemental_ir_emitter.emit_scalar_computation(
+      if _scalar_computation_emitter is None:
+        raise support.InternalError(
+            "no scalar-computation emitter is installed: import "
+            "xla.service.cpu.elemental_ir_emitter before emitting kernels")
+      fn = _scalar_computation_emitter(
           self.module, computation, self.unique_name(
               f"scalar_{computation.name}"))
       self._scalar_fns[key] = fn
     return fn
+
+
+# `emit(module, computation, name) -> ir.Function` for scalar computations.
+# elemental_ir_emitter, which builds on this module, installs it when it is
+# imported (this module is the leaf both depend on).
+_scalar_computation_emitter: Optional[Callable] = None
+
+
+def set_scalar_computation_emitter(emit: Callable) -> None:
+  global _scalar_computation_emitter
+  _scalar_computation_emitter = emit
 
 
 KernelEmitter = Callable[[KernelContext, "object"], KernelSpec]

@@ -1,0 +1,2 @@
+"""Planted: imports the private _src of another component."""
+from stablehlo._src.ir import core  # another component's _src
