@@ -5,15 +5,13 @@ compute `instr`, run in order. The core handles fusions, reduce,
 dynamic-update-slice, the ids and every instruction the element generator
 can produce; any other opcode goes to the emitter registered for it with
 `kernel_api.register_kernel_emitter` (dot / convolution, sort, gather,
-scatter, windows, rng, linear algebra, ...). Those emitters live in modules
-imported lazily here, so a missing module only makes its opcodes
-unimplemented.
+scatter, windows, rng, linear algebra, ...). `EMITTERS` maps each such
+opcode to its module, imported on first use.
 """
 
 from __future__ import annotations
 
 import importlib
-import os
 import threading
 
 from llvmlite import ir
@@ -33,109 +31,75 @@ from xla.service.cpu.loop_emitter import Index
 
 O = HloOpcode
 
-# Modules of the other emitters; each registers its opcodes on import. Any
-# other `*_emitter` module of this package is imported too (see
-# `emitter_module_names`), so a new emitter needs no edit here.
-EMITTER_MODULES = (
-    "xla.service.cpu.dot_emitter",
-    "xla.service.cpu.conv_emitter",
-    "xla.service.cpu.sort_emitter",
-    "xla.service.cpu.gather_scatter_emitter",
-    "xla.service.cpu.window_emitter",
-    "xla.service.cpu.rng_emitter",
-    "xla.service.cpu.linalg_emitter",
-    "xla.service.cpu.fft_emitter",
-    "xla.service.cpu.collective_emitter",
-)
-
-# Emitter modules of the core and the elemental library (not registries).
-_NOT_REGISTRIES = frozenset({
-    "elemental_ir_emitter", "fusion_emitter", "reduction_emitter",
-    "thunk_emitter", "ir_emitter", "loop_emitter",
-})
-
-
-def emitter_module_names() -> list[str]:
-  names = list(EMITTER_MODULES)
-  here = os.path.dirname(os.path.abspath(__file__))
-  try:
-    files = sorted(os.listdir(here))
-  except OSError:
-    files = []
-  for f in files:
-    base = f[:-3]
-    if (f.endswith("_emitter.py") and base not in _NOT_REGISTRIES and
-        f"xla.service.cpu.{base}" not in names):
-      names.append(f"xla.service.cpu.{base}")
-  return names
-
-
-# The opcodes each emitter module registers: a hint that lets a compile
-# import only the modules its program needs. Importing every module on the
-# first compile that needs any cost ~60-80 ms (matmul's whole emission
-# phase was 62 ms of it; rng_emitter alone loads the StableHLO
-# interpreter). A missing or stale hint costs only time: an opcode without
-# a registered emitter after its hinted module loads every module.
-OPCODE_HINTS = {
-    "xla.service.cpu.dot_emitter": ("dot",),
-    "xla.service.cpu.conv_emitter": ("convolution",),
-    "xla.service.cpu.sort_emitter": ("sort", "topk"),
-    "xla.service.cpu.gather_scatter_emitter": ("gather", "scatter"),
-    "xla.service.cpu.window_emitter": ("reduce-window",
-                                       "select-and-scatter"),
-    "xla.service.cpu.rng_emitter": ("rng-bit-generator",),
-    "xla.service.cpu.linalg_emitter": ("cholesky", "triangular-solve"),
-    "xla.service.cpu.fft_emitter": ("fft",),
-    "xla.service.cpu.collective_emitter": (
-        "all-reduce", "all-gather", "reduce-scatter", "all-to-all",
-        "collective-broadcast", "collective-permute"),
-}
+# The one table of the emitters outside the core: opcode -> the module that
+# registers its emitter (`kernel_api.register_kernel_emitter`) when
+# imported. A compile imports only the modules its program needs: importing
+# every module on the first compile cost ~60-80 ms (rng_emitter alone loads
+# the StableHLO interpreter). A new emitter module adds its opcodes here;
+# ir_emitter_test checks that each module registers exactly the opcodes
+# listed for it.
+EMITTERS: dict[str, str] = {}
+for _module, _opcodes in (
+    ("dot_emitter", ("dot",)),
+    ("conv_emitter", ("convolution",)),
+    ("sort_emitter", ("sort", "topk")),
+    ("gather_scatter_emitter", ("gather", "scatter")),
+    ("window_emitter", ("reduce-window", "select-and-scatter")),
+    ("rng_emitter", ("rng-bit-generator",)),
+    ("linalg_emitter", ("cholesky", "triangular-solve")),
+    ("fft_emitter", ("fft",)),
+    ("collective_emitter", ("all-reduce", "all-gather", "reduce-scatter",
+                            "all-to-all", "collective-broadcast",
+                            "collective-permute")),
+):
+  for _opcode in _opcodes:
+    EMITTERS[_opcode] = f"xla.service.cpu.{_module}"
+del _module, _opcodes, _opcode
 
 _LOAD_LOCK = threading.Lock()
-_LOAD_ERRORS: dict[str, str] = {}
-_LOADED = False
-_LOADED_MODULES: set[str] = set()
+
+
+def emitter_modules() -> list[str]:
+  """The emitter modules of `EMITTERS`, each once, in table order."""
+  return list(dict.fromkeys(EMITTERS.values()))
 
 
 def _import(name: str) -> None:
-  """Imports one emitter module (caller holds _LOAD_LOCK)."""
-  if name in _LOADED_MODULES:
-    return
-  _LOADED_MODULES.add(name)
-  try:
-    importlib.import_module(name)
-  except Exception as e:  # pylint: disable=broad-except
-    _LOAD_ERRORS[name] = f"{type(e).__name__}: {e}"
+  """Imports one emitter module. A module that fails to import is a bug in
+  it (a SyntaxError, a missing dependency), reported as such, not as an
+  unimplemented opcode."""
+  with _LOAD_LOCK:
+    try:
+      importlib.import_module(name)
+    except Exception as e:  # pylint: disable=broad-except
+      raise support.InternalError(
+          f"CPU backend: emitter module {name} failed to import: "
+          f"{type(e).__name__}: {e}") from e
 
 
 def emitter_for(opcode_name: str):
-  """The registered kernel emitter for `opcode_name`, importing the emitter
-  module hinted for it first and every module only if that is not enough;
-  None if no module registers one."""
+  """The kernel emitter for `opcode_name` (importing its module on first
+  use); None for an opcode no emitter module handles."""
   emitter = kernel_api.kernel_emitter(opcode_name)
   if emitter is not None:
     return emitter
-  with _LOAD_LOCK:
-    for module, opcodes in OPCODE_HINTS.items():
-      if opcode_name in opcodes:
-        _import(module)
+  module = EMITTERS.get(opcode_name)
+  if module is None:
+    return None
+  _import(module)
   emitter = kernel_api.kernel_emitter(opcode_name)
   if emitter is None:
-    load_emitter_modules()
-    emitter = kernel_api.kernel_emitter(opcode_name)
+    raise support.InternalError(
+        f"CPU backend: {module} registers no emitter for {opcode_name}, "
+        "although ir_emitter.EMITTERS names it")
   return emitter
 
 
-def load_emitter_modules() -> dict[str, str]:
-  """Imports the registered-emitter modules once; returns module -> error
-  for those that failed to import."""
-  global _LOADED
-  with _LOAD_LOCK:
-    if not _LOADED:
-      for name in emitter_module_names():
-        _import(name)
-      _LOADED = True
-  return dict(_LOAD_ERRORS)
+def load_emitter_modules() -> None:
+  """Imports every emitter module (tools that list coverage; the disk cache,
+  whose kernels may call symbols these modules register)."""
+  for name in emitter_modules():
+    _import(name)
 
 
 # Opcodes the core emits itself (besides generatable ones).
