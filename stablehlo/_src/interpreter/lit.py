@@ -4,9 +4,9 @@
 Understood: `--interpret`, `-split-input-file`, `--args="..."`,
 `--interpreter-print-dense`, `--probe-output-dir` (records are kept in
 memory), a leading `not` (the run must fail), `2>&1`, and `| FileCheck
-[--check-prefix(es)=...]`, checked by a small FileCheck subset (CHECK,
-CHECK-NEXT, CHECK-LABEL, the {LITERAL} modifier; whitespace runs compare
-equal). `stablehlo-opt` steps before the interpreter (`-inline`,
+[--check-prefix(es)=...]`, checked by the shared FileCheck engine
+(support.testing.filecheck: CHECK, -NEXT, -SAME, -NOT, -DAG, -LABEL,
+{LITERAL}, {{regex}}, [[VAR:regex]]; whitespace runs compare equal). `stablehlo-opt` steps before the interpreter (`-inline`,
 `--chlo-legalize-to-stablehlo`, `--stablehlo-legalize-composite-to-call`)
 are semantics-preserving, and the interpreter runs those ops directly.
 
@@ -26,6 +26,7 @@ from stablehlo._src import interpreter
 from stablehlo._src import text as mlir_text
 from stablehlo._src.interpreter import cli_args
 from stablehlo._src.interpreter import conformance_run
+from support.testing import filecheck as _filecheck
 
 _RUN_RE = re.compile(r"^\s*//\s*RUN:(.*)$")
 
@@ -120,40 +121,13 @@ def run_invocation(text: str, filename: str, offset: int,
 
 
 def filecheck(output: str, check_text: str, prefixes) -> None:
-  """A FileCheck subset: the directives in `check_text` for `prefixes`
-  must match `output` in order."""
-  pat = re.compile(r"//\s*(" + "|".join(map(re.escape, prefixes)) +
-                   r")(-NEXT|-LABEL|-SAME|-NOT)?(\{LITERAL\})?:(.*)$")
-  lines = [_norm(l) for l in output.splitlines()]
-  pos = -1  # index of the last matched line
-  for raw in check_text.splitlines():
-    m = pat.search(raw)
-    if not m:
-      continue
-    kind, want = m.group(2) or "", _norm(m.group(4))
-    if kind == "-NEXT":
-      if pos + 1 >= len(lines) or want not in lines[pos + 1]:
-        got = lines[pos + 1] if pos + 1 < len(lines) else "<end of output>"
-        raise LitFailure(f"CHECK-NEXT: expected '{want}' on the next line, "
-                         f"got '{got}'")
-      pos += 1
-    elif kind in ("", "-LABEL"):
-      for i in range(pos + 1, len(lines)):
-        if want in lines[i]:
-          pos = i
-          break
-      else:
-        raise LitFailure(f"CHECK: '{want}' not found in the output")
-    elif kind == "-SAME":
-      if pos < 0 or want not in lines[pos]:
-        raise LitFailure(f"CHECK-SAME: '{want}' not on the matched line")
-    elif kind == "-NOT":
-      if any(want in l for l in lines[pos + 1:]):
-        raise LitFailure(f"CHECK-NOT: '{want}' found in the output")
-
-
-def _norm(s: str) -> str:
-  return " ".join(s.split())
+  """The directives in `check_text` for `prefixes` must match `output`
+  (support.testing.filecheck); a case without any passes."""
+  try:
+    _filecheck.filecheck(output, check_text, prefixes,
+                         require_directives=False)
+  except _filecheck.FileCheckError as e:
+    raise LitFailure(str(e)) from None
 
 
 def run_file_cases(src: str, filename: str):
