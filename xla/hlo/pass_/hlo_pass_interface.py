@@ -2,8 +2,10 @@
 
 A pass has a `name` and a `run(module, execution_threads=()) -> bool` that
 transforms the module in place and says whether it changed anything. Passes
-that work one computation at a time derive from `HloModulePass` and use
-`computations_to_run` to honour `execution_threads`.
+that work one computation at a time derive from `HloComputationPass` and
+implement `run_on_computation`; the base visits `computations_to_run`
+(which honours `execution_threads`), skipping fusion computations unless
+the pass asks for them. Other passes derive from `HloModulePass`.
 
 `execution_threads` is a set of thread names; empty means every thread, as
 in XLA, where computations of other threads are left alone.
@@ -54,3 +56,49 @@ class HloPassInterface(abc.ABC):
 
 class HloModulePass(HloPassInterface):
   """A pass over a whole module (the common case)."""
+
+
+class HloComputationPass(HloModulePass):
+  """A pass that transforms one computation at a time.
+
+  `run` calls `run_on_computation(comp, context)` for each computation of
+  `computations(module, execution_threads)` - by default
+  `computations_to_run` (callees first) less the fusion computations, which
+  a subclass sets `skip_fusion_computations = False` to include - and ORs
+  the results. Hooks for passes that need module-level state:
+    `module_context(module)`: made once per run and handed to every
+      `run_on_computation` call (e.g. a cache shared by all computations);
+      None by default.
+    `finish_module(module, execution_threads, changed)`: runs after the
+      last computation; returns the final `changed` (e.g. after removing
+      computations that became dead).
+  The computation list is taken before the first computation is visited,
+  so computations a step creates are not visited in the same run.
+  """
+
+  skip_fusion_computations: bool = True
+
+  @abc.abstractmethod
+  def run_on_computation(self, comp, context=None) -> bool:
+    """Transforms `comp` in place; returns True if it changed."""
+
+  def computations(self, module, execution_threads: Iterable[str] = ()):
+    comps = computations_to_run(module, execution_threads)
+    if self.skip_fusion_computations:
+      comps = [c for c in comps if not c.is_fusion_computation()]
+    return comps
+
+  def module_context(self, module):  # pylint: disable=unused-argument
+    return None
+
+  def finish_module(self, module, execution_threads: ExecutionThreads,
+                    changed: bool) -> bool:  # pylint: disable=unused-argument
+    return changed
+
+  def run(self, module, execution_threads: ExecutionThreads = frozenset()
+          ) -> bool:
+    context = self.module_context(module)
+    changed = False
+    for comp in self.computations(module, execution_threads):
+      changed |= self.run_on_computation(comp, context)
+    return self.finish_module(module, execution_threads, changed)

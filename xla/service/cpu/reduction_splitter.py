@@ -45,21 +45,18 @@ def _split_size(n: int) -> int:
   return 0
 
 
-class ReductionSplitter(hpi.HloModulePass):
+class ReductionSplitter(hpi.HloComputationPass):
   """See the module docstring."""
 
   @property
   def name(self) -> str:
     return "cpu-reduction-splitter"
 
-  def run(self, module, execution_threads=frozenset()) -> bool:
+  def run_on_computation(self, comp, context=None) -> bool:
     changed = False
-    for comp in hpi.computations_to_run(module, execution_threads):
-      if comp.is_fusion_computation():
-        continue
-      for instr in list(comp.instructions):
-        if instr.opcode == O.kReduce and instr.parent is comp:
-          changed |= self._split(comp, instr)
+    for instr in list(comp.instructions):
+      if instr.opcode == O.kReduce and instr.parent is comp:
+        changed |= self._split(comp, instr)
     return changed
 
   def _split(self, comp, r) -> bool:

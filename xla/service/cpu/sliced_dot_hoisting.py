@@ -86,7 +86,7 @@ def _loop_invariant_operand(w, body, invariant) -> bool:
   return k is not None and k in invariant
 
 
-class SlicedDotHoisting(hpi.HloModulePass):
+class SlicedDotHoisting(hpi.HloComputationPass):
   """See the module docstring."""
 
   @property
@@ -176,11 +176,8 @@ class SlicedDotHoisting(hpi.HloModulePass):
           body.remove_instruction_and_unused_operands(dot)
     return hoisted
 
-  def run(self, module, execution_threads=frozenset()) -> bool:
+  def run_on_computation(self, comp, context=None) -> bool:
     changed = False
-    for comp in hpi.computations_to_run(module, execution_threads):
-      if comp.is_fusion_computation():
-        continue
-      for w in [i for i in comp.instructions if i.opcode == O.kWhile]:
-        changed |= self._run_loop(comp, w)
+    for w in [i for i in comp.instructions if i.opcode == O.kWhile]:
+      changed |= self._run_loop(comp, w)
     return changed

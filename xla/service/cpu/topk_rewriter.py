@@ -174,19 +174,16 @@ def _rewrite(comp, sort) -> bool:
   return True
 
 
-class TopkRewriter(hpi.HloModulePass):
+class TopkRewriter(hpi.HloComputationPass):
   """See the module docstring."""
 
   @property
   def name(self) -> str:
     return "cpu-topk-rewriter"
 
-  def run(self, module, execution_threads=frozenset()) -> bool:
+  def run_on_computation(self, comp, context=None) -> bool:
     changed = False
-    for comp in hpi.computations_to_run(module, execution_threads):
-      if comp.is_fusion_computation():
-        continue
-      for instr in list(comp.instructions):
-        if instr.opcode == O.kSort and instr.parent is comp:
-          changed |= _rewrite(comp, instr)
+    for instr in list(comp.instructions):
+      if instr.opcode == O.kSort and instr.parent is comp:
+        changed |= _rewrite(comp, instr)
     return changed

@@ -31,7 +31,7 @@ from xla.hlo.transforms.simplifiers import hlo_dce
 _DEFAULT_MAX_ELEMENTS = 45 * 1000 * 1000
 
 
-class HloConstantFolding(hpi.HloModulePass):
+class HloConstantFolding(hpi.HloComputationPass):
   """See the module docstring."""
 
   def __init__(self, max_elements: int = _DEFAULT_MAX_ELEMENTS):
@@ -81,11 +81,5 @@ class HloConstantFolding(hpi.HloModulePass):
       changed = True
     return changed
 
-  def run(self, module, execution_threads=frozenset()) -> bool:
-    side = hlo_dce.SideEffectCache()
-    changed = False
-    for comp in hpi.computations_to_run(module, execution_threads):
-      if comp.is_fusion_computation():
-        continue
-      changed |= self.run_on_computation(comp, side)
-    return changed
+  def module_context(self, module):
+    return hlo_dce.SideEffectCache()

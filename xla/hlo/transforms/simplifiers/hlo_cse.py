@@ -31,8 +31,10 @@ from xla.hlo.pass_ import hlo_pass_interface as hpi
 from xla.hlo.transforms.simplifiers import hlo_dce
 
 
-class HloCSE(hpi.HloModulePass):
+class HloCSE(hpi.HloComputationPass):
   """See the module docstring."""
+
+  skip_fusion_computations = False
 
   def __init__(self, is_layout_sensitive: bool = False,
                canonicalize_commutative: bool = False):
@@ -105,12 +107,8 @@ class HloCSE(hpi.HloModulePass):
       changed = True
     return changed
 
-  def run(self, module, execution_threads=frozenset()) -> bool:
-    side_effects = hlo_dce.SideEffectCache()
-    changed = False
-    for comp in hpi.computations_to_run(module, execution_threads):
-      changed |= self.run_on_computation(comp, side_effects)
-    return changed
+  def module_context(self, module):
+    return hlo_dce.SideEffectCache()
 
 
 def _attrs_equal(a: dict, b: dict) -> bool:

@@ -71,8 +71,10 @@ def _remove_bridging_control_deps(comp, instr) -> None:
   comp.remove_instruction(instr)
 
 
-class HloDCE(hpi.HloModulePass):
+class HloDCE(hpi.HloComputationPass):
   """See the module docstring."""
+
+  skip_fusion_computations = False
 
   def __init__(self, remove_dead_computations: bool = True):
     self.remove_dead_computations = remove_dead_computations
@@ -93,11 +95,10 @@ class HloDCE(hpi.HloModulePass):
         changed = True
     return changed
 
-  def run(self, module, execution_threads=frozenset()) -> bool:
-    side_effects = SideEffectCache()
-    changed = False
-    for comp in hpi.computations_to_run(module, execution_threads):
-      changed |= self.run_on_computation(comp, side_effects)
+  def module_context(self, module):
+    return SideEffectCache()
+
+  def finish_module(self, module, execution_threads, changed) -> bool:
     if self.remove_dead_computations:
       changed |= remove_dead_computations(module, execution_threads)
     return changed

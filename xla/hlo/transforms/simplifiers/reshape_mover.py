@@ -149,7 +149,7 @@ def _inverse_perm(perm) -> tuple[int, ...]:
   return tuple(inv)
 
 
-class ReshapeMover(hpi.HloModulePass):
+class ReshapeMover(hpi.HloComputationPass):
   """See the module docstring."""
 
   @property
@@ -212,18 +212,10 @@ class ReshapeMover(hpi.HloModulePass):
     comp.replace_instruction(instr, moved)
     return True
 
-  def run_on_computation(self, comp) -> bool:
+  def run_on_computation(self, comp, context=None) -> bool:
     changed = False
     for instr in comp.make_instruction_post_order():
       if instr.parent is not comp:
         continue
       changed |= self._try_sink(comp, instr)
-    return changed
-
-  def run(self, module, execution_threads=frozenset()) -> bool:
-    changed = False
-    for comp in hpi.computations_to_run(module, execution_threads):
-      if comp.is_fusion_computation():
-        continue
-      changed |= self.run_on_computation(comp)
     return changed

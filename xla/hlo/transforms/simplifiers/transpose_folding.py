@@ -51,7 +51,7 @@ def _fold_operand(dot, side: str):
           tuple(perm[d] for d in batch))
 
 
-class TransposeFolding(hpi.HloModulePass):
+class TransposeFolding(hpi.HloComputationPass):
   """See the module docstring."""
 
   @property
@@ -91,14 +91,15 @@ class TransposeFolding(hpi.HloModulePass):
     comp.replace_instruction(t, new)
     return True
 
-  def run(self, module, execution_threads=frozenset()) -> bool:
+  skip_fusion_computations = False
+
+  def run_on_computation(self, comp, context=None) -> bool:
     changed = False
-    for comp in hpi.computations_to_run(module, execution_threads):
-      for instr in comp.make_instruction_post_order():
-        if instr.parent is not comp:
-          continue
-        if instr.opcode == HloOpcode.kDot:
-          changed |= self._dot(comp, instr)
-        elif instr.opcode == HloOpcode.kTranspose:
-          changed |= self._transpose(comp, instr)
+    for instr in comp.make_instruction_post_order():
+      if instr.parent is not comp:
+        continue
+      if instr.opcode == HloOpcode.kDot:
+        changed |= self._dot(comp, instr)
+      elif instr.opcode == HloOpcode.kTranspose:
+        changed |= self._transpose(comp, instr)
     return changed

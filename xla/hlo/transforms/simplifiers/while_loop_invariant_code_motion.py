@@ -56,7 +56,7 @@ _PURE_CALLERS = frozenset({
 })
 
 
-class WhileLoopInvariantCodeMotion(hpi.HloModulePass):
+class WhileLoopInvariantCodeMotion(hpi.HloComputationPass):
   """See the module docstring."""
 
   def __init__(self, hoist_constants: bool = False,
@@ -224,10 +224,10 @@ class WhileLoopInvariantCodeMotion(hpi.HloModulePass):
     comp.remove_instruction_and_unused_operands(w)
     return True
 
-  def run(self, module, execution_threads=frozenset()) -> bool:
+  skip_fusion_computations = False
+
+  def run_on_computation(self, comp, context=None) -> bool:
     changed = False
-    for comp in hpi.computations_to_run(module, execution_threads):
-      for w in [i for i in comp.instructions
-                if i.opcode == HloOpcode.kWhile]:
-        changed |= self._run_on_loop(comp, w)
+    for w in [i for i in comp.instructions if i.opcode == HloOpcode.kWhile]:
+      changed |= self._run_on_loop(comp, w)
     return changed

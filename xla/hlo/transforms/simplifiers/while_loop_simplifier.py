@@ -316,24 +316,27 @@ def _remove_with_users(comp, instr) -> None:
     comp.remove_instruction(instr)
 
 
-class WhileLoopSimplifier(hpi.HloModulePass):
+class WhileLoopSimplifier(hpi.HloComputationPass):
   """See the module docstring."""
 
   @property
   def name(self) -> str:
     return "simplify-while-loops"
 
-  def run(self, module, execution_threads=frozenset()) -> bool:
+  skip_fusion_computations = False
+
+  def run_on_computation(self, comp, context=None) -> bool:
     changed = False
-    for comp in hpi.computations_to_run(module, execution_threads):
-      for w in [i for i in comp.instructions
-                if i.opcode == HloOpcode.kWhile]:
-        if w.parent is not comp:
-          continue
-        if _try_remove_loop(comp, w):
-          changed = True
-          continue
-        changed |= _try_remove_dead_elements(comp, w)
+    for w in [i for i in comp.instructions if i.opcode == HloOpcode.kWhile]:
+      if w.parent is not comp:
+        continue
+      if _try_remove_loop(comp, w):
+        changed = True
+        continue
+      changed |= _try_remove_dead_elements(comp, w)
+    return changed
+
+  def finish_module(self, module, execution_threads, changed) -> bool:
     if changed:
       hlo_dce.remove_dead_computations(module, execution_threads)
     return changed
