@@ -1,7 +1,9 @@
 """Algebraic simplification
 (xla/hlo/transforms/simplifiers/algebraic_simplifier.h), a first set of
-rules. Each rule is a handler registered for one opcode in `_HANDLERS`; it
-returns the instruction that replaces the one visited, or None.
+rules. The identity/absorbing-element rules (the first four lines below)
+are pattern rules (xla.hlo.ir.hlo_pattern) in `_ELEMENT_RULES`; each other
+rule is a handler registered for one opcode in `_HANDLERS`. Either returns
+the instruction that replaces the one visited, or None.
 
   add(x, 0), add(0, x), subtract(x, 0)   -> x
   multiply(x, 1), multiply(1, x)         -> x
@@ -36,48 +38,22 @@ reach a fixed point.
 
 from __future__ import annotations
 
-from typing import Callable, Optional
-
-import numpy as np
+from typing import Callable
 
 from xla import primitive_util
 from xla import shape_util
 from xla.hlo.ir import hlo_instruction as hi
+from xla.hlo.ir import hlo_pattern as m
 from xla.hlo.ir.hlo_opcode import HloOpcode
 from xla.hlo.pass_ import hlo_pass_interface as hpi
 from xla.xla_data import PrimitiveType
 
 # -- matchers ------------------------------------------------------------------
 
-
-def splat_value(instr) -> Optional[object]:
-  """The value of every element if `instr` is a constant (or a broadcast of
-  a constant) whose elements are all equal; else None."""
-  while instr.opcode == HloOpcode.kBroadcast:
-    instr = instr.operand(0)
-  if instr.opcode != HloOpcode.kConstant or instr.literal is None:
-    return None
-  if not instr.shape.is_array() or instr.literal.elided:
-    return None
-  array = instr.literal.array
-  if array.size == 0:
-    return None
-  first = array.reshape(-1)[0]
-  # Bitwise splat check: NaNs of equal bits count as equal.
-  if array.tobytes() != np.full_like(array, first).tobytes():
-    return None
-  return first
-
-
-def is_all(instr, value) -> bool:
-  """True if every element of constant/splat `instr` equals `value`."""
-  v = splat_value(instr)
-  if v is None:
-    return False
-  try:
-    return bool(v == value)
-  except (TypeError, ValueError):
-    return False
+# The splat predicates live with the pattern matcher; kept here by name for
+# callers of this module.
+splat_value = m.splat_value
+is_all = m.is_all
 
 
 def _is_integral_or_pred(instr) -> bool:
@@ -86,44 +62,33 @@ def _is_integral_or_pred(instr) -> bool:
           et == PrimitiveType.PRED)
 
 
+# -- identity and absorbing elements, as pattern rules -------------------------
+# Rules for one opcode are tried in the order listed; the first match wins.
+
+_X = m.any("x")
+
+_ELEMENT_RULES = m.PatternMatcher([
+    # add(x, 0), add(0, x) -> x
+    m.Rule(m.op(HloOpcode.kAdd, _X, m.constant_splat(0)), "x"),
+    m.Rule(m.op(HloOpcode.kAdd, m.constant_splat(0), _X), "x"),
+    # subtract(x, 0) -> x
+    m.Rule(m.op(HloOpcode.kSubtract, _X, m.constant_splat(0)), "x"),
+    # multiply(x, 1), multiply(1, x) -> x
+    m.Rule(m.op(HloOpcode.kMultiply, _X, m.constant_splat(1)), "x"),
+    m.Rule(m.op(HloOpcode.kMultiply, m.constant_splat(1), _X), "x"),
+    # multiply(x, 0), multiply(0, x) -> 0, integers and pred only
+    m.Rule(m.op(HloOpcode.kMultiply, m.any(), m.constant_splat(0, "zero"),
+                where=_is_integral_or_pred), "zero"),
+    m.Rule(m.op(HloOpcode.kMultiply, m.constant_splat(0, "zero"), m.any(),
+                where=_is_integral_or_pred), "zero"),
+    # negate(negate(x)) -> x
+    m.Rule(m.op(HloOpcode.kNegate, m.op(HloOpcode.kNegate, _X)), "x"),
+])
+
+
 # -- handlers ------------------------------------------------------------------
 # Each takes (instr, simplifier) and returns a replacement or None. New
 # instructions are added to instr's computation by the handler.
-
-
-def _add(instr, s):
-  lhs, rhs = instr.operands
-  if is_all(rhs, 0):
-    return lhs
-  if is_all(lhs, 0):
-    return rhs
-  return None
-
-
-def _subtract(instr, s):
-  lhs, rhs = instr.operands
-  return lhs if is_all(rhs, 0) else None
-
-
-def _multiply(instr, s):
-  lhs, rhs = instr.operands
-  if is_all(rhs, 1):
-    return lhs
-  if is_all(lhs, 1):
-    return rhs
-  if _is_integral_or_pred(instr):
-    if is_all(rhs, 0):
-      return rhs
-    if is_all(lhs, 0):
-      return lhs
-  return None
-
-
-def _negate(instr, s):
-  op = instr.operand(0)
-  if op.opcode == HloOpcode.kNegate:
-    return op.operand(0)
-  return None
 
 
 def _reshape(instr, s):
@@ -200,8 +165,9 @@ def _broadcast(instr, s):
 def _slice(instr, s):
   op = instr.operand(0)
   full = all(start == 0 and limit == size and stride == 1
-             for (start, limit, stride), size in zip(instr.attr("slice"),
-                                                     op.shape.dimensions))
+             for start, limit, stride, size in zip(
+                 instr.slice_starts, instr.slice_limits, instr.slice_strides,
+                 op.shape.dimensions))
   if full and s.compatible(op.shape, instr.shape):
     return op
   return None
@@ -223,25 +189,26 @@ def _concatenate(instr, s):
 
 
 _HANDLERS: dict[HloOpcode, Callable] = {
-    HloOpcode.kAdd: _add,
     HloOpcode.kBroadcast: _broadcast,
     HloOpcode.kConcatenate: _concatenate,
     HloOpcode.kConvert: _convert,
-    HloOpcode.kMultiply: _multiply,
-    HloOpcode.kNegate: _negate,
     HloOpcode.kReshape: _reshape,
     HloOpcode.kSlice: _slice,
-    HloOpcode.kSubtract: _subtract,
     HloOpcode.kTranspose: _transpose,
 }
+for _opcode in _ELEMENT_RULES.opcodes:
+  assert _opcode not in _HANDLERS, _opcode
+  _HANDLERS[_opcode] = _ELEMENT_RULES.rewrite
 
 
 def handled_opcodes() -> frozenset[HloOpcode]:
   return frozenset(_HANDLERS)
 
 
-class AlgebraicSimplifier(hpi.HloModulePass):
+class AlgebraicSimplifier(hpi.HloComputationPass):
   """See the module docstring."""
+
+  skip_fusion_computations = False
 
   def __init__(self, is_layout_sensitive: bool = False):
     self.is_layout_sensitive = is_layout_sensitive
@@ -261,7 +228,7 @@ class AlgebraicSimplifier(hpi.HloModulePass):
     new.metadata = old.metadata
     return old.parent.add_instruction(new)
 
-  def run_on_computation(self, comp) -> bool:
+  def run_on_computation(self, comp, context=None) -> bool:
     changed = False
     for instr in comp.make_instruction_post_order():
       if instr.parent is not comp:  # removed by an earlier replacement
@@ -277,10 +244,4 @@ class AlgebraicSimplifier(hpi.HloModulePass):
       assert self.compatible(new.shape, instr.shape), (instr, new)
       comp.replace_instruction(instr, new)
       changed = True
-    return changed
-
-  def run(self, module, execution_threads=frozenset()) -> bool:
-    changed = False
-    for comp in hpi.computations_to_run(module, execution_threads):
-      changed |= self.run_on_computation(comp)
     return changed
