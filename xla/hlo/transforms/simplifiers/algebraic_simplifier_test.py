@@ -8,15 +8,15 @@ from xla.hlo.evaluator.hlo_evaluator import HloEvaluator
 from xla.hlo.ir.hlo_opcode import HloOpcode
 from xla.hlo.parser import hlo_parser as hp
 from xla.hlo.transforms.simplifiers import algebraic_simplifier as algsimp
-from xla.service import hlo_verifier
+from xla.hlo.transforms.simplifiers.pass_test_util import entry_module
+from xla.hlo.transforms.simplifiers.pass_test_util import run_and_filecheck
 
 
-def _run(body, **kwargs):
-  module = hp.parse_and_return_verified_module(
-      f"HloModule m\nENTRY e {{\n{body}\n}}")
-  changed = algsimp.AlgebraicSimplifier(**kwargs).run(module)
-  hlo_verifier.verify(module)
-  return changed, module.entry_computation.root_instruction
+def _check(body, expected, **kwargs):
+  """Runs the simplifier on ENTRY { body }; FileChecks the result against
+  `expected` (None: nothing may change)."""
+  return run_and_filecheck(entry_module(body),
+                           algsimp.AlgebraicSimplifier(**kwargs), expected)
 
 
 # (name, body, expected root name) where the rule fires: the root becomes
@@ -112,18 +112,16 @@ NEGATIVE = [
 @pytest.mark.parametrize("name,body,expected", POSITIVE,
                          ids=[c[0] for c in POSITIVE])
 def test_rule_fires(name, body, expected):
-  changed, root = _run(body)
-  assert changed, name
-  assert root.name == expected
+  # The root becomes the named instruction; the replaced one is gone.
+  _check(body, f"""CHECK: ENTRY
+                   CHECK-NOT: ROOT r =
+                   CHECK: ROOT {expected} =
+                   CHECK-NOT: ROOT r =""")
 
 
 @pytest.mark.parametrize("name,body", NEGATIVE, ids=[c[0] for c in NEGATIVE])
 def test_rule_does_not_fire(name, body):
-  module = hp.parse_and_return_verified_module(
-      f"HloModule m\nENTRY e {{\n{body}\n}}")
-  before = module.to_string()
-  assert not algsimp.AlgebraicSimplifier().run(module), name
-  assert module.to_string() == before
+  _check(body, None)
 
 
 def test_every_handled_opcode_has_positive_and_negative_case():
@@ -140,36 +138,33 @@ def test_every_handled_opcode_has_positive_and_negative_case():
 
 
 def test_reshape_of_reshape_merges():
-  changed, root = _run("""p = f32[2,3] parameter(0)
+  _check("""p = f32[2,3] parameter(0)
   a = f32[6] reshape(p)
-  ROOT r = f32[3,2] reshape(a)""")
-  assert changed
-  assert root.opcode == HloOpcode.kReshape
-  assert root.operand(0).name == "p"
-  assert root.shape.dimensions == (3, 2)
+  ROOT r = f32[3,2] reshape(a)""", """
+  CHECK:      p = f32[2,3]{1,0} parameter(0)
+  CHECK-NEXT: ROOT {{.*}} = f32[3,2]{1,0} reshape(p)
+  CHECK-NEXT: }""")
 
 
 def test_transpose_of_transpose_composes():
   # p: [2,3,4]; a = transpose {1,2,0} -> [3,4,2]; r = transpose {1,0,2} of a
   # -> [4,3,2]; r dim i is p dim [1,2,0][[1,0,2][i]] = p dims (2,1,0).
-  changed, root = _run("""p = f32[2,3,4] parameter(0)
+  _check("""p = f32[2,3,4] parameter(0)
   a = f32[3,4,2] transpose(p), dimensions={1,2,0}
-  ROOT r = f32[4,3,2] transpose(a), dimensions={1,0,2}""")
-  assert changed
-  assert root.opcode == HloOpcode.kTranspose
-  assert root.operand(0).name == "p"
-  assert root.dimensions == (2, 1, 0)
+  ROOT r = f32[4,3,2] transpose(a), dimensions={1,0,2}""", """
+  CHECK:      p = f32[2,3,4]{2,1,0} parameter(0)
+  CHECK-NEXT: ROOT {{.*}} = f32[4,3,2]{2,1,0} transpose(p), dimensions={2,1,0}
+  CHECK-NEXT: }""")
 
 
 def test_broadcast_of_broadcast_composes():
   # p: [3] -> a: [3,5] dims {0} -> r: [2,3,5] dims {1,2}: p lands in dim 1.
-  changed, root = _run("""p = f32[3] parameter(0)
+  _check("""p = f32[3] parameter(0)
   a = f32[3,5] broadcast(p), dimensions={0}
-  ROOT r = f32[2,3,5] broadcast(a), dimensions={1,2}""")
-  assert changed
-  assert root.opcode == HloOpcode.kBroadcast
-  assert root.operand(0).name == "p"
-  assert root.dimensions == (1,)
+  ROOT r = f32[2,3,5] broadcast(a), dimensions={1,2}""", """
+  CHECK:      p = f32[3]{0} parameter(0)
+  CHECK-NEXT: ROOT {{.*}} = f32[2,3,5]{2,1,0} broadcast(p), dimensions={1}
+  CHECK-NEXT: }""")
 
 
 def test_chain_folds_in_one_run_and_removes_dead_operands():
@@ -191,28 +186,27 @@ ENTRY e {
 
 
 def test_mul_zero_pred():
-  changed, root = _run("""p = pred[4] parameter(0)
+  _check("""p = pred[4] parameter(0)
   z = pred[] constant(false)
   b = pred[4] broadcast(z), dimensions={}
-  ROOT r = pred[4] multiply(p, b)""")
-  assert changed
-  assert root.name == "b"
+  ROOT r = pred[4] multiply(p, b)""", """
+  CHECK:     z = pred[] constant(false)
+  CHECK:     ROOT b = pred[4]{0} broadcast(z)
+  CHECK-NOT: multiply""")
 
 
 def test_layout_sensitive_keeps_layout_changing_reshape():
   body = """p = f32[2,3]{0,1} parameter(0)
   ROOT r = f32[2,3]{1,0} reshape(p)"""
-  changed, _ = _run(body, is_layout_sensitive=True)
-  assert not changed
-  changed, root = _run(body)
-  assert changed and root.name == "p"
+  _check(body, None, is_layout_sensitive=True)
+  _check(body, """CHECK: ROOT p = f32[2,3]{0,1} parameter(0)
+                  CHECK-NOT: reshape""")
 
 
 def test_nan_splat_is_not_one():
-  changed, _ = _run("""p = f32[2] parameter(0)
+  _check("""p = f32[2] parameter(0)
   c = f32[2] constant({nan, nan})
-  ROOT r = f32[2] multiply(p, c)""")
-  assert not changed
+  ROOT r = f32[2] multiply(p, c)""", None)
 
 
 def test_splat_value():
@@ -238,11 +232,9 @@ def test_transpose_of_matrix_product_swaps_the_operands():
   x = f32[5,4] parameter(1)
   d = f32[3,4] dot(a, x), lhs_contracting_dims={0}, rhs_contracting_dims={0}, operand_precision={high,default}
   ROOT r = f32[4,3] transpose(d), dimensions={1,0}"""
-  changed, root = _run(body)
-  assert changed
-  assert root.opcode == HloOpcode.kDot
-  assert [o.name for o in root.operands] == ["x", "a"]
-  assert root.attr("operand_precision")[0].name.lower() == "default"
+  _check(body, """
+  CHECK:     ROOT {{.*}} = f32[4,3]{1,0} dot(x, a), lhs_contracting_dims={0}, rhs_contracting_dims={0}, operand_precision={default,high}
+  CHECK-NOT: transpose""")
   rng = np.random.default_rng(0)
   args = [rng.standard_normal((5, 3)).astype(np.float32),
           rng.standard_normal((5, 4)).astype(np.float32)]
@@ -270,5 +262,4 @@ def test_transpose_of_matrix_product_swaps_the_operands():
   ROOT r = f32[2,4,3] transpose(d), dimensions={0,2,1}""",
 ], ids=["shared_dot", "batched"])
 def test_transpose_of_dot_left_alone(body):
-  changed, _ = _run(body)
-  assert not changed
+  _check(body, None)
