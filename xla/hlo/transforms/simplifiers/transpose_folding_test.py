@@ -3,35 +3,25 @@ the original on random inputs."""
 
 import numpy as np
 
-from xla.hlo.ir.hlo_opcode import HloOpcode
-from xla.hlo.parser import hlo_parser as hp
-from xla.hlo.transforms.simplifiers import pass_test_util
 from xla.hlo.transforms.simplifiers import transpose_folding as tf
-from xla.service import hlo_verifier
+from xla.hlo.transforms.simplifiers.pass_test_util import entry_module
+from xla.hlo.transforms.simplifiers.pass_test_util import run_and_filecheck
 
 
-def _run(body):
-  module = hp.parse_and_return_verified_module(
-      f"HloModule m\nENTRY e {{\n{body}\n}}")
-  before = module.clone()
-  changed = tf.TransposeFolding().run(module)
-  hlo_verifier.verify(module)
-  pass_test_util.assert_same_results(before, module)
-  return changed, module.entry_computation.root_instruction
-
-
-def _dims(root, name):
-  return tuple(root.attr(name) or ())
+def _check(body, expected):
+  """Runs the pass on ENTRY { body }, FileChecks the result (None: nothing
+  may change) and evaluates both modules on the same random inputs."""
+  return run_and_filecheck(entry_module(body), tf.TransposeFolding(),
+                           expected, check_results=True)
 
 
 def test_lhs_transpose_folds_into_contracting_dims():
-  changed, root = _run("""a = f32[3,2] parameter(0)
+  _check("""a = f32[3,2] parameter(0)
   b = f32[3,4] parameter(1)
   t = f32[2,3] transpose(a), dimensions={1,0}
-  ROOT d = f32[2,4] dot(t, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}""")
-  assert changed
-  assert root.operand(0).name == "a"
-  assert _dims(root, "lhs_contracting_dims") == (0,)
+  ROOT d = f32[2,4] dot(t, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}""",
+         """CHECK: ROOT {{.*}} = f32[2,4]{1,0} dot(a, b), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+            CHECK-NOT: transpose""")
   # Meaning check: dot(a^T, b) == contraction of a's dim 0 with b's dim 0.
   a = np.arange(6.).reshape(3, 2)
   b = np.arange(12.).reshape(3, 4)
@@ -39,40 +29,38 @@ def test_lhs_transpose_folds_into_contracting_dims():
 
 
 def test_rhs_transpose_and_batch_dims():
-  changed, root = _run("""a = f32[5,2,3] parameter(0)
+  _check("""a = f32[5,2,3] parameter(0)
   b = f32[4,3,5] parameter(1)
   t = f32[5,3,4] transpose(b), dimensions={2,1,0}
-  ROOT d = f32[5,2,4] dot(a, t), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={1}""")
-  assert changed
-  assert root.operand(1).name == "b"
-  assert _dims(root, "rhs_batch_dims") == (2,)
-  assert _dims(root, "rhs_contracting_dims") == (1,)
+  ROOT d = f32[5,2,4] dot(a, t), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={1}""",
+         """CHECK: ROOT {{.*}} = f32[5,2,4]{2,1,0} dot(a, b)
+            CHECK-SAME: rhs_batch_dims={2}, rhs_contracting_dims={1}
+            CHECK-NOT: transpose""")
 
 
 def test_reordering_free_dims_is_not_folded():
   # The transpose swaps the two free dims of the lhs: folding would change
   # the order of the result's dimensions.
-  changed, _ = _run("""a = f32[3,2,6] parameter(0)
+  _check("""a = f32[3,2,6] parameter(0)
   b = f32[6,4] parameter(1)
   t = f32[2,3,6] transpose(a), dimensions={1,0,2}
-  ROOT d = f32[2,3,4] dot(t, b), lhs_contracting_dims={2}, rhs_contracting_dims={0}""")
-  assert not changed
+  ROOT d = f32[2,3,4] dot(t, b), lhs_contracting_dims={2}, rhs_contracting_dims={0}""",
+         None)
 
 
 def test_dot_without_transpose_is_untouched():
-  changed, _ = _run("""a = f32[2,3] parameter(0)
+  _check("""a = f32[2,3] parameter(0)
   b = f32[3,4] parameter(1)
-  ROOT d = f32[2,4] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}""")
-  assert not changed
+  ROOT d = f32[2,4] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}""",
+         None)
 
 
 def test_transpose_of_broadcast_becomes_broadcast():
-  changed, root = _run("""a = f32[3] parameter(0)
+  _check("""a = f32[3] parameter(0)
   b = f32[3,4] broadcast(a), dimensions={0}
-  ROOT t = f32[4,3] transpose(b), dimensions={1,0}""")
-  assert changed
-  assert root.opcode == HloOpcode.kBroadcast
-  assert root.dimensions == (1,)
+  ROOT t = f32[4,3] transpose(b), dimensions={1,0}""",
+         """CHECK: ROOT {{.*}} = f32[4,3]{1,0} broadcast(a), dimensions={1}
+            CHECK-NOT: transpose""")
   # numpy meaning: transpose(broadcast(a along rows)) puts a along columns.
   a = np.arange(3.)
   np.testing.assert_array_equal(
@@ -80,7 +68,6 @@ def test_transpose_of_broadcast_becomes_broadcast():
 
 
 def test_transpose_of_broadcast_needing_operand_transpose_is_kept():
-  changed, _ = _run("""a = f32[2,3] parameter(0)
+  _check("""a = f32[2,3] parameter(0)
   b = f32[2,3,4] broadcast(a), dimensions={0,1}
-  ROOT t = f32[3,2,4] transpose(b), dimensions={1,0,2}""")
-  assert not changed
+  ROOT t = f32[3,2,4] transpose(b), dimensions={1,0,2}""", None)
