@@ -1,93 +1,77 @@
 """Tests for ReshapeMover and the bitcast predicates."""
 
-import numpy as np
 import pytest
 
-from xla.hlo.ir.hlo_opcode import HloOpcode
 from xla.hlo.parser import hlo_parser as hp
-from xla.hlo.transforms.simplifiers import pass_test_util
 from xla.hlo.transforms.simplifiers import reshape_mover as rm
-from xla.service import hlo_verifier
+from xla.hlo.transforms.simplifiers.pass_test_util import entry_module
+from xla.hlo.transforms.simplifiers.pass_test_util import run_and_filecheck
 
 
-def _run(body):
-  module = hp.parse_and_return_verified_module(
-      f"HloModule m\nENTRY e {{\n{body}\n}}")
-  before = module.clone()
-  changed = rm.ReshapeMover().run(module)
-  hlo_verifier.verify(module)
-  pass_test_util.assert_same_results(before, module)
-  return changed, module.entry_computation.root_instruction
+def _check(body, expected):
+  """Runs the pass on ENTRY { body }, FileChecks the result (None: nothing
+  may change) and evaluates both modules on the same random inputs."""
+  return run_and_filecheck(entry_module(body), rm.ReshapeMover(), expected,
+                           check_results=True)
 
 
 def test_two_reshapes_sink_below_add():
-  changed, root = _run("""a = f32[2,3] parameter(0)
+  # Both old reshapes are gone.
+  _check("""a = f32[2,3] parameter(0)
   b = f32[2,3] parameter(1)
   ra = f32[6] reshape(a)
   rb = f32[6] reshape(b)
-  ROOT r = f32[6] add(ra, rb)""")
-  assert changed
-  assert root.opcode == HloOpcode.kReshape
-  add = root.operand(0)
-  assert add.opcode == HloOpcode.kAdd
-  assert add.shape.dimensions == (2, 3)
-  assert [o.name for o in add.operands] == ["a", "b"]
-  # Both old reshapes are gone.
-  names = {i.name for i in root.parent.instructions}
-  assert "ra" not in names and "rb" not in names
+  ROOT r = f32[6] add(ra, rb)""", """
+  CHECK-NOT:  ra =
+  CHECK-NOT:  rb =
+  CHECK:      [[ADD:[a-z.0-9]+]] = f32[2,3]{{[^ ]*}} add(a, b)
+  CHECK-NEXT: ROOT {{.*}} = f32[6]{0} reshape([[ADD]])
+  CHECK-NOT:  ra =
+  CHECK-NOT:  rb =""")
 
 
 def test_transposes_sink_below_compare_keep_direction():
-  changed, root = _run("""a = f32[2,3] parameter(0)
+  _check("""a = f32[2,3] parameter(0)
   b = f32[2,3] parameter(1)
   ta = f32[3,2] transpose(a), dimensions={1,0}
   tb = f32[3,2] transpose(b), dimensions={1,0}
-  ROOT r = pred[3,2] compare(ta, tb), direction=LT""")
-  assert changed
-  assert root.opcode == HloOpcode.kTranspose
-  assert root.dimensions == (1, 0)
-  cmp = root.operand(0)
-  assert cmp.shape.dimensions == (2, 3)
-  assert cmp.comparison_direction.name == "LT"
+  ROOT r = pred[3,2] compare(ta, tb), direction=LT""", """
+  CHECK: [[CMP:[a-z.0-9]+]] = pred[2,3]{{[^ ]*}} compare(a, b), direction=LT
+  CHECK: ROOT {{.*}} = pred[3,2]{1,0} transpose([[CMP]]), dimensions={1,0}""")
 
 
 def test_scalar_broadcast_is_rebroadcast():
-  changed, root = _run("""a = f32[2,3] parameter(0)
+  _check("""a = f32[2,3] parameter(0)
   s = f32[] parameter(1)
   ra = f32[3,2] reshape(a)
   bs = f32[3,2] broadcast(s), dimensions={}
-  ROOT r = f32[3,2] multiply(ra, bs)""")
-  assert changed
-  mul = root.operand(0)
-  assert mul.operand(0).name == "a"
-  assert mul.operand(1).opcode == HloOpcode.kBroadcast
-  assert mul.operand(1).shape.dimensions == (2, 3)
+  ROOT r = f32[3,2] multiply(ra, bs)""", """
+  CHECK: [[B:[a-z.0-9]+]] = f32[2,3]{{[^ ]*}} broadcast(s), dimensions={}
+  CHECK: [[M:[a-z.0-9]+]] = f32[2,3]{{[^ ]*}} multiply(a, [[B]])
+  CHECK: ROOT {{.*}} = f32[3,2]{1,0} reshape([[M]])""")
 
 
 def test_constant_is_inversely_transposed():
-  changed, root = _run("""a = s32[2,3] parameter(0)
+  # transpose(c') must equal c: c' = c^T.
+  _check("""a = s32[2,3] parameter(0)
   t = s32[3,2] transpose(a), dimensions={1,0}
   c = s32[3,2] constant({{1,2},{3,4},{5,6}})
-  ROOT r = s32[3,2] add(t, c)""")
-  assert changed
-  const = root.operand(0).operand(1)
-  assert const.opcode == HloOpcode.kConstant
-  # transpose(c') must equal c: c' = c^T.
-  np.testing.assert_array_equal(const.literal.array,
-                                np.array([[1, 3, 5], [2, 4, 6]]))
+  ROOT r = s32[3,2] add(t, c)""", """
+  CHECK: [[C:[a-z.0-9]+]] = s32[2,3]{{[^ ]*}} constant({ { 1, 3, 5 }, { 2, 4, 6 } })
+  CHECK: [[ADD:[a-z.0-9]+]] = s32[2,3]{{[^ ]*}} add(a, [[C]])
+  CHECK: ROOT {{.*}} = s32[3,2]{1,0} transpose([[ADD]]), dimensions={1,0}""")
 
 
 def test_chain_moves_down():
-  changed, root = _run("""a = f32[2,3] parameter(0)
+  _check("""a = f32[2,3] parameter(0)
   b = f32[2,3] parameter(1)
   ra = f32[6] reshape(a)
   rb = f32[6] reshape(b)
   s = f32[6] add(ra, rb)
-  ROOT n = f32[6] negate(s)""")
-  assert changed
-  assert root.opcode == HloOpcode.kReshape
-  assert root.operand(0).opcode == HloOpcode.kNegate
-  assert root.operand(0).operand(0).opcode == HloOpcode.kAdd
+  ROOT n = f32[6] negate(s)""", """
+  CHECK: [[ADD:[a-z.0-9]+]] = f32[2,3]{{[^ ]*}} add(a, b)
+  CHECK: [[NEG:[a-z.0-9]+]] = f32[2,3]{{[^ ]*}} negate([[ADD]])
+  CHECK: ROOT {{.*}} = f32[6]{0} reshape([[NEG]])""")
 
 
 NEGATIVE = [
@@ -120,8 +104,7 @@ NEGATIVE = [
 
 @pytest.mark.parametrize("name,body", NEGATIVE, ids=[n for n, _ in NEGATIVE])
 def test_does_not_fire(name, body):
-  changed, _ = _run(body)
-  assert not changed, name
+  _check(body, None)
 
 
 def _s(text):
