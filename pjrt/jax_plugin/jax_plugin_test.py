@@ -108,6 +108,8 @@ def _child(site, platforms: str, *args: str, backend: str = "interpreter",
                                       [p for p in sys.path if p])
   env["JAX_PLATFORMS"] = platforms
   env["OPENXLA_CPU_BACKEND"] = backend
+  # Two devices: the device_put case moves an array to the second one.
+  env["OPENXLA_CPU_NUM_DEVICES"] = "2"
   env.pop("OPENXLA_CPU_JAX_REGISTER", None)
   return subprocess.run([sys.executable, "-c", script, *args], env=env,
                         capture_output=True, text=True, timeout=timeout,

@@ -23,6 +23,8 @@ def _run_cts(backend: str, *args: str) -> subprocess.CompletedProcess:
   env = dict(os.environ)
   env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
   env["OPENXLA_CPU_BACKEND"] = backend
+  # The suite's multi-device cases need more than the default one device.
+  env["OPENXLA_CPU_NUM_DEVICES"] = "4"
   return subprocess.run(
       [sys.executable, "-m", "pjrt.cts", "--plugin", _PLUGIN, "-q",
        "-p", "no:randomly", *args],

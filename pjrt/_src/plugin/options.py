@@ -4,7 +4,9 @@ Client create options (PJRT_Client_Create's named values; each may also come
 from an environment variable, and a create option wins over the variable):
 
   num_devices  OPENXLA_CPU_NUM_DEVICES  how many virtual CPU devices (1-256,
-                                        default 4)
+                                        default 1, as JAX's own CPU client
+                                        has: programs written for "cpu"
+                                        then see the same device list)
   backend      OPENXLA_CPU_BACKEND      what runs programs: "cpu" (our XLA
                                         CPU compiler), "evaluator" (XLA's HLO
                                         evaluator), "interpreter" (the
@@ -32,7 +34,7 @@ from pjrt._src import compile_options as co
 
 NUM_DEVICES_ENV = "OPENXLA_CPU_NUM_DEVICES"
 BACKEND_ENV = "OPENXLA_CPU_BACKEND"
-DEFAULT_NUM_DEVICES = 4
+DEFAULT_NUM_DEVICES = 1
 MAX_DEVICES = 256
 BACKENDS = ("auto", "cpu", "evaluator", "interpreter")
 
