@@ -47,6 +47,7 @@ from xla.hlo.transforms.simplifiers import reshape_mover
 from xla.hlo.transforms.simplifiers import transpose_folding
 from xla.hlo.transforms.simplifiers import while_loop_invariant_code_motion as licm
 from xla.hlo.transforms.simplifiers import while_loop_simplifier
+from xla.service import bitcast_convert_expander
 from xla.service import buffer_assignment as ba_lib
 from xla.service import cpu_instruction_fusion
 from xla.service import hlo_dataflow_analysis as dfa
@@ -223,6 +224,8 @@ def cpu_pipeline(options: Optional[CpuCompileOptions] = None
   pipeline.add_pass(cpu_copy_insertion.Unfuse())
   pipeline.add_pass(cpu_copy_insertion.InlineCalls())
   pipeline.add_pass(cpu_copy_insertion.FlattenCallGraph())
+  # Width-changing bitcast-converts (JAX's rbg PRNG) -> elementwise pieces.
+  add(bitcast_convert_expander.BitcastConvertExpander())
   # JAX's Qr / Eigh custom calls -> HLO loops, before simplifying them.
   add(linalg_expander.LinalgCustomCallExpander())
   # Simplification. DCE and CSE first so the simplifier sees fewer,

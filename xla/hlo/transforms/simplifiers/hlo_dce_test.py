@@ -5,14 +5,13 @@ import pytest
 
 from xla.hlo.parser import hlo_parser as hp
 from xla.hlo.transforms.simplifiers import hlo_dce
-from xla.service import hlo_verifier
+from xla.hlo.transforms.simplifiers.pass_test_util import run_and_filecheck
 
 
-def _run(text, **kwargs):
-  module = hp.parse_and_return_verified_module(text)
-  changed = hlo_dce.HloDCE(**kwargs).run(module)
-  hlo_verifier.verify(module)
-  return changed, module
+def _check(text, expected, **kwargs):
+  """Runs DCE on `text`; FileChecks the result against `expected` (None:
+  nothing may change)."""
+  return run_and_filecheck(text, hlo_dce.HloDCE(**kwargs), expected)
 
 
 def _names(module, comp=None):
@@ -21,16 +20,20 @@ def _names(module, comp=None):
 
 
 def test_removes_dead_chain():
-  changed, m = _run("""HloModule m
+  # The unused parameter q is kept.
+  _check("""HloModule m
 ENTRY e {
   p = f32[4] parameter(0)
   q = f32[4] parameter(1)
   dead1 = f32[4] exponential(p)
   dead2 = f32[4] add(dead1, q)
   ROOT r = f32[4] negate(p)
-}""")
-  assert changed
-  assert _names(m) == ["p", "q", "r"]  # unused parameter q is kept
+}""", """
+  CHECK:      ENTRY e {
+  CHECK-NEXT:   p = f32[4]{0} parameter(0)
+  CHECK-NEXT:   q = f32[4]{0} parameter(1)
+  CHECK-NEXT:   ROOT r = f32[4]{0} negate(p)
+  CHECK-NEXT: }""")
 
 
 def test_nothing_dead_is_unchanged():
@@ -40,9 +43,7 @@ ENTRY e {
   n = f32[4] negate(p)
   ROOT r = f32[4] add(n, p)
 }"""
-  changed, m = _run(text)
-  assert not changed
-  assert m.to_string() == hp.parse_and_return_verified_module(text).to_string()
+  _check(text, None)
 
 
 @pytest.mark.parametrize("instrs,kept", [
@@ -69,13 +70,12 @@ ENTRY e {{
   dead = f32[4] exponential(p)
   ROOT r = f32[4] negate(p)
 }}"""
-  changed, m = _run(text)
-  assert changed  # `dead` goes
+  _, m = _check(text, "CHECK-NOT: dead =")
   assert _names(m) == sorted(kept + ["p", "r"])
 
 
 def test_keeps_collective():
-  changed, m = _run("""HloModule m
+  _check("""HloModule m
 sum {
   x = f32[] parameter(0)  y = f32[] parameter(1)
   ROOT a = f32[] add(x, y)
@@ -84,21 +84,20 @@ ENTRY e {
   p = f32[4] parameter(0)
   ar = f32[4] all-reduce(p), to_apply=sum
   ROOT r = f32[4] negate(p)
-}""")
-  assert not changed
-  assert _names(m) == ["ar", "p", "r"]
-  assert m.computation_count == 2
+}""", None)
 
 
 def test_custom_call_without_side_effect_is_removed():
-  changed, m = _run("""HloModule m
+  _check("""HloModule m
 ENTRY e {
   p = f32[4] parameter(0)
   c = f32[4] custom-call(p), custom_call_target="pure"
   ROOT r = f32[4] negate(p)
-}""")
-  assert changed
-  assert _names(m) == ["p", "r"]
+}""", """
+  CHECK:      ENTRY e {
+  CHECK-NEXT:   p = f32[4]{0} parameter(0)
+  CHECK-NEXT:   ROOT r = f32[4]{0} negate(p)
+  CHECK-NEXT: }""")
 
 
 def test_keeps_call_to_side_effecting_computation():
@@ -114,14 +113,11 @@ ENTRY e {
   c = f32[4] call(p), to_apply=effect
   ROOT r = f32[4] negate(p)
 }"""
-  changed, m = _run(text)
-  assert not changed
-  assert m.computation_count == 2
-  assert "c" in _names(m)
+  _check(text, None)
 
 
 def test_removes_dead_call_and_its_computation():
-  changed, m = _run("""HloModule m
+  _, m = _check("""HloModule m
 pure {
   x = f32[4] parameter(0)
   ROOT y = f32[4] negate(x)
@@ -130,27 +126,28 @@ ENTRY e {
   p = f32[4] parameter(0)
   c = f32[4] call(p), to_apply=pure
   ROOT r = f32[4] negate(p)
-}""")
-  assert changed
-  assert _names(m) == ["p", "r"]
+}""", """
+  CHECK-NOT:  pure
+  CHECK:      ENTRY e {
+  CHECK-NEXT:   p = f32[4]{0} parameter(0)
+  CHECK-NEXT:   ROOT r = f32[4]{0} negate(p)
+  CHECK-NEXT: }""")
   assert [c.name for c in m.computations] == ["e"]
 
 
 def test_keeps_dead_computation_when_disabled():
-  changed, m = _run("""HloModule m
+  _check("""HloModule m
 unused {
   x = f32[] parameter(0)
   ROOT y = f32[] negate(x)
 }
 ENTRY e {
   ROOT p = f32[] parameter(0)
-}""", remove_dead_computations=False)
-  assert not changed
-  assert m.computation_count == 2
+}""", None, remove_dead_computations=False)
 
 
 def test_removes_unreachable_computations_transitively():
-  changed, m = _run("""HloModule m
+  _, m = _check("""HloModule m
 leaf {
   a = f32[] parameter(0)  b = f32[] parameter(1)
   ROOT s = f32[] add(a, b)
@@ -162,13 +159,12 @@ mid {
 }
 ENTRY e {
   ROOT p = f32[] parameter(0)
-}""")
-  assert changed
+}""", "CHECK-NOT: leaf\nCHECK-NOT: mid\nCHECK: ENTRY e {")
   assert [c.name for c in m.computations] == ["e"]
 
 
 def test_used_computation_stays():
-  changed, m = _run("""HloModule m
+  _check("""HloModule m
 add {
   a = f32[] parameter(0)  b = f32[] parameter(1)
   ROOT s = f32[] add(a, b)
@@ -177,13 +173,11 @@ ENTRY e {
   v = f32[4] parameter(0)
   z = f32[] constant(0)
   ROOT r = f32[] reduce(v, z), dimensions={0}, to_apply=add
-}""")
-  assert not changed
-  assert m.computation_count == 2
+}""", None)
 
 
 def test_dead_code_inside_called_computation():
-  changed, m = _run("""HloModule m
+  _check("""HloModule m
 body {
   x = f32[4] parameter(0)
   junk = f32[4] exponential(x)
@@ -192,27 +186,25 @@ body {
 ENTRY e {
   p = f32[4] parameter(0)
   ROOT c = f32[4] call(p), to_apply=body
-}""")
-  assert changed
-  assert _names(m, m.get_computation_with_name("body")) == ["x", "y"]
+}""", """
+  CHECK:      body {
+  CHECK-NEXT:   x = f32[4]{0} parameter(0)
+  CHECK-NEXT:   ROOT y = f32[4]{0} negate(x)
+  CHECK-NEXT: }""")
 
 
 def test_control_dependencies_are_bridged():
-  module = hp.parse_and_return_verified_module("""HloModule m
+  _check("""HloModule m
 ENTRY e {
   p = f32[4] parameter(0)
   a = f32[4] negate(p)
   dead = f32[4] exponential(p), control-predecessors={a}
   b = f32[4] sine(p), control-predecessors={dead}
   ROOT r = (f32[4], f32[4]) tuple(a, b)
-}""")
-  assert hlo_dce.HloDCE().run(module)
-  comp = module.entry_computation
-  a = comp.get_instruction_with_name("a")
-  b = comp.get_instruction_with_name("b")
-  assert comp.get_instruction_with_name("dead") is None
-  assert b.control_predecessors == [a]
-  hlo_verifier.verify(module)
+}""", """
+  CHECK-NOT: dead
+  CHECK:     b = f32[4]{0} sine(p), control-predecessors={a}{{$}}
+  CHECK-NOT: dead""")
 
 
 def test_other_execution_threads_are_left_alone():
