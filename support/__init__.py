@@ -26,9 +26,11 @@ from support._src.status import UnimplementedError as UnimplementedError
 from support._src.status import UnknownError as UnknownError
 from support._src.status import XlaError as XlaError
 
-# Flags, logging and tracing are used through their modules
-# (`support.flags.define_bool`, `support.log.vlog`, `support.trace.scope`),
-# because their short names (override, scope, info, ...) would clash here.
+# Environment helpers, flags, logging and tracing are used through their
+# modules (`support.env.source_root`, `support.flags.define_bool`,
+# `support.log.vlog`, `support.trace.scope`), because their short names
+# (override, scope, info, ...) would clash here.
+from support._src import env as env
 from support._src import flags as flags
 from support._src import log as log
 from support._src import trace as trace
