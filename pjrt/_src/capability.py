@@ -21,7 +21,7 @@ Tables come from *sources*, registered by name, so that a backend brings its
 own without this module importing it (pjrt may not import xla, see
 ci/layering):
   * "interpreter": the StableHLO reference interpreter, read from the op
-    registry (`stablehlo._src.ops.registry`, the table that
+    registry (`stablehlo.ops.registry`, the table that
     `stablehlo.tools.status_table` prints) and the interpreter's custom_call
     targets. Always available.
   * a compiler backend registers its own, e.g. our CPU plugin:
@@ -49,15 +49,14 @@ from typing import (Any, Callable, Collection, Iterable, Mapping, Optional,
                     Sequence)
 
 import support
-from stablehlo._src.bytecode import reader as bytecode_reader
-from stablehlo._src.ir import attributes as a
-from stablehlo._src.ir import core
-from stablehlo._src.ir import types as t
-from stablehlo._src.ops import registry
-from stablehlo._src.ops import typeutil
-from stablehlo._src.text import dense
-from stablehlo._src.text import parser as text_parser
-from stablehlo._src.vhlo import portable
+from stablehlo import attributes as a
+from stablehlo import ir as core
+from stablehlo import text as mlir_text
+from stablehlo import types as t
+from stablehlo.bytecode import reader as bytecode_reader
+from stablehlo.ops import registry
+from stablehlo.ops import typeutil
+from stablehlo.vhlo import portable
 
 SUPPORTED = "supported"
 MAYBE = "maybe"
@@ -338,7 +337,7 @@ def load_program(program: Any, filename: str = "<program>") -> core.Module:
       raise support.InvalidArgumentError(
           f"{filename}: neither MLIR bytecode nor UTF-8 MLIR text") from e
   if isinstance(program, str):
-    return text_parser.parse_module(program, filename)
+    return mlir_text.parse_module(program, filename)
   raise support.InvalidArgumentError(
       f"cannot read a program from a {type(program).__name__}: pass MLIR "
       "text, a portable artifact (bytes) or a parsed Module")
@@ -499,7 +498,7 @@ def _interpreter_element_types() -> dict[str, Verdict]:
   candidates += [t.ComplexType(t.f32), t.ComplexType(t.f64)]
   result = {}
   for et in candidates:
-    if dense.numpy_dtype(et) is None:
+    if mlir_text.numpy_dtype(et) is None:
       result[element_type_key(et)] = Verdict(
           UNSUPPORTED, "the interpreter has no numpy representation for it")
   return result
@@ -508,9 +507,9 @@ def _interpreter_element_types() -> dict[str, Verdict]:
 def interpreter_table() -> CapabilityTable:
   """What the StableHLO reference interpreter runs, from the op registry."""
   # pylint: disable-next=g-import-not-at-top
-  from stablehlo._src import interpreter  # Registers every kernel.
+  from stablehlo import interpreter  # Registers every kernel.
   # pylint: disable-next=g-import-not-at-top
-  from stablehlo._src.interpreter import program as interpreter_program
+  from stablehlo.interpreter import program as interpreter_program
   del interpreter
   ops = {}
   for d in registry.all_ops():

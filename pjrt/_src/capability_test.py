@@ -8,10 +8,10 @@ import pjrt
 import support
 from pjrt._src import capability
 from pjrt._src import test_util
-from stablehlo._src.interpreter import program as interpreter_program
-from stablehlo._src.ops import registry
-from stablehlo._src.text import parse_module
-from stablehlo._src.vhlo import portable
+from stablehlo.interpreter import program as interpreter_program
+from stablehlo.ops import registry
+from stablehlo.text import parse_module
+from stablehlo.vhlo import portable
 
 ADD = """
 module {

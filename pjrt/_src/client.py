@@ -693,8 +693,8 @@ def program_bytes(program: Any, fmt: str | None = None) -> tuple[bytes, str]:
     return program.SerializeToString(), given_or(
         _HLO_MESSAGE_FORMATS.get(message, ""))
   # Imported here: the StableHLO IR is only needed for a parsed module.
-  from stablehlo._src import text as mlir_text  # pylint: disable=g-import-not-at-top
-  from stablehlo._src.ir import core  # pylint: disable=g-import-not-at-top
+  from stablehlo import text as mlir_text  # pylint: disable=g-import-not-at-top
+  from stablehlo import ir as core  # pylint: disable=g-import-not-at-top
   if isinstance(program, core.Module):
     return mlir_text.print_module(program).encode("utf-8"), given_or("mlir")
   raise support.InvalidArgumentError(

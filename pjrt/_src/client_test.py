@@ -394,7 +394,7 @@ class _FakeMessage:
 
 
 def test_program_bytes_kinds():
-  from stablehlo._src import text as mlir_text  # pylint: disable=g-import-not-at-top
+  from stablehlo import text as mlir_text  # pylint: disable=g-import-not-at-top
   assert client_lib.program_bytes(_ADD) == (_ADD.encode(), "mlir")
   assert client_lib.program_bytes(b"\x01", "hlo") == (b"\x01", "hlo")
   assert client_lib.program_bytes("x", "") == (b"x", "")  # Passed on.

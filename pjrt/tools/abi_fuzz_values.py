@@ -297,8 +297,8 @@ def _(fx, p):
 
 def _add_bytecode(fx) -> bytes:
   # pylint: disable=g-import-not-at-top
-  from stablehlo._src.text import parse_module
-  from stablehlo._src.vhlo import portable
+  from stablehlo.text import parse_module
+  from stablehlo.vhlo import portable
   target = fx.plugin.stablehlo_current_version
   target = ".".join(map(str, target)) if target else "1.0.0"
   module = parse_module(fixture_lib.ADD_F32)

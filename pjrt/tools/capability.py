@@ -18,7 +18,7 @@ from typing import Any, Sequence
 import support
 from pjrt._src import capability
 from pjrt.tools import plugin_choice
-from stablehlo._src.text import diagnostics
+from stablehlo import text as mlir_text
 
 EXIT_SUPPORTED = 0
 EXIT_UNSUPPORTED = 1
@@ -118,7 +118,7 @@ def _programs(path: str, data: bytes, split: bool) -> list[tuple[str, Any]]:
   if not split or data[:4] == b"ML\xefR":
     return [(path, data)]
   text = data.decode("utf-8", errors="replace")
-  cases = diagnostics.split_input_file(text)
+  cases = mlir_text.split_input_file(text)
   if len(cases) == 1:
     return [(path, data)]
   # Keep line numbers of the original file: pad each case with newlines.

@@ -7,8 +7,8 @@ import pytest
 from pjrt._src import capability as capability_lib
 from pjrt._src import test_util
 from pjrt.tools import capability
-from stablehlo._src.text import parse_module
-from stablehlo._src.vhlo import portable
+from stablehlo.text import parse_module
+from stablehlo.vhlo import portable
 
 SUPPORTED = """
 module {

@@ -33,7 +33,7 @@ from stablehlo._src.interpreter import lit
 from stablehlo._src.text import structural
 from stablehlo._src.vhlo import conformance_modes as vhlo_modes
 import support
-from support._src import env
+from support import env
 
 SUITES = ("interpret", "testdata", "vhlo")
 

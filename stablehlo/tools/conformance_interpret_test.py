@@ -12,7 +12,7 @@ import pathlib
 import pytest
 
 from stablehlo.tools import conformance
-from support._src import env
+from support import env
 
 _XFAIL = pathlib.Path(__file__).parent / "testdata" / "interpret_xfail.txt"
 

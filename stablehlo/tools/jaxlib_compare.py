@@ -25,7 +25,7 @@ import support
 from stablehlo._src import text as shlo_text
 from stablehlo._src.testing import jaxlib_oracle
 from stablehlo.tools import conformance
-from support._src import env
+from support import env
 
 SUITES = ("interpret", "testdata", "vhlo")
 

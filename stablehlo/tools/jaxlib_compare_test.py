@@ -5,7 +5,7 @@ import pytest
 
 from stablehlo._src.testing import jaxlib_oracle
 from stablehlo.tools import jaxlib_compare
-from support._src import env
+from support import env
 
 pytestmark = pytest.mark.skipif(jaxlib_oracle.skip_reason() is not None,
                                 reason=str(jaxlib_oracle.skip_reason()))

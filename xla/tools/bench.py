@@ -51,7 +51,7 @@ from typing import Optional
 
 import numpy as np
 
-from support._src import env
+from support import env
 from xla.tools import bench_report
 from xla.tools import hlo_runner
 
@@ -174,7 +174,7 @@ def run_interpreter(mlir_path: str, inputs, timeout_s: float) -> Measurement:
   program = hlo_runner.load(mlir_path)
   m.frontend_s = time.perf_counter() - start  # parse + verify
   runner = hlo_runner.prepare(program, "interpreter", timeout_s=timeout_s)
-  from stablehlo._src import interpreter  # pylint: disable=g-import-not-at-top
+  from stablehlo import interpreter  # pylint: disable=g-import-not-at-top
   try:
     result = runner.run(inputs, 1)
   except interpreter.ResourceExhausted:

@@ -38,7 +38,7 @@ import time
 from typing import Optional
 
 import support
-from support._src import env
+from support import env
 
 SUITES = ("testdata",)
 BACKENDS = ("evaluator", "cpu")
@@ -67,7 +67,7 @@ def enabled_cases(src: str) -> Optional[list[tuple[str, int, bool]]]:
   """(text, line_offset, expect_failure) per interpreter-enabled case, or
   None when the file has no enabled `stablehlo-translate --interpret` RUN
   line (the interpreter runner's selection, `interpreter/lit.py`)."""
-  from stablehlo._src.interpreter import lit  # pylint: disable=g-import-not-at-top
+  from stablehlo import lit  # pylint: disable=g-import-not-at-top
   invocations = lit.invocations(src)
   if not invocations:
     return None

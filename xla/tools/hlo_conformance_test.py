@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from support._src import env
+from support import env
 from xla.tools import hlo_conformance
 
 

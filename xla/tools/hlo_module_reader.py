@@ -19,8 +19,8 @@ def read_module(path: str, text: str):
       raise support.UnimplementedError(
           f"{path}: StableHLO input needs xla/translate/stablehlo_to_hlo.py, "
           f"which is not available ({e}); give HLO text instead") from None
-    from stablehlo._src import text as mlir_text  # pylint: disable=g-import-not-at-top
-    from stablehlo._src.ops import verify  # pylint: disable=g-import-not-at-top
+    from stablehlo import text as mlir_text  # pylint: disable=g-import-not-at-top
+    from stablehlo import verify  # pylint: disable=g-import-not-at-top
     smodule = mlir_text.parse_module(text, path)
     verify.verify_module(smodule)
     try:

@@ -94,8 +94,8 @@ class Program:
   # -- parsing ---------------------------------------------------------------
 
   def _parse_stablehlo(self):
-    from stablehlo._src import text as mlir_text  # pylint: disable=g-import-not-at-top
-    from stablehlo._src.ops import verify  # pylint: disable=g-import-not-at-top
+    from stablehlo import text as mlir_text  # pylint: disable=g-import-not-at-top
+    from stablehlo import verify  # pylint: disable=g-import-not-at-top
     module = mlir_text.parse_module(self.text, self.path)
     verify.verify_module(module)
     if not module.functions:
@@ -131,15 +131,15 @@ class Program:
     """A fresh, verified HloModule for the entry."""
     if self.kind == "hlo":
       return self._hlo_text_module.clone()
-    from stablehlo._src import text as mlir_text  # pylint: disable=g-import-not-at-top
-    from stablehlo._src.transforms import chlo_legalize  # pylint: disable=g-import-not-at-top
+    from stablehlo import text as mlir_text  # pylint: disable=g-import-not-at-top
+    from stablehlo.transforms import chlo_legalize  # pylint: disable=g-import-not-at-top
     from xla.service import hlo_verifier  # pylint: disable=g-import-not-at-top
     from xla.translate import stablehlo_to_hlo as s2h  # pylint: disable=g-import-not-at-top
     # Legalization rewrites in place: work on a fresh parse.
     module = mlir_text.parse_module(self.text, self.path)
     chlo_legalize.run(module)
     try:  # quantized types -> integer arithmetic, where that pass exists
-      from stablehlo._src.transforms import quant_legalize  # pylint: disable=g-import-not-at-top
+      from stablehlo.transforms import quant_legalize  # pylint: disable=g-import-not-at-top
     except ImportError:
       quant_legalize = None
     if quant_legalize is not None:
@@ -424,8 +424,8 @@ class InterpreterRunner(Runner):
     self.arg_types = [a.type for a in fn.regions[0].blocks[0].arguments]
 
   def run_once(self, args, recorder):
-    from stablehlo._src import interpreter  # pylint: disable=g-import-not-at-top
-    from stablehlo._src.interpreter import runtime  # pylint: disable=g-import-not-at-top
+    from stablehlo import interpreter  # pylint: disable=g-import-not-at-top
+    from stablehlo.interpreter import runtime  # pylint: disable=g-import-not-at-top
     opts = interpreter.Options(timeout_s=self.timeout_s)
     interp = interpreter.Interpreter(self.module, opts)
     converted = []

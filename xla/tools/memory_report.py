@@ -22,7 +22,7 @@ import sys
 from typing import Optional
 
 import support
-from support._src import env
+from support import env
 
 
 def report(module) -> dict:

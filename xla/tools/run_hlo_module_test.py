@@ -9,7 +9,7 @@ import types
 import numpy as np
 import pytest
 
-from support._src import env
+from support import env
 from xla.tools import fake_cpu_compiler
 from xla.tools import hlo_runner
 from xla.tools import run_hlo_module

@@ -20,9 +20,9 @@ from typing import Callable, Optional, Sequence
 
 import numpy as np
 
-from stablehlo._src import text as mlir_text
-from stablehlo._src.interpreter import checks
-from stablehlo._src.ir import attributes as a
+from stablehlo import attributes as a
+from stablehlo import text as mlir_text
+from stablehlo.interpreter import checks
 from xla.hlo.evaluator import hlo_evaluator
 from xla.service import hlo_verifier
 from xla.translate import stablehlo_to_hlo as s2h

@@ -5,7 +5,7 @@ import pathlib
 import numpy as np
 import pytest
 
-from support._src import env
+from support import env
 from xla.translate import conformance_mode
 
 _CASE = """

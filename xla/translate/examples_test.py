@@ -6,10 +6,10 @@ what the StableHLO reference interpreter gives on the same random inputs."""
 import numpy as np
 import pytest
 
-from stablehlo._src import text
-from stablehlo._src.interpreter import Interpreter
-from stablehlo._src.interpreter import runtime
-from support._src import env
+from stablehlo import text
+from stablehlo.interpreter import Interpreter
+from stablehlo.interpreter import runtime
+from support import env
 from xla.hlo.evaluator import hlo_evaluator
 from xla.tools import hlo_opt
 from xla.translate import stablehlo_to_hlo as s2h

@@ -15,9 +15,9 @@ import math
 import numpy as np
 
 import support
-from stablehlo._src.ir import attributes as a
-from stablehlo._src.ir import types as t
-from stablehlo._src.ops import registry
+from stablehlo import attributes as a
+from stablehlo import types as t
+from stablehlo.ops import registry
 from xla import xla_data
 from xla.hlo.ir import hlo_instruction as hi
 from xla.hlo.ir.hlo_opcode import HloOpcode as O

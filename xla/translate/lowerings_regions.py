@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 
 import support
-from stablehlo._src.ir import attributes as a
-from stablehlo._src.ops import registry
+from stablehlo import attributes as a
+from stablehlo.ops import registry
 from xla import xla_data
 from xla.hlo.ir import hlo_instruction as hi
 from xla.hlo.ir.hlo_opcode import HloOpcode as O
@@ -215,17 +215,17 @@ def _typed_ffi_attributes(op, instr) -> None:
   calls) carry their attributes as a dictionary `mhlo.backend_config`; XLA
   keeps it as the dictionary's text in backend_config (`{uplo = 76 : ui8}`),
   and so do we. `mhlo.frontend_attributes` become the instruction's."""
-  from stablehlo._src.text import attr_printer  # pylint: disable=g-import-not-at-top
+  from stablehlo import text as mlir_text  # pylint: disable=g-import-not-at-top
   config = op.attr("mhlo.backend_config")
   if isinstance(config, a.DictionaryAttr):
-    instr.backend_config = attr_printer.format_attr(config)
+    instr.backend_config = mlir_text.format_attr(config)
     instr.set_attr("api_version",
                    xla_data.CustomCallApiVersion.API_VERSION_TYPED_FFI)
   front = op.attr("mhlo.frontend_attributes")
   if isinstance(front, a.DictionaryAttr):
     instr.frontend_attributes = {
         k: (v.value if isinstance(v, a.StringAttr) else
-            attr_printer.format_attr(v)) for k, v in front.entries}
+            mlir_text.format_attr(v)) for k, v in front.entries}
 
 
 # -- check dialect ops (conformance corpora) -------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from stablehlo._src.ir import core
+from stablehlo import ir as core
 
 
 def free_values(regions: Sequence[core.Region]) -> list[core.Value]:

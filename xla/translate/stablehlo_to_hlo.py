@@ -18,7 +18,7 @@ public function) into an HloModule:
   * each op lowers through the function registered for it in the op
     registry's `hlo_lowering` slot (`lowerings.py`); an op without one raises
     UnimplementedError naming it. CHLO ops must be legalized first
-    (stablehlo._src.transforms.chlo_legalize).
+    (stablehlo.transforms.chlo_legalize).
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ from __future__ import annotations
 from typing import Callable, Optional, Sequence
 
 import support
-from stablehlo._src.ir import attributes as a
-from stablehlo._src.ir import core
-from stablehlo._src.ir import types as t
-from stablehlo._src.ops import registry
+from stablehlo import attributes as a
+from stablehlo import ir as core
+from stablehlo import types as t
+from stablehlo.ops import registry
 from xla.hlo.ir import hlo_instruction as hi
 from xla.hlo.ir.hlo_computation import HloComputation
 from xla.hlo.ir.hlo_instruction import HloInstruction
@@ -314,8 +314,8 @@ def legalize_and_import(module: core.Module, *, entry: Optional[str] = None
   """Rewrites `module` in place into what the importer takes (CHLO ops to
   StableHLO, uniform quantized types to integer arithmetic: the StableHLO
   passes chlo_legalize and quant_legalize), then imports it."""
-  from stablehlo._src.transforms import chlo_legalize  # pylint: disable=g-import-not-at-top
-  from stablehlo._src.transforms import quant_legalize  # pylint: disable=g-import-not-at-top
+  from stablehlo.transforms import chlo_legalize  # pylint: disable=g-import-not-at-top
+  from stablehlo.transforms import quant_legalize  # pylint: disable=g-import-not-at-top
   chlo_legalize.run(module)
   quant_legalize.run(module)
   return stablehlo_to_hlo(module, entry=entry)

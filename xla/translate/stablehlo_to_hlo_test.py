@@ -3,8 +3,8 @@
 import pytest
 
 import support
-from stablehlo._src import text
-from stablehlo._src.ops import registry
+from stablehlo import text
+from stablehlo.ops import registry
 from xla.hlo.ir.hlo_opcode import HloOpcode
 from xla.hlo.parser import hlo_parser
 from xla.service import hlo_verifier
@@ -166,7 +166,7 @@ func.func @main(%a: tensor<2xf32>) -> tensor<2xf32> {
 def test_every_interpreted_op_has_a_lowering_or_a_reason():
   s2h.stablehlo_to_hlo(text.parse_module(
       "func.func @main() -> () {\n  return\n}"))
-  from stablehlo._src import interpreter  # pylint: disable=unused-import
+  from stablehlo import interpreter  # pylint: disable=unused-import
   interpreted = [d.name for d in registry.all_ops()
                  if d.interpreter is not None]
   assert registry.missing("hlo_lowering", interpreted) == []

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 import support
-from stablehlo._src.ir import attributes as a
-from stablehlo._src.ir import types as t
+from stablehlo import attributes as a
+from stablehlo import types as t
 from xla import primitive_util
 from xla.literal import Literal
 from xla.shape import Shape

@@ -81,7 +81,7 @@ class InterpreterCompiled(Compiled):
 
   def __init__(self, program: programs.Program):
     _require_stablehlo(program)
-    from stablehlo._src import interpreter  # pylint: disable=g-import-not-at-top
+    from stablehlo import interpreter  # pylint: disable=g-import-not-at-top
     self._interpreter_cls = interpreter.Interpreter
     self._program = program
     self._local = threading.local()
@@ -126,7 +126,7 @@ def import_hlo(program: programs.Program):
     raise support.UnimplementedError(
         "programs with ml_program globals are supported by the interpreter "
         "backend only")
-  from stablehlo._src.transforms import chlo_legalize  # pylint: disable=g-import-not-at-top
+  from stablehlo.transforms import chlo_legalize  # pylint: disable=g-import-not-at-top
   from xla.service import hlo_verifier  # pylint: disable=g-import-not-at-top
   from xla.translate import stablehlo_to_hlo  # pylint: disable=g-import-not-at-top
   chlo_legalize.run(module)

@@ -314,7 +314,7 @@ class LoadedExecutable:
     completions = [events.Future() for _ in devices]
     grid = None
     if self.program.uses_collectives and len(devices) > 1:
-      from stablehlo._src.interpreter import process_grid  # pylint: disable=g-import-not-at-top
+      from stablehlo.interpreter import process_grid  # pylint: disable=g-import-not-at-top
       grid = process_grid.ProcessGrid(executable.num_replicas,
                                       executable.num_partitions)
     inline = None

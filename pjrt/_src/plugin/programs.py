@@ -33,9 +33,9 @@ import support
 from pjrt._src import abi_types
 from pjrt._src import compile_options as proto_wire
 from pjrt._src import dtypes
-from stablehlo._src.ir import attributes as a
-from stablehlo._src.ir import core
-from stablehlo._src.ir import types as t
+from stablehlo import attributes as a
+from stablehlo import ir as core
+from stablehlo import types as t
 
 FORMAT_MLIR = "mlir"
 FORMAT_HLO = "hlo"
@@ -116,7 +116,7 @@ class Program:
   def text(self) -> str:
     if self.is_hlo:
       return self.hlo.to_string()
-    from stablehlo._src import text as mlir_text  # pylint: disable=g-import-not-at-top
+    from stablehlo import text as mlir_text  # pylint: disable=g-import-not-at-top
     return mlir_text.print_module(self.module)
 
 
@@ -137,8 +137,8 @@ def parse(code: bytes, fmt: str) -> core.Module:
         f"unknown program format {fmt!r}; the openxla_cpu plugin takes "
         "'mlir' (StableHLO portable artifact or MLIR text), 'hlo' "
         "(HloModuleProto) or 'hlo_with_config' (HloModuleProtoWithConfig)")
-  from stablehlo._src.bytecode import reader  # pylint: disable=g-import-not-at-top
-  from stablehlo._src.ops import verify  # pylint: disable=g-import-not-at-top
+  from stablehlo.bytecode import reader  # pylint: disable=g-import-not-at-top
+  from stablehlo import verify  # pylint: disable=g-import-not-at-top
   if reader.is_bytecode(code):
     from pjrt._src.plugin import shardy  # pylint: disable=g-import-not-at-top
     module = shardy.deserialize(code)
@@ -149,7 +149,7 @@ def parse(code: bytes, fmt: str) -> core.Module:
       raise support.InvalidArgumentError(
           "the program is neither MLIR bytecode nor UTF-8 MLIR text "
           f"({e})") from None
-    from stablehlo._src import text as mlir_text  # pylint: disable=g-import-not-at-top
+    from stablehlo import text as mlir_text  # pylint: disable=g-import-not-at-top
     module = mlir_text.parse_module(text, "<program>")
   verify.verify_module(module)
   return module
@@ -284,7 +284,7 @@ def array_type(ty: t.Type, what: str) -> ArrayType:
   if isinstance(element, t.QuantizedType):
     raise support.UnimplementedError(
         f"{what} has quantized type {ty}, which a buffer cannot hold")
-  from stablehlo._src.interpreter import runtime  # pylint: disable=g-import-not-at-top
+  from stablehlo.interpreter import runtime  # pylint: disable=g-import-not-at-top
   dtype = runtime.numpy_dtype(ty)
   try:
     element_type = dtypes.buffer_type(dtype)

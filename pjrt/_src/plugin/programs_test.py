@@ -9,8 +9,8 @@ from pjrt._src import abi
 from pjrt._src.plugin import backends  # pylint: disable=unused-import
 from pjrt._src.plugin import programs
 from pjrt._src.plugin import testing
-from stablehlo._src import text as mlir_text
-from stablehlo._src import vhlo
+from stablehlo import text as mlir_text
+from stablehlo import vhlo
 
 _SIGNATURE = """
 module @sig {

@@ -19,9 +19,9 @@ from __future__ import annotations
 import dataclasses
 
 import support
-from stablehlo._src.bytecode import reader
-from stablehlo._src.bytecode import tree
-from stablehlo._src.ir import core
+from stablehlo import ir as core
+from stablehlo.bytecode import reader
+from stablehlo.bytecode import tree
 
 DIALECT = "sdy"
 
@@ -150,7 +150,7 @@ def _has_shardy(f: tree.BytecodeFile) -> bool:
 
 def deserialize(data: bytes) -> core.Module:
   """The StableHLO module of a portable artifact, Shardy parts removed."""
-  from stablehlo._src import vhlo  # pylint: disable=g-import-not-at-top
+  from stablehlo import vhlo  # pylint: disable=g-import-not-at-top
   if not reader.is_bytecode(data):
     raise support.InvalidArgumentError("not MLIR bytecode")
   try:
@@ -170,10 +170,10 @@ def deserialize(data: bytes) -> core.Module:
 def _deserialize_tree(f: tree.BytecodeFile) -> core.Module:
   """The remaining steps of deserialize_portable_artifact, on a read file."""
   # pylint: disable=g-import-not-at-top
-  from stablehlo._src.vhlo import extern_constants
-  from stablehlo._src.vhlo import unlegalize
-  from stablehlo._src.vhlo import versioning
-  from stablehlo._src.vhlo import vhlo_ir
+  from stablehlo.vhlo import extern_constants
+  from stablehlo.vhlo import unlegalize
+  from stablehlo.vhlo import versioning
+  from stablehlo.vhlo import vhlo_ir
   # pylint: enable=g-import-not-at-top
   try:
     root = vhlo_ir.from_file(f)

@@ -7,7 +7,7 @@ import pytest
 import support
 from pjrt._src.plugin import programs
 from pjrt._src.plugin import shardy
-from stablehlo._src import text as mlir_text
+from stablehlo import text as mlir_text
 
 jax = pytest.importorskip("jax")
 _jax = pytest.importorskip("jaxlib._jax")

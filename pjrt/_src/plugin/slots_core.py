@@ -54,7 +54,7 @@ _attributes = None
 
 def plugin_attributes() -> dict:
   """The plugin attributes (PJRT_Plugin_Attributes), as Python values."""
-  from stablehlo._src.vhlo import version  # pylint: disable=g-import-not-at-top
+  from stablehlo.vhlo import version  # pylint: disable=g-import-not-at-top
   current, minimum = version.CURRENT, version.MINIMUM
   return {
       "xla_version": XLA_VERSION,

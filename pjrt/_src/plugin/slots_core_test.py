@@ -10,7 +10,7 @@ import support
 from pjrt._src import abi
 from pjrt._src.plugin import slots_core
 from pjrt._src.plugin import testing
-from stablehlo._src.vhlo import version
+from stablehlo.vhlo import version
 
 
 @pytest.fixture(name="client")

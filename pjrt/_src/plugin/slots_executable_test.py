@@ -17,8 +17,8 @@ from pjrt._src.plugin import executables
 from pjrt._src.plugin import handles
 from pjrt._src.plugin import runtime
 from pjrt._src.plugin import testing
-from stablehlo._src import text as mlir_text
-from stablehlo._src import vhlo
+from stablehlo import text as mlir_text
+from stablehlo import vhlo
 
 
 @pytest.fixture(name="client")

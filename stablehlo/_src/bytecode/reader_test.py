@@ -8,7 +8,7 @@ import support
 from stablehlo._src.bytecode import reader
 from stablehlo._src.bytecode import testdata
 from stablehlo._src.bytecode import tree
-from support._src import env
+from support import env
 
 _FILES = testdata.corpus_files()
 _needs_corpus = pytest.mark.skipif(

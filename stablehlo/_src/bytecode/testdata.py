@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from support._src import env
+from support import env
 
 # Bytecode version by StableHLO target (notes/bytecode.md).
 _VERSION_TABLE = (((0, 10, 0), 0), ((0, 12, 0), 1), ((0, 14, 0), 3),

@@ -7,7 +7,7 @@ from stablehlo._src.bytecode import reader
 from stablehlo._src.bytecode import testdata
 from stablehlo._src.bytecode import text_dump
 from stablehlo._src.bytecode import writer
-from support._src import env
+from support import env
 
 _FILES = testdata.corpus_files()
 _needs_corpus = pytest.mark.skipif(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from stablehlo._src.interpreter import conformance_run
 from stablehlo._src.interpreter import lit
-from support._src import env
+from support import env
 
 
 def run_corpus_file(suite: str, relpath: str, disabled_ok: bool = False

@@ -17,7 +17,7 @@ from stablehlo._src.interpreter import corpus_testing
 from stablehlo._src.interpreter import kernels_collectives as kc
 from stablehlo._src.interpreter import process_grid as pg
 from stablehlo._src.ops import registry
-from support._src import env
+from support import env
 import support
 
 

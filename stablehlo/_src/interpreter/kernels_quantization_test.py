@@ -14,7 +14,7 @@ from stablehlo._src.interpreter import evaluator
 from stablehlo._src.interpreter import kernels_quantization as kq
 from stablehlo._src.ir import types as t
 from stablehlo._src.ops import registry
-from support._src import env
+from support import env
 
 
 def _run(src, *args):

@@ -3,7 +3,7 @@
 import pytest
 
 from stablehlo.tools import conformance
-from support._src import env
+from support import env
 
 SAMPLE_EVERY = 10
 

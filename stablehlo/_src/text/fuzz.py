@@ -114,7 +114,7 @@ def check_one(src: str) -> str | None:
 
 def seed_corpus() -> list[str]:
   seeds = list(SEEDS)
-  from support._src import env  # pylint: disable=g-import-not-at-top
+  from support import env  # pylint: disable=g-import-not-at-top
   root = env.stablehlo_corpus("interpret")
   if root is not None:
     for path in sorted(root.glob("*.mlir"))[::7]:

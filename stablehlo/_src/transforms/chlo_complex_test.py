@@ -11,7 +11,7 @@ from stablehlo._src import interpreter
 from stablehlo._src import text
 from stablehlo._src.interpreter import checks
 from stablehlo._src.transforms import chlo_legalize
-from support._src import env
+from support import env
 
 _PARTS = (0.0, 1e-300, 1e-20, 1e-8, 0.1, 0.5, 0.9, 0.99999, 1.0, 1.00001,
           1.5, 2.0, 10.0, 1e8, 1e20, 1e160, 1e300)

@@ -15,7 +15,7 @@ from stablehlo._src.interpreter import conformance_run
 from stablehlo._src.ops import verify
 from stablehlo._src.text import printer
 from stablehlo._src.transforms import chlo_legalize
-from support._src import env
+from support import env
 
 _DTYPES = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32,
            "f64": np.float64}

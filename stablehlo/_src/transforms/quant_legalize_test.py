@@ -14,7 +14,7 @@ from stablehlo._src.interpreter import lit
 from stablehlo._src.ir import types as t
 from stablehlo._src.ops import verify
 from stablehlo._src.transforms import quant_legalize
-from support._src import env
+from support import env
 
 
 def _legalized(src: str):

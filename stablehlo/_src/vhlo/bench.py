@@ -17,7 +17,7 @@ import argparse
 import sys
 import time
 
-from support._src import env
+from support import env
 
 
 def _best(fn, repeat: int) -> float:

@@ -4,7 +4,7 @@ import pytest
 
 from stablehlo._src import text as mlir_text
 from stablehlo._src.vhlo import conformance_modes as cm
-from support._src import env
+from support import env
 
 
 def _cases(suite, name):

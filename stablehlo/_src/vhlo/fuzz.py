@@ -25,7 +25,7 @@ import time
 import support
 from stablehlo._src.bytecode import encoding
 from stablehlo._src.vhlo import portable
-from support._src import env
+from support import env
 
 # Small programs serialized by our own writer as extra seeds.
 _PROGRAMS = (

@@ -11,7 +11,7 @@ from stablehlo._src import vhlo
 from stablehlo._src.bytecode import reader
 from stablehlo._src.vhlo import normalize
 from stablehlo._src.vhlo import portable
-from support._src import env
+from support import env
 
 _PROGRAM = """
 module @m attributes {mhlo.num_partitions = 1 : i32} {

@@ -7,7 +7,7 @@ from stablehlo._src.bytecode import reader
 from stablehlo._src.bytecode import writer
 from stablehlo._src.vhlo import attr_conversion as ac
 from stablehlo._src.vhlo import vhlo_ir
-from support._src import env
+from support import env
 
 
 @pytest.mark.parametrize("version", ["0_9_0", "0_14_0", "1_16_0", "1_20_0"])

@@ -15,11 +15,11 @@ from typing import Callable
 
 import numpy as np
 
-from stablehlo._src.interpreter import kernels_elementwise as ke
-from stablehlo._src.interpreter import kernels_elementwise_common as C
-from stablehlo._src.interpreter import kernels_elementwise_convert as kc
-from stablehlo._src.interpreter import kernels_elementwise_special as ks
-from stablehlo._src.ir import types as t
+from stablehlo import types as t
+from stablehlo.interpreter import kernels_elementwise as ke
+from stablehlo.interpreter import kernels_elementwise_common as C
+from stablehlo.interpreter import kernels_elementwise_convert as kc
+from stablehlo.interpreter import kernels_elementwise_special as ks
 import support
 from xla import primitive_util
 from xla.hlo.ir.hlo_opcode import HloOpcode

@@ -16,12 +16,12 @@ import math
 
 import numpy as np
 
-from stablehlo._src.interpreter import kernels_elementwise as ke
-from stablehlo._src.interpreter import kernels_gather_scatter as kgs
-from stablehlo._src.interpreter import kernels_linalg as kl
-from stablehlo._src.interpreter import kernels_shape as kshape
-from stablehlo._src.interpreter import prng
-from stablehlo._src.ir import types as t
+from stablehlo import types as t
+from stablehlo.interpreter import kernels_elementwise as ke
+from stablehlo.interpreter import kernels_gather_scatter as kgs
+from stablehlo.interpreter import kernels_linalg as kl
+from stablehlo.interpreter import kernels_shape as kshape
+from stablehlo.interpreter import prng
 import support
 from xla import primitive_util
 from xla.hlo.evaluator import elementwise as ew

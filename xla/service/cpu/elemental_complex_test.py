@@ -14,8 +14,8 @@ import itertools
 import numpy as np
 import pytest
 
-from stablehlo._src import interpreter
-from stablehlo._src import text as mlir_text
+from stablehlo import interpreter
+from stablehlo import text as mlir_text
 from xla.hlo.evaluator import hlo_evaluator
 from xla.hlo.parser import hlo_parser
 from xla.service.cpu import cpu_compiler

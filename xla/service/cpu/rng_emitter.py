@@ -29,7 +29,7 @@ import math
 from llvmlite import ir
 
 import support
-from stablehlo._src.interpreter import prng
+from stablehlo.interpreter import prng
 from xla import primitive_util
 from xla.service.cpu import kernel_api
 from xla.service.cpu import op_emitter_util as u
