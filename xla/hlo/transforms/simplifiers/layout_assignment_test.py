@@ -4,19 +4,15 @@ from xla import shape_util
 from xla.hlo.ir.hlo_opcode import HloOpcode
 from xla.hlo.parser import hlo_parser as hp
 from xla.hlo.transforms.simplifiers import layout_assignment as la
-from xla.service import hlo_verifier
+from xla.hlo.transforms.simplifiers.pass_test_util import run_and_filecheck
 
 
-def _run(text, **kwargs):
-  module = hp.parse_and_return_verified_module(text)
+def _check(text, expected, **kwargs):
+  """Runs layout assignment on `text` and FileChecks the result against
+  `expected`; returns the pass (for `copies_added`) and the module."""
   pass_ = la.LayoutAssignment(**kwargs)
-  pass_.run(module)
-  hlo_verifier.verify(module)
+  _, module = run_and_filecheck(text, pass_, expected)
   return pass_, module
-
-
-def _m2m(instr):
-  return instr.shape.layout.minor_to_major
 
 
 def _all_have_layouts(module):
@@ -28,89 +24,79 @@ def _all_have_layouts(module):
 
 
 def test_default_layouts_need_no_copies():
-  p, module = _run("""HloModule m
+  p, module = _check("""HloModule m
 ENTRY e {
   a = f32[2,3] parameter(0)
   b = f32[3,4] parameter(1)
   d = f32[2,4] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
   ROOT n = f32[2,4] negate(d)
-}""")
+}""", """
+  CHECK:     HloModule m, entry_computation_layout={{.*}}->f32[2,4]{1,0}}
+  CHECK-NOT: copy""")
   assert p.copies_added == 0
   assert _all_have_layouts(module)
-  assert not any(i.opcode == HloOpcode.kCopy for i in module.instructions())
-  ecl = module.config.entry_computation_layout
-  assert ecl.result.layout.minor_to_major == (1, 0)
 
 
 def test_column_major_dot_operand_is_copied():
-  p, module = _run("""HloModule m, entry_computation_layout={(f32[2,3]{0,1}, f32[3,4]{1,0})->f32[2,4]{1,0}}
+  p, _ = _check("""HloModule m, entry_computation_layout={(f32[2,3]{0,1}, f32[3,4]{1,0})->f32[2,4]{1,0}}
 ENTRY e {
   a = f32[2,3] parameter(0)
   b = f32[3,4] parameter(1)
   ROOT d = f32[2,4] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
-}""")
+}""", """
+  CHECK: a = f32[2,3]{0,1} parameter(0)
+  CHECK: b = f32[3,4]{1,0} parameter(1)
+  CHECK: [[COPY:copy[.0-9]*]] = f32[2,3]{1,0} copy(a)
+  CHECK: ROOT d = f32[2,4]{1,0} dot([[COPY]], b)""")
   assert p.copies_added == 1
-  entry = module.entry_computation
-  a = entry.parameter_instruction(0)
-  assert _m2m(a) == (0, 1)
-  dot = entry.root_instruction
-  copy = dot.operand(0)
-  assert copy.opcode == HloOpcode.kCopy and copy.operand(0) is a
-  assert _m2m(copy) == (1, 0)
-  assert dot.operand(1).opcode == HloOpcode.kParameter
 
 
 def test_elementwise_propagates_parameter_layout():
-  p, module = _run("""HloModule m, entry_computation_layout={(f32[2,3]{0,1})->f32[2,3]{0,1}}
+  p, _ = _check("""HloModule m, entry_computation_layout={(f32[2,3]{0,1})->f32[2,3]{0,1}}
 ENTRY e {
   a = f32[2,3] parameter(0)
   n = f32[2,3] negate(a)
   ROOT x = f32[2,3] exponential(n)
-}""")
+}""", """
+  CHECK: n = f32[2,3]{0,1} negate(a)
+  CHECK: ROOT x = f32[2,3]{0,1} exponential(n)""")
   assert p.copies_added == 0
-  root = module.entry_computation.root_instruction
-  assert _m2m(root) == (0, 1) and _m2m(root.operand(0)) == (0, 1)
 
 
 def test_elementwise_conflict_copies_second_operand():
-  p, module = _run("""HloModule m, entry_computation_layout={(f32[2,3]{0,1}, f32[2,3]{1,0})->f32[2,3]{0,1}}
+  p, _ = _check("""HloModule m, entry_computation_layout={(f32[2,3]{0,1}, f32[2,3]{1,0})->f32[2,3]{0,1}}
 ENTRY e {
   a = f32[2,3] parameter(0)
   b = f32[2,3] parameter(1)
   ROOT s = f32[2,3] add(a, b)
-}""")
+}""", """
+  CHECK: [[COPY:copy[.0-9]*]] = f32[2,3]{0,1} copy(b)
+  CHECK: ROOT s = f32[2,3]{0,1} add(a, [[COPY]])""")
   assert p.copies_added == 1
-  add = module.entry_computation.root_instruction
-  assert add.operand(0).opcode == HloOpcode.kParameter
-  assert add.operand(1).opcode == HloOpcode.kCopy
-  assert _m2m(add.operand(1)) == (0, 1)
 
 
 def test_result_layout_is_enforced_with_copy():
-  p, module = _run("""HloModule m, entry_computation_layout={(f32[2,3]{1,0})->f32[3,2]{0,1}}
+  p, _ = _check("""HloModule m, entry_computation_layout={(f32[2,3]{1,0})->f32[3,2]{0,1}}
 ENTRY e {
   a = f32[2,3] parameter(0)
   ROOT t = f32[3,2] transpose(a), dimensions={1,0}
-}""")
-  root = module.entry_computation.root_instruction
-  assert root.opcode == HloOpcode.kCopy
-  assert _m2m(root) == (0, 1)
-  assert _m2m(root.operand(0)) == (1, 0)
+}""", """
+  CHECK: t = f32[3,2]{1,0} transpose(a), dimensions={1,0}
+  CHECK: ROOT {{.*}} = f32[3,2]{0,1} copy(t)""")
   assert p.copies_added == 1
 
 
 def test_tuple_result_copies_only_the_mismatched_leaf():
-  p, module = _run("""HloModule m, entry_computation_layout={(f32[2,3]{1,0})->(f32[2,3]{1,0}, f32[2,3]{0,1})}
+  _check("""HloModule m, entry_computation_layout={(f32[2,3]{1,0})->(f32[2,3]{1,0}, f32[2,3]{0,1})}
 ENTRY e {
   a = f32[2,3] parameter(0)
   n = f32[2,3] negate(a)
   ROOT t = (f32[2,3], f32[2,3]) tuple(a, n)
-}""")
-  root = module.entry_computation.root_instruction
-  assert root.opcode == HloOpcode.kTuple
-  first, second = root.operands
-  assert first.opcode == HloOpcode.kGetTupleElement
-  assert second.opcode == HloOpcode.kCopy and _m2m(second) == (0, 1)
+}""", """
+  CHECK-DAG: [[G0:[a-z.0-9-]+]] = f32[2,3]{1,0} get-tuple-element(t), index=0
+  CHECK-DAG: [[G1:[a-z.0-9-]+]] = f32[2,3]{1,0} get-tuple-element(t), index=1
+  CHECK:     [[COPY:copy[.0-9]*]] = f32[2,3]{0,1} copy([[G1]])
+  CHECK:     ROOT {{.*}} = {{.*}} tuple([[G0]], [[COPY]])""")
 
 
 def test_explicit_pass_layout_overrides_config():
@@ -119,20 +105,21 @@ ENTRY e {
   a = f32[2,2] parameter(0)
   ROOT r = f32[2,2] reshape(a)
 }""").config.entry_computation_layout
-  p, module = _run("""HloModule m
+  # reshape needs a row-major operand: the column-major parameter is copied.
+  p, module = _check("""HloModule m
 ENTRY e {
   a = f32[2,2] parameter(0)
   ROOT r = f32[2,2] reshape(a)
-}""", entry_computation_layout=ecl)
-  # reshape needs a row-major operand: the column-major parameter is copied.
+}""", """
+  CHECK: [[COPY:copy[.0-9]*]] = f32[2,2]{1,0} copy(a)
+  CHECK: ROOT r = f32[2,2]{1,0} reshape([[COPY]])""",
+                     entry_computation_layout=ecl)
   assert p.copies_added == 1
-  assert module.entry_computation.root_instruction.operand(0).opcode == (
-      HloOpcode.kCopy)
   assert module.config.entry_computation_layout == ecl
 
 
 def test_while_carry_uses_default_layouts():
-  p, module = _run("""HloModule m, entry_computation_layout={(f32[2,2]{0,1})->f32[2,2]{1,0}}
+  p, module = _check("""HloModule m, entry_computation_layout={(f32[2,2]{0,1})->f32[2,2]{1,0}}
 cond {
   p = (f32[2,2]) parameter(0)
   ROOT c = pred[] constant(false)
@@ -148,7 +135,7 @@ ENTRY e {
   t = (f32[2,2]) tuple(a)
   w = (f32[2,2]) while(t), condition=cond, body=body
   ROOT r = f32[2,2] get-tuple-element(w), index=0
-}""")
+}""", "CHECK: while(")
   assert _all_have_layouts(module)
   w = [i for i in module.instructions() if i.opcode == HloOpcode.kWhile][0]
   assert w.shape.tuple_shapes[0].layout.minor_to_major == (1, 0)
