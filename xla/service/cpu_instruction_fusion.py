@@ -20,6 +20,17 @@ scatters, reduce-windows or anything else outside the sets above.
 Like the CPU pass, an expensive producer is not fused into a consumer that
 reads each of its elements several times (a broadcast, or a reduce-less
 gather-like reuse), since fusion would recompute it per use.
+
+Code duplication (as XLA's FusionNodeIndexingEvaluation): the fused loop
+generates an instruction once per distinct index it is read at. Users that
+read their operand at their own index (elementwise ops and copies of the
+same shape) share one generation; each index-changing user (slice,
+concatenate, transpose, ...) costs one generation per generation of that
+user. A producer whose count in a fusion would exceed
+`ALLOWED_CODE_DUPLICATION` is not fused into it, so chains of slices and
+concatenates that read a value at several shifted indices per step (whose
+generation count would grow geometrically with depth) split into several
+fusions instead of one exponentially large one.
 """
 
 from __future__ import annotations
@@ -86,12 +97,129 @@ def _reuses_elements(consumer: HloInstruction, producer: HloInstruction
   return consumer.opcode in _REUSING_CONSUMERS
 
 
+# XLA's kAllowedCodeDuplication.
+ALLOWED_CODE_DUPLICATION = 15
+_TOO_MANY = None  # a set of indexing users past the allowance
+
+
+def _reads_at_own_index(user: HloInstruction, operand: HloInstruction) -> bool:
+  """Whether `user` reads `operand` at the index it is itself generated at
+  (so the two share one generation of `operand` per generation of `user`)."""
+  if not (user.is_elementwise() or user.opcode == O.kCopy):
+    return False
+  return tuple(user.shape.dimensions) == tuple(operand.shape.dimensions)
+
+
+class _IndexingEvaluation:
+  """Per fused computation: for each fused instruction, the set of
+  "indexing users" (instructions that read it at an index of their own,
+  found through same-index users) with multiplicities, and the number of
+  generations that implies. Entries only depend on an instruction's users,
+  which fusing further producers (always below) does not change, so they
+  are computed once, lazily."""
+
+  def __init__(self, computation):
+    self.computation = computation  # keeps ids of its instructions unique
+    self._entries: dict[int, tuple] = {}
+
+  def _known(self, instr):
+    e = self._entries.get(id(instr))
+    return e if e is not None and e[0] is instr else None
+
+  def _compute(self, instr):
+    """(instr, {id: (user, weight)} or _TOO_MANY, generations)."""
+    if instr.is_root():
+      return (instr, {id(instr): (instr, 1)}, 1)
+    users: dict[int, tuple] = {}
+    for u in instr.users:
+      if u.opcode == O.kTuple:  # an output of a multi-output fusion
+        users[id(instr)] = (instr, 1)
+        continue
+      if _reads_at_own_index(u, instr):
+        sub = self._known(u)[1]
+        if sub is _TOO_MANY:
+          return (instr, _TOO_MANY, ALLOWED_CODE_DUPLICATION + 1)
+        users.update(sub)
+      else:
+        users[id(u)] = (u, sum(1 for o in u.operands if o is instr))
+    total = 0
+    for u, weight in users.values():
+      total += self._generations(u) * weight
+      if total > ALLOWED_CODE_DUPLICATION:
+        return (instr, _TOO_MANY, total)
+    return (instr, users, total)
+
+  def _generations(self, instr) -> int:
+    if instr.is_root() or instr.opcode == O.kTuple:
+      return 1
+    return self._entry(instr)[2]
+
+  def _entry(self, instr):
+    hit = self._known(instr)
+    if hit is not None:
+      return hit
+    # Users first, from an explicit stack (chains may be long).
+    stack = [instr]
+    while stack:
+      x = stack[-1]
+      if self._known(x) is not None:
+        stack.pop()
+        continue
+      missing = [u for u in x.users if u.opcode != O.kTuple and
+                 self._known(u) is None]
+      if missing and not x.is_root():
+        stack.extend(missing)
+        continue
+      stack.pop()
+      self._entries[id(x)] = self._compute(x)
+    return self._known(instr)
+
+  def generations_if_fused(self, params) -> int:
+    """How often a producer standing behind fused parameters `params`
+    would be generated once fused."""
+    users: dict[int, tuple] = {}
+    for p in params:
+      entry = self._entry(p)
+      if entry[1] is _TOO_MANY:
+        return entry[2]
+      users.update(entry[1])
+    total = 0
+    for u, weight in users.values():
+      total += self._generations(u) * weight
+    return total
+
+
 class CpuInstructionFusion(instruction_fusion.InstructionFusion):
   """See the module docstring."""
+
+  def __init__(self, *args, **kwargs):
+    super().__init__(*args, **kwargs)
+    self._evaluations: dict[int, _IndexingEvaluation] = {}
 
   @property
   def name(self) -> str:
     return "cpu-fusion"
+
+  def run(self, module, execution_threads=frozenset()) -> bool:
+    self._evaluations = {}
+    try:
+      return super().run(module, execution_threads)
+    finally:
+      self._evaluations = {}
+
+  def _code_duplication_too_high(self, consumer: HloInstruction,
+                                 producer: HloInstruction) -> bool:
+    if consumer.opcode != O.kFusion or producer.opcode == O.kBroadcast:
+      return False  # (a broadcast only costs its operand's generations)
+    if not producer.shape.dimensions:
+      return False  # a scalar is generated once
+    fused = consumer.fused_computation
+    ev = self._evaluations.get(id(fused))
+    if ev is None or ev.computation is not fused:
+      ev = self._evaluations[id(fused)] = _IndexingEvaluation(fused)
+    params = [fused.parameter_instruction(i)
+              for i, o in enumerate(consumer.operands) if o is producer]
+    return ev.generations_if_fused(params) > ALLOWED_CODE_DUPLICATION
 
   def should_fuse(self, consumer: HloInstruction, operand_index: int) -> bool:
     if not self.can_fuse(consumer, operand_index):
@@ -105,8 +233,11 @@ class CpuInstructionFusion(instruction_fusion.InstructionFusion):
     if consumer.opcode == O.kReduce or (
         consumer.opcode == O.kFusion and
         consumer.fusion_kind == FusionKind.kInput):
-      return _is_reduce_input(consumer, operand_index)
-    return _is_loop_consumer(consumer)
+      if not _is_reduce_input(consumer, operand_index):
+        return False
+    elif not _is_loop_consumer(consumer):
+      return False
+    return not self._code_duplication_too_high(consumer, producer)
 
   def choose_kind(self, producer: HloInstruction,
                   consumer: HloInstruction) -> FusionKind:

@@ -194,3 +194,68 @@ def test_fused_and_unfused_evaluate_the_same():
   a2 = p * 2 + q[None, :] + np.arange(3, dtype=np.float32)[None, :]
   expect = -a2.T.reshape(6)[1:5]
   np.testing.assert_allclose(got[0], expect, rtol=1e-6)
+
+
+def _roll_chain(n):
+  """x_{k+1} = roll(x_k, 8) + x_k: each step reads x_k at three indices
+  (two shifted by the slices / concatenate, one its own)."""
+  lines = ["HloModule m", "ENTRY e {", "  x0 = u32[16] parameter(0)"]
+  for k in range(n):
+    lines += [f"  lo{k} = u32[8] slice(x{k}), slice={{[0:8]}}",
+              f"  hi{k} = u32[8] slice(x{k}), slice={{[8:16]}}",
+              f"  c{k} = u32[16] concatenate(hi{k}, lo{k}), dimensions={{0}}",
+              f"  x{k + 1} = u32[16] add(c{k}, x{k})"]
+  lines[-1] = lines[-1].replace(f"  x{n} =", f"  ROOT x{n} =")
+  return "\n".join(lines + ["}"])
+
+
+def _generations(fusion):
+  """How often the loop emitter would generate each fused instruction:
+  once per distinct index it is read at (same-index readers share)."""
+  fused = fusion.fused_computation
+  count = {}
+  for instr in reversed(fused.make_instruction_post_order()):
+    if instr is fused.root_instruction:
+      count[id(instr)] = 1
+      continue
+    total = 0
+    for u in instr.users:
+      total += count[id(u)] * sum(1 for o in u.operands if o is instr)
+    count[id(instr)] = total
+  return count
+
+
+def test_code_duplication_splits_roll_chain():
+  # One fusion of the whole chain would generate x_0 3^16 times (a shared
+  # value read at several indices per step); fusion stops where a producer
+  # would be generated more than ALLOWED_CODE_DUPLICATION times.
+  n = 16
+  _, m = _run(_roll_chain(n))
+  fusions = [i for i in m.entry_computation.instructions
+             if i.opcode == O.kFusion]
+  assert len(fusions) > 1
+  for f in fusions:
+    # An upper bound (same-index readers counted separately).
+    worst = max(_generations(f).values())
+    assert worst <= 3 * cif.ALLOWED_CODE_DUPLICATION, (f.name, worst)
+  total = sum(len(list(f.fused_computation.instructions)) for f in fusions)
+  assert total <= 6 * n, total
+
+
+def test_same_index_sharing_does_not_split():
+  # x_{k+1} = x_k ^ (x_k << 3) + x_k: every value read three times, all at
+  # its own index: one fusion however long the chain.
+  n = 40
+  lines = ["HloModule m", "ENTRY e {", "  x0 = u32[16] parameter(0)",
+           "  c = u32[] constant(3)",
+           "  b = u32[16] broadcast(c), dimensions={}"]
+  for k in range(n):
+    lines += [f"  l{k} = u32[16] shift-left(x{k}, b)",
+              f"  e{k} = u32[16] xor(x{k}, l{k})",
+              f"  x{k + 1} = u32[16] add(e{k}, x{k})"]
+  lines[-1] = lines[-1].replace(f"  x{n} =", f"  ROOT x{n} =")
+  _, m = _run("\n".join(lines + ["}"]))
+  fusions = [i for i in m.entry_computation.instructions
+             if i.opcode == O.kFusion]
+  assert len(fusions) == 1
+  assert len(list(fusions[0].fused_computation.instructions)) == 3 * n + 3

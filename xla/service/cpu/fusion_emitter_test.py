@@ -428,3 +428,24 @@ def test_interpreter_failure_is_resource_exhausted_naming_the_fusion(
   with pytest.raises(support.ResourceExhaustedError,
                      match=r"while emitting fusion f \(82 fused"):
     _emit_chain(20, "reshape")
+
+
+def test_roll_chain_compiles_and_matches_numpy():
+  # x_{k+1} = roll(x_k, 8) + x_k: each step reads x_k at three indices, so
+  # one fusion of all 16 steps would generate x_0 3^16 times; the fusion
+  # pass splits the chain where generation counts pass its allowance.
+  n = 16
+  lines = ["HloModule m", "ENTRY e {", "  x0 = u32[16] parameter(0)"]
+  for k in range(n):
+    lines += [f"  lo{k} = u32[8] slice(x{k}), slice={{[0:8]}}",
+              f"  hi{k} = u32[8] slice(x{k}), slice={{[8:16]}}",
+              f"  c{k} = u32[16] concatenate(hi{k}, lo{k}), dimensions={{0}}",
+              f"  x{k + 1} = u32[16] add(c{k}, x{k})"]
+  lines[-1] = lines[-1].replace(f"  x{n} =", f"  ROOT x{n} =")
+  x = np.arange(16, dtype=np.uint32) * np.uint32(2654435761)
+  _, (out,) = ct.run_and_compare("\n".join(lines + ["}"]), [x])
+  want = x.copy()
+  with np.errstate(over="ignore"):
+    for _ in range(n):
+      want = np.roll(want, 8) + want
+  np.testing.assert_array_equal(out, want)
