@@ -79,7 +79,7 @@ def comparator_largest(sort) -> Optional[bool]:
       return None
   elif ctype != want:
     return None
-  direction = root.attr("direction")
+  direction = root.comparison_direction
   if direction not in (Dir.GT, Dir.LT):
     return None
   descending = direction == Dir.GT
@@ -101,7 +101,8 @@ def _prefix_slices(value, dim: int, n: int) -> Optional[list]:
   for user in value.users:
     if user.opcode != O.kSlice:
       return None
-    start, limit, stride = user.attr("slice")[dim]
+    start, limit, stride = (user.slice_starts[dim], user.slice_limits[dim],
+                            user.slice_strides[dim])
     if start != 0 or stride != 1 or limit >= n:
       return None
     slices.append(user)
@@ -116,7 +117,7 @@ def _rewrite(comp, sort) -> bool:
   if not shape.is_array() or shape.rank == 0:
     return False
   dim = shape.rank - 1
-  if tuple(sort.attr("dimensions")) != (dim,):
+  if tuple(sort.dimensions) != (dim,):
     return False
   if sort.operand_count == 2:
     if not _is_index_iota(sort.operand(1), shape, dim):
@@ -145,11 +146,11 @@ def _rewrite(comp, sort) -> bool:
       slices = _prefix_slices(user, dim, n)
       if slices is None:
         return False
-      uses.append((user.attr("index"), slices))
+      uses.append((user.tuple_index, slices))
   all_slices = [s for _, ss in uses for s in ss]
   if not all_slices:
     return False
-  k = max(s.attr("slice")[dim][1] for s in all_slices)
+  k = max(s.slice_limits[dim] for s in all_slices)
   out_dims = tuple(shape.dimensions[:dim]) + (k,)
   topk_shape = Shape.tuple_of([Shape.array(shape.element_type, out_dims),
                                Shape.array(P.S32, out_dims)])
