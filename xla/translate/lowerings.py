@@ -386,10 +386,44 @@ def _dot_attrs(op):
   p = precision(op)
   if p is not None and any(x != xla_data.Precision.DEFAULT for x in p):
     attrs["operand_precision"] = p
-  if op.attr("algorithm") is not None:
+  algorithm = op.attr("algorithm")
+  if algorithm is not None and not _default_dot_algorithm(op, algorithm):
+    described = ", ".join(
+        f"{k} = {_type_name(v)}" for k, v in getattr(algorithm, "params", ()))
     raise support.UnimplementedError(
-        f"Unimplemented: {op.name} with a dot algorithm in HLO import")
+        f"Unimplemented: {op.name} with dot algorithm <{described}> in HLO "
+        "import (only algorithms that compute in the operand types with one "
+        "product each and f32 or wider accumulation are supported)")
   return attrs
+
+
+def _type_name(value) -> str:
+  return value.name if isinstance(value, t.FloatType) else str(value)
+
+
+# Accumulation types our dots use for each operand type (a narrower float
+# accumulates in f32, as on XLA CPU).
+_ACCUMULATION = {"bf16": ("f32",), "f16": ("f32",), "f32": ("f32",),
+                 "f64": ("f64",)}
+
+
+def _default_dot_algorithm(op, algorithm) -> bool:
+  """Whether `algorithm` asks for what the dot computes anyway: products of
+  the operands in their own types, one component and one product each,
+  accumulated in f32 (f64 for f64 operands). JAX's dot_product_attention
+  asks for BF16_BF16_F32 on bf16 operands, for one."""
+  name = _type_name
+  params = dict(getattr(algorithm, "params", ()))
+  types = [name(t.element_type_of(o.type)) for o in op.operands[:2]]
+  lhs = name(params.get("lhs_precision_type"))
+  rhs = name(params.get("rhs_precision_type"))
+  return (getattr(algorithm, "name", "") == "stablehlo.dot_algorithm" and
+          [lhs, rhs] == types and types[0] == types[1] and
+          name(params.get("accumulation_type")) in _ACCUMULATION.get(
+              types[0], ()) and
+          params.get("lhs_component_count") == 1 and
+          params.get("rhs_component_count") == 1 and
+          params.get("num_primitive_operations") == 1)
 
 
 @_register("stablehlo.dot")
