@@ -1,11 +1,8 @@
 """Tests for WhileLoopInvariantCodeMotion."""
 
-from xla.hlo.ir.hlo_opcode import HloOpcode
-from xla.hlo.parser import hlo_parser as hp
-from xla.hlo.transforms.simplifiers import pass_test_util
 from xla.hlo.transforms.simplifiers import (
     while_loop_invariant_code_motion as licm)
-from xla.service import hlo_verifier
+from xla.hlo.transforms.simplifiers.pass_test_util import run_and_filecheck
 
 
 def _module(body_ops, out="x2", entry_root=None):
@@ -43,81 +40,86 @@ ENTRY e {{
 """
 
 
-def _run(text, **kwargs):
-  module = hp.parse_and_return_verified_module(text)
-  before = module.clone()
-  changed = licm.WhileLoopInvariantCodeMotion(**kwargs).run(module)
-  hlo_verifier.verify(module)
-  if not any(i.opcode == HloOpcode.kRng for i in module.instructions()):
-    pass_test_util.assert_same_results(before, module)
-  w = [i for i in module.instructions() if i.opcode == HloOpcode.kWhile][0]
-  return changed, module, w
+def _check(text, expected, check_results=True, **kwargs):
+  """Runs the pass on `text`, FileChecks the result against `expected`
+  (None: nothing may change) and, unless told not to, evaluates both
+  modules on the same random inputs."""
+  return run_and_filecheck(text, licm.WhileLoopInvariantCodeMotion(**kwargs),
+                           expected, check_results=check_results)
+
+
+# The loop state (i, x, y) gained a fourth element, [[V]]: the body reads it
+# as G and passes it through; nothing else in the body changed.
+_BODY_READS_HOISTED = """
+  CHECK:      body {
+  CHECK-NEXT:   [[P:p[.0-9]*]] = (s32[], f32[4]{0}, f32[4]{0}, f32[4]{0}) parameter(0)
+  CHECK-NEXT:   {{[a-z.0-9]+}} = s32[] get-tuple-element([[P]]), index=0
+  CHECK-NEXT:   x = f32[4]{0} get-tuple-element([[P]]), index=1
+  CHECK-NEXT:   y = f32[4]{0} get-tuple-element([[P]]), index=2
+  CHECK-NEXT:   one = s32[] constant(1)
+  CHECK-NEXT:   i2 = s32[] add({{.*}}, one)
+  CHECK-NEXT:   [[G:[a-z.0-9-]+]] = f32[4]{0} get-tuple-element([[P]]), index=3
+  CHECK-NEXT:   x2 = f32[4]{0} add(x, [[G]])
+  CHECK-NEXT:   ROOT {{.*}} tuple(i2, x2, y, [[G]])
+  CHECK-NEXT: }
+"""
+
+# Outside users still read element 1.
+_ENTRY_PASSES_HOISTED = """
+  CHECK:      [[T:[a-z.0-9]+]] = (s32[], f32[4]{0}, f32[4]{0}, f32[4]{0}) tuple(z, a, b, [[V]])
+  CHECK-NEXT: [[W:while[.0-9]*]] = {{.*}} while([[T]]), condition=cond, body=body
+  CHECK-NEXT: ROOT r = f32[4]{0} get-tuple-element([[W]]), index=1
+"""
 
 
 def test_invariant_exp_is_hoisted():
-  changed, module, w = _run(_module("""e = f32[4] exponential(y)
-  x2 = f32[4] add(x, e)"""))
-  assert changed
-  assert len(w.shape.tuple_shapes) == 4
-  hoisted = w.operand(0).operand(3)
-  assert hoisted.opcode == HloOpcode.kExp
-  assert hoisted.parent is module.entry_computation
-  assert hoisted.operand(0).name == "b"
-  body = w.while_body
-  assert not any(i.opcode == HloOpcode.kExp
-                 for i in body.instructions)
-  add = body.get_instruction_with_name("x2")
-  g = add.operand(1)
-  assert g.opcode == HloOpcode.kGetTupleElement and g.tuple_index == 3
-  # The new element is passed through.
-  assert body.root_instruction.operand(3).tuple_index == 3
-  # Outside users still read element 1.
-  root = module.entry_computation.root_instruction
-  assert root.operand(0) is w and root.tuple_index == 1
+  _check(_module("""e = f32[4] exponential(y)
+  x2 = f32[4] add(x, e)"""), _BODY_READS_HOISTED + """
+  CHECK:      ENTRY e {
+  CHECK:      [[V:[a-z.0-9]+]] = f32[4]{0} exponential(b)""" +
+         _ENTRY_PASSES_HOISTED)
 
 
 def test_chain_is_hoisted_with_cheap_operands():
-  changed, _, w = _run(_module("""c = f32[] constant(2)
+  # Only the boundary value joins the loop state.
+  _check(_module("""c = f32[] constant(2)
   bc = f32[4] broadcast(c), dimensions={}
   m = f32[4] multiply(y, bc)
   e = f32[4] exponential(m)
-  x2 = f32[4] add(x, e)"""))
-  assert changed
-  hoisted = w.operand(0).operand(3)
-  assert hoisted.opcode == HloOpcode.kExp
-  assert hoisted.operand(0).opcode == HloOpcode.kMultiply
-  assert hoisted.operand(0).operand(1).opcode == HloOpcode.kBroadcast
-  assert len(w.shape.tuple_shapes) == 4  # only the boundary value
+  x2 = f32[4] add(x, e)"""), _BODY_READS_HOISTED + """
+  CHECK:      ENTRY e {
+  CHECK:      [[C:[a-z.0-9]+]] = f32[] constant(2)
+  CHECK-NEXT: [[BC:[a-z.0-9]+]] = f32[4]{0} broadcast([[C]])
+  CHECK-NEXT: [[M:[a-z.0-9]+]] = f32[4]{0} multiply(b, [[BC]])
+  CHECK-NEXT: [[V:[a-z.0-9]+]] = f32[4]{0} exponential([[M]])""" +
+         _ENTRY_PASSES_HOISTED)
 
 
 def test_variant_operand_blocks_hoisting():
-  changed, _, w = _run(_module("""e = f32[4] exponential(x)
-  x2 = f32[4] add(x, e)"""))
-  assert not changed
-  assert len(w.shape.tuple_shapes) == 3
+  _check(_module("""e = f32[4] exponential(x)
+  x2 = f32[4] add(x, e)"""), None)
 
 
 def test_cheap_op_alone_is_not_hoisted():
-  changed, _, _ = _run(_module("""r = f32[2,2] reshape(y)
+  _check(_module("""r = f32[2,2] reshape(y)
   r2 = f32[4] reshape(r)
-  x2 = f32[4] add(x, r2)"""))
-  assert not changed
+  x2 = f32[4] add(x, r2)"""), None)
 
 
 def test_constants_only_with_flag():
   ops = """c = f32[4] constant({1, 2, 3, 4})
   x2 = f32[4] add(x, c)"""
-  changed, _, _ = _run(_module(ops))
-  assert not changed
-  changed, _, w = _run(_module(ops), hoist_constants=True)
-  assert changed
-  assert w.operand(0).operand(3).opcode == HloOpcode.kConstant
+  _check(_module(ops), None)
+  _check(_module(ops), """
+  CHECK-LABEL: ENTRY e {
+  CHECK-DAG:   [[ONE:one[.0-9]*]] = s32[] constant(1)
+  CHECK-DAG:   [[C:c[.0-9]*]] = f32[4]{0} constant({1, 2, 3, 4})
+  CHECK:       tuple(z, a, b, [[ONE]], [[C]])""", hoist_constants=True)
 
 
 def test_side_effecting_op_is_not_hoisted():
-  changed, _, _ = _run(_module("""e = f32[4] rng(y, y), distribution=rng_uniform
-  x2 = f32[4] add(x, e)"""))
-  assert not changed
+  _check(_module("""e = f32[4] rng(y, y), distribution=rng_uniform
+  x2 = f32[4] add(x, e)"""), None, check_results=False)
 
 
 def test_size_inflation_threshold():
@@ -133,30 +135,31 @@ def test_size_inflation_threshold():
                       "  r = f32[] parameter(1)\n"
                       "  ROOT s = f32[] add(l, r)\n}\n\ncond {")
   # Default: the whole chain (ending in the broadcast) is hoisted.
-  changed, _, w = _run(text)
-  assert changed
-  assert w.operand(0).operand(3).opcode == HloOpcode.kBroadcast
+  _check(text, """
+  CHECK-LABEL: ENTRY e {
+  CHECK:       [[B:[a-z.0-9]+]] = f32[4]{0} broadcast(
+  CHECK:       tuple(z, a, b, [[B]])""")
   # Without size-inflating hoists: the broadcast (16 bytes from 16 bytes of
   # loop state) is fine at ratio 1; at ratio 0.5 it stays in the body and
   # only the scalar exponential (4 bytes) is hoisted.
-  changed, _, w = _run(text, hoist_size_inflating_ops=False,
-                       size_inflation_ratio=0.5)
-  assert changed
-  hoisted = w.operand(0).operand(3)
-  assert hoisted.opcode == HloOpcode.kExp
-  assert hoisted.shape.dimensions == ()
-  assert any(i.opcode == HloOpcode.kBroadcast
-             for i in w.while_body.instructions)
+  _check(text, """
+  CHECK-LABEL: body {
+  CHECK:       broadcast(
+  CHECK-LABEL: ENTRY e {
+  CHECK-NOT:   broadcast(
+  CHECK:       [[E:[a-z.0-9]+]] = f32[] exponential(
+  CHECK:       tuple(z, a, b, [[E]])""",
+         hoist_size_inflating_ops=False, size_inflation_ratio=0.5)
 
 
 def test_non_gte_user_of_loop_gets_original_tuple():
   text = _module("""e = f32[4] exponential(y)
   x2 = f32[4] add(x, e)""", entry_root=(
       "ROOT r = ((s32[], f32[4], f32[4])) tuple(w)"))
-  changed, module, w = _run(text)
-  assert changed
-  root = module.entry_computation.root_instruction
-  inner = root.operand(0)
-  assert inner.opcode == HloOpcode.kTuple
-  assert len(inner.shape.tuple_shapes) == 3
-  assert all(o.operand(0) is w for o in inner.operands)
+  _check(text, """
+  CHECK:     [[W:while[.0-9]*]] = {{.*}} while(
+  CHECK-DAG: [[G0:[a-z.0-9-]+]] = s32[] get-tuple-element([[W]]), index=0
+  CHECK-DAG: [[G1:[a-z.0-9-]+]] = f32[4]{0} get-tuple-element([[W]]), index=1
+  CHECK-DAG: [[G2:[a-z.0-9-]+]] = f32[4]{0} get-tuple-element([[W]]), index=2
+  CHECK:     [[T:[a-z.0-9]+]] = (s32[], f32[4]{0}, f32[4]{0}) tuple([[G0]], [[G1]], [[G2]])
+  CHECK:     ROOT r = {{.*}} tuple([[T]])""")
