@@ -721,3 +721,33 @@ def test_cache_key_sees_every_element_of_large_constants():
          for v in (values, changed)]
   np.testing.assert_array_equal(got[0], x + np.float32(values))
   np.testing.assert_array_equal(got[1], x + np.float32(changed))
+
+
+def test_conditional_operand_with_one_value_twice():
+  # A branch's tuple argument holding the same value at two leaves (JAX's
+  # spence in f64 passes one): buffer assignment needs a buffer per leaf of
+  # the branch parameter, so copy insertion copies the repeat.
+  text = """HloModule m
+left {
+  t = (f64[], f64[], f64[]) parameter(0)
+  a = f64[] get-tuple-element(t), index=0
+  c = f64[] get-tuple-element(t), index=2
+  s = f64[] add(a, c)
+  ROOT r = (f64[]) tuple(s)
+}
+right {
+  t = (f64[], f64[], f64[]) parameter(0)
+  b = f64[] get-tuple-element(t), index=1
+  ROOT r = (f64[]) tuple(b)
+}
+ENTRY e {
+  p = pred[] parameter(0)
+  x = f64[] parameter(1)
+  y = f64[] parameter(2)
+  args = (f64[], f64[], f64[]) tuple(x, y, x)
+  ROOT c = (f64[]) conditional(p, args, args), true_computation=left, false_computation=right
+}"""
+  for flag, want in ((True, 4.0), (False, 3.0)):
+    _, got = ct.run_and_compare(
+        text, [np.bool_(flag), np.float64(2.0), np.float64(3.0)])
+    assert float(got[0]) == want

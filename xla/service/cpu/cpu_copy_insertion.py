@@ -412,8 +412,12 @@ def _fix_branch(branch) -> bool:
   return True
 
 
-def _fix_while_init(comp, instr) -> bool:
-  init = instr.operand(0)
+def _dedupe_tuple_operand(comp, instr, number: int) -> bool:
+  """Copies the leaves of tuple operand `number` of `instr` whose value
+  already appears at an earlier leaf: the callee's parameter gives every
+  leaf a buffer of its own (a while's carry, a branch's argument), and two
+  leaves of one parameter cannot share one."""
+  init = instr.operand(number)
   leaves = _array_leaves(init.shape)
   seen = set()
   dup = []
@@ -428,9 +432,13 @@ def _fix_while_init(comp, instr) -> bool:
   for idx in leaves:
     v = _leaf_value(comp, init, idx)
     leaf_map[idx] = _copy_of(comp, v) if idx in dup else v
-  instr.replace_operand_with(0, _rebuild(comp, init.shape, leaf_map))
+  instr.replace_operand_with(number, _rebuild(comp, init.shape, leaf_map))
   _drop_if_dead(comp, init)
   return True
+
+
+def _fix_while_init(comp, instr) -> bool:
+  return _dedupe_tuple_operand(comp, instr, 0)
 
 
 def insert_copies(module) -> bool:
@@ -441,6 +449,9 @@ def insert_copies(module) -> bool:
         changed |= _fix_while_init(comp, instr)
         changed |= _fix_while_body(instr.while_body)
       elif instr.opcode == O.kConditional:
+        for number in range(1, len(instr.operands)):
+          if instr.operand(number).shape.is_tuple():
+            changed |= _dedupe_tuple_operand(comp, instr, number)
         for branch in instr.branch_computations:
           changed |= _fix_branch(branch)
   return changed
