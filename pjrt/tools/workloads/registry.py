@@ -54,10 +54,10 @@ def workload(family: str, dtype: str = "f32", name: str | None = None):
     wl_name = name or build.__name__
     if wl_name in _REGISTRY:
       raise ValueError(f"workload {wl_name!r} registered twice")
-    doc = (build.__doc__ or "").strip().splitlines()
+    paragraph = (build.__doc__ or "").strip().split("\n\n")[0]
     _REGISTRY[wl_name] = Workload(
         name=wl_name, family=family, dtype=dtype, build=build,
-        description=doc[0] if doc else "", module=build.__module__)
+        description=" ".join(paragraph.split()), module=build.__module__)
     return build
 
   return decorate
