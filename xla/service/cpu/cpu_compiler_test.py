@@ -751,3 +751,40 @@ ENTRY e {
     _, got = ct.run_and_compare(
         text, [np.bool_(flag), np.float64(2.0), np.float64(3.0)])
     assert float(got[0]) == want
+
+
+def test_swap_in_a_loop_reads_before_the_first_in_place_update():
+  # Each step swaps x[i] and x[3 - i] with two dynamic-update-slices of the
+  # loop carry (JAX's lu_pivots_to_permutation under vmap does this with
+  # scatters). The read of x[i] feeds only the second update, so it must
+  # still run before the first one writes x's buffer in place.
+  text = """HloModule m
+body {
+  p = (s32[4], s32[]) parameter(0)
+  x = s32[4] get-tuple-element(p), index=0
+  i = s32[] get-tuple-element(p), index=1
+  three = s32[] constant(3)
+  j = s32[] subtract(three, i)
+  a = s32[1] dynamic-slice(x, i), dynamic_slice_sizes={1}
+  b = s32[1] dynamic-slice(x, j), dynamic_slice_sizes={1}
+  upd1 = s32[4] dynamic-update-slice(x, b, i)
+  upd2 = s32[4] dynamic-update-slice(upd1, a, j)
+  one = s32[] constant(1)
+  next = s32[] add(i, one)
+  ROOT r = (s32[4], s32[]) tuple(upd2, next)
+}
+cond {
+  p = (s32[4], s32[]) parameter(0)
+  i = s32[] get-tuple-element(p), index=1
+  two = s32[] constant(2)
+  ROOT lt = pred[] compare(i, two), direction=LT
+}
+ENTRY e {
+  x = s32[4] parameter(0)
+  zero = s32[] constant(0)
+  init = (s32[4], s32[]) tuple(x, zero)
+  w = (s32[4], s32[]) while(init), condition=cond, body=body
+  ROOT out = s32[4] get-tuple-element(w), index=0
+}"""
+  _, got = ct.run_and_compare(text, [np.arange(10, 14, dtype=np.int32)])
+  np.testing.assert_array_equal(got[0], [13, 12, 11, 10])

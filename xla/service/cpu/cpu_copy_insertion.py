@@ -326,6 +326,27 @@ def _array_leaves(shape):
   return [idx for idx, s in shape_util.leaf_shapes(shape)]
 
 
+# Ops that update their operand 0 in place (its buffer becomes theirs).
+_UPDATES_OPERAND_0 = frozenset({O.kScatter, O.kDynamicUpdateSlice})
+
+
+def _update_chain(d, value_key) -> list:
+  """[d, ..., w]: the in-place updates that lead from the value `value_key`
+  to `d` through operand 0 (scatter of a scatter of the value, ...); just
+  [d] when d does not update such a chain."""
+  chain = [d]
+  x = d
+  while x.opcode in _UPDATES_OPERAND_0 and x.operands:
+    if _key(source(x.operand(0))) == value_key:
+      return chain
+    nxt, _ = source(x.operand(0))
+    if nxt.opcode not in _UPDATES_OPERAND_0:
+      return [d]
+    chain.append(nxt)
+    x = nxt
+  return [d]
+
+
 def _fix_while_body(body) -> bool:
   param = body.parameter_instruction(0)
   root = body.root_instruction
@@ -364,13 +385,19 @@ def _fix_while_body(body) -> bool:
     rs = readers(body, (id(param), idx))
     if plan[idx] == "inplace":
       d = srcs[idx][0]
+      chain = _update_chain(d, (id(param), idx))
+      first = chain[-1]
       own = [ks for r, ks in rs if r is d]
-      others = [r for r, _ in rs if r is not d]
+      others = [r for r, _ in rs if all(r is not w for w in chain)]
       ok = (not own or writes_in_place_safely(d, own[0])) and not any(
-          reaches(d, r) for r in others)
+          reaches(d, r) or reaches(first, r) for r in others)
       if ok:
+        # Every other reader of the carried value runs before the first
+        # update of its buffer (not only before the last one, `d`).
         for r in others:
           r.add_control_dependency_to(d)
+          if first is not d:
+            r.add_control_dependency_to(first)
         final[idx] = new_leaves[idx]
         continue
     c = _copy_of(body, new_leaves[idx])
