@@ -13,8 +13,9 @@ memory traffic:
 
   producer-consumer fusion: a producer P fused into its consumer C although
     P also has other users: C computes P's value in the same loop and
-    exports it as a second output, so C no longer reads P's buffer. P and C
-    must have the same loop shape and no other user of P may reach C.
+    exports it as a second output, so C no longer reads P's buffer. P must
+    be a loop (elementwise) producer, P and C must have the same loop shape
+    and no other user of P may reach C.
 
 Candidates are kLoop / kInput fusions with a non-tuple result, and plain
 elementwise instructions and reduces (treated as single-instruction loop /
@@ -115,8 +116,12 @@ class MultiOutputFusion(hpi.HloModulePass):
     finds; instructions a fusion replaced are skipped."""
     changed = False
     for producer in comp.make_instruction_post_order():
+      # A reduction's result is smaller than its loop: a consumer that reads
+      # it inside the same loop would recompute the whole reduction for each
+      # of its elements (an n-body step ran 90x slower), so only loop
+      # producers fuse into their consumers, as in XLA.
       if (producer.parent is not comp or producer.user_count < 2 or
-          _kind(producer) is None):
+          _kind(producer) != FusionKind.kLoop):
         continue
       for consumer in producer.users:
         if not self._compatible(producer, consumer):

@@ -226,3 +226,28 @@ def test_cost_of_a_merge_does_not_grow_with_the_module(monkeypatch):
     counts.append(calls[0])
   # Linear growth gives about 4x for 4x the pairs; the old scan gave 16x.
   assert counts[1] <= 6 * max(counts[0], 1), counts
+
+
+def test_a_reduction_does_not_fuse_into_a_consumer_of_its_result():
+  # r = sum over rows, then c = p + broadcast(r) over the same [16,16] loop.
+  # Fused into c's loop, r would be recomputed for every element of c.
+  m = _parse("""HloModule m
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  p = f32[16,16] parameter(0)
+  zero = f32[] constant(0)
+  r = f32[16] reduce(p, zero), dimensions={1}, to_apply=add
+  b = f32[16,16] broadcast(r), dimensions={0}
+  c = f32[16,16] add(p, b)
+  ROOT t = (f32[16], f32[16,16]) tuple(r, c)
+}""")
+  assert cif.CpuInstructionFusion().run(m)
+  _run(m)
+  for f in _fusions(m.entry_computation):
+    ops = [i.opcode for i in f.fused_computation.instructions]
+    assert not (O.kReduce in ops and O.kAdd in ops and
+                O.kBroadcast in ops), f.fused_computation.to_string()
