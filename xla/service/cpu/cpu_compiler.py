@@ -58,6 +58,7 @@ from xla.service import multi_output_fusion
 from xla.service.cpu import compilation_cache as cc
 from xla.service.cpu import cpu_copy_insertion
 from xla.service.cpu import cpu_executable
+from xla.service.cpu import fft_host_call
 from xla.service.cpu import ir_emitter
 from xla.service.cpu import jit as jit_lib
 from xla.service.cpu import kernel_api
@@ -226,6 +227,8 @@ def cpu_pipeline(options: Optional[CpuCompileOptions] = None
   pipeline.add_pass(cpu_copy_insertion.FlattenCallGraph())
   # Width-changing bitcast-converts (JAX's rbg PRNG) -> elementwise pieces.
   add(bitcast_convert_expander.BitcastConvertExpander())
+  # FFTs run on numpy's pocketfft, as XLA CPU runs them on a library.
+  add(fft_host_call.FftToHostCall())
   # JAX's Qr / Eigh custom calls -> HLO loops, before simplifying them.
   add(linalg_expander.LinalgCustomCallExpander())
   # Simplification. DCE and CSE first so the simplifier sees fewer,
@@ -501,7 +504,7 @@ def compile(hlo_module,  # pylint: disable=redefined-builtin
     # JAX's LAPACK calls (lapack_*_ffi), which XLA CPU registers as FFI
     # handlers, run on LAPACK here too.
     builtins = {**hlo_evaluator.BUILTIN_CUSTOM_CALLS,
-                **lapack_handlers.HANDLERS}
+                **lapack_handlers.HANDLERS, **fft_host_call.HANDLERS}
   exe = cpu_executable.CpuExecutable(
       art.plan, art.jit, custom_call_instrs=art.custom_call_instrs,
       threads=options.resolved_threads(), compile_stats=stats,

@@ -1,0 +1,84 @@
+"""fft through the CPU compiler (fft_host_call: numpy's pocketfft) against
+the HLO evaluator and numpy.fft."""
+
+import numpy as np
+import pytest
+
+from xla.service.cpu import cpu_testing as ct
+from xla.service.cpu import fft_host_call
+
+_RNG = np.random.default_rng(3)
+
+
+def _f(s):
+  return ",".join(str(x) for x in s)
+
+
+def _hlo(kind, in_ty, in_dims, out_ty, out_dims, length):
+  return f"""HloModule m
+ENTRY e {{
+  x = {in_ty}[{_f(in_dims)}] parameter(0)
+  ROOT f = {out_ty}[{_f(out_dims)}] fft(x), fft_type={kind}, fft_length={{{_f(length)}}}
+}}"""
+
+
+def _cplx(shape, dtype):
+  return (_RNG.standard_normal(shape) + 1j * _RNG.standard_normal(shape)
+          ).astype(dtype)
+
+
+def _run(text, args):
+  module, exe = ct.compile_text(text)
+  del module
+  assert fft_host_call.TARGET in exe.module.to_string()
+  return exe.execute(args)[0]
+
+
+@pytest.mark.parametrize("length", [(8,), (5,), (1,), (3, 4), (2, 3, 5)])
+@pytest.mark.parametrize("kind", ["FFT", "IFFT"])
+def test_complex(kind, length):
+  dims = (2,) + length
+  x = _cplx(dims, np.complex128)
+  text = _hlo(kind, "c128", dims, "c128", dims, length)
+  got = _run(text, [x])
+  axes = tuple(range(1, 1 + len(length)))
+  want = (np.fft.fftn if kind == "FFT" else np.fft.ifftn)(x, axes=axes)
+  np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+  ct.assert_same([got], ct.HloEvaluator().evaluate(ct.parse(text), [x]),
+                 rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("length", [(8,), (7,), (3, 6), (2, 2, 5)])
+def test_rfft_irfft_f32(length):
+  dims = (3,) + length
+  half = length[:-1] + (length[-1] // 2 + 1,)
+  axes = tuple(range(1, 1 + len(length)))
+  x = _RNG.standard_normal(dims).astype(np.float32)
+  text = _hlo("RFFT", "f32", dims, "c64", (3,) + half, length)
+  got = _run(text, [x])
+  assert got.dtype == np.complex64
+  np.testing.assert_allclose(got, np.fft.rfftn(x, axes=axes), rtol=1e-5,
+                             atol=1e-5)
+  ct.assert_same([got], ct.HloEvaluator().evaluate(ct.parse(text), [x]),
+                 rtol=1e-5, atol=1e-5)
+  y = _cplx((3,) + half, np.complex64)
+  text = _hlo("IRFFT", "c64", (3,) + half, "f32", dims, length)
+  got = _run(text, [y])
+  assert got.dtype == np.float32
+  np.testing.assert_allclose(got, np.fft.irfftn(y, s=length, axes=axes),
+                             rtol=1e-5, atol=1e-5)
+
+
+def test_empty_lengths():
+  text = _hlo("RFFT", "f64", (2, 0), "c128", (2, 1), (0,))
+  got = _run(text, [np.zeros((2, 0))])
+  np.testing.assert_array_equal(got, np.zeros((2, 1), np.complex128))
+
+
+def test_disabling_the_pass_keeps_the_generated_kernel():
+  x = _cplx((2, 8), np.complex64)
+  text = _hlo("FFT", "c64", (2, 8), "c64", (2, 8), (8,))
+  _, exe = ct.compile_text(text, disable_passes=("fft-to-host-call",))
+  assert fft_host_call.TARGET not in exe.module.to_string()
+  np.testing.assert_allclose(exe.execute([x])[0], np.fft.fft(x), rtol=1e-5,
+                             atol=1e-5)
