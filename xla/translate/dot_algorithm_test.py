@@ -35,9 +35,23 @@ def test_default_equivalent_algorithms_compile_and_run(t, acc):
   np.testing.assert_array_equal(np.asarray(got, np.float64), a @ b)
 
 
+def test_an_f32_operand_is_rounded_to_its_bf16_precision():
+  # BF16_BF16_F32 on f32 operands (JAX's attention gradient): the lhs is
+  # rounded to bf16 first; the rhs here is exact in bf16 anyway.
+  import ml_dtypes  # pylint: disable=g-import-not-at-top
+  exe = cpu_compiler.compile(_module("f32", "f32", lhs="bf16"))
+  a = np.array([[1.0 + 2 ** -12, 3.0, 0.5], [2.0, 1.0 / 3.0, -7.0]],
+               np.float32)
+  b = np.ones((3, 4), np.float32)
+  got = exe.execute([a, b])[0]
+  rounded = a.astype(ml_dtypes.bfloat16).astype(np.float32)
+  np.testing.assert_array_equal(got, rounded @ b)
+  assert not np.array_equal(got, a @ b)
+
+
 @pytest.mark.parametrize("t,acc,lhs,n", [
     ("bf16", "bf16", None, 1),   # accumulates in bf16
-    ("f32", "f32", "bf16", 1),   # rounds f32 operands to bf16
+    ("bf16", "f32", "f32", 1),   # a precision wider than the operand
     ("f32", "f32", None, 3),     # several products (bf16x3-style)
 ])
 def test_other_algorithms_are_refused_by_name(t, acc, lhs, n):

@@ -386,14 +386,6 @@ def _dot_attrs(op):
   p = precision(op)
   if p is not None and any(x != xla_data.Precision.DEFAULT for x in p):
     attrs["operand_precision"] = p
-  algorithm = op.attr("algorithm")
-  if algorithm is not None and not _default_dot_algorithm(op, algorithm):
-    described = ", ".join(
-        f"{k} = {_type_name(v)}" for k, v in getattr(algorithm, "params", ()))
-    raise support.UnimplementedError(
-        f"Unimplemented: {op.name} with dot algorithm <{described}> in HLO "
-        "import (only algorithms that compute in the operand types with one "
-        "product each and f32 or wider accumulation are supported)")
   return attrs
 
 
@@ -401,34 +393,62 @@ def _type_name(value) -> str:
   return value.name if isinstance(value, t.FloatType) else str(value)
 
 
-# Accumulation types our dots use for each operand type (a narrower float
-# accumulates in f32, as on XLA CPU).
-_ACCUMULATION = {"bf16": ("f32",), "f16": ("f32",), "f32": ("f32",),
-                 "f64": ("f64",)}
+# Float widths, for rounding an operand to a narrower precision type.
+_FLOAT_BITS = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64}
+# The accumulation our dots use for the widest operand type (a narrower
+# float accumulates in f32, as on XLA CPU).
+_ACCUMULATION = {"bf16": "f32", "f16": "f32", "f32": "f32", "f64": "f64"}
 
 
-def _default_dot_algorithm(op, algorithm) -> bool:
-  """Whether `algorithm` asks for what the dot computes anyway: products of
-  the operands in their own types, one component and one product each,
-  accumulated in f32 (f64 for f64 operands). JAX's dot_product_attention
-  asks for BF16_BF16_F32 on bf16 operands, for one."""
-  name = _type_name
+def _dot_operands(imp, op):
+  """The dot's operands, rounded as its `algorithm` asks.
+
+  Algorithms are supported where they describe what the dot computes
+  anyway, once each operand is rounded to its precision type: one
+  component and one product each, accumulation in f32 (f64 for f64
+  operands). JAX's dot_product_attention asks for BF16_BF16_F32 on bf16
+  operands, and on f32 ones in its gradient; an f32 operand then goes
+  through bf16 (convert there and back), as the algorithm specifies."""
+  lhs, rhs = imp.operands(op)
+  algorithm = op.attr("algorithm")
+  if algorithm is None:
+    return lhs, rhs
   params = dict(getattr(algorithm, "params", ()))
-  types = [name(t.element_type_of(o.type)) for o in op.operands[:2]]
-  lhs = name(params.get("lhs_precision_type"))
-  rhs = name(params.get("rhs_precision_type"))
-  return (getattr(algorithm, "name", "") == "stablehlo.dot_algorithm" and
-          [lhs, rhs] == types and types[0] == types[1] and
-          name(params.get("accumulation_type")) in _ACCUMULATION.get(
-              types[0], ()) and
-          params.get("lhs_component_count") == 1 and
-          params.get("rhs_component_count") == 1 and
-          params.get("num_primitive_operations") == 1)
+  types = [_type_name(t.element_type_of(o.type)) for o in op.operands[:2]]
+  precisions = [_type_name(params.get("lhs_precision_type")),
+                _type_name(params.get("rhs_precision_type"))]
+  widest = max(types, key=lambda n: _FLOAT_BITS.get(n, 0))
+  ok = (getattr(algorithm, "name", "") == "stablehlo.dot_algorithm" and
+        all(n in _FLOAT_BITS for n in types + precisions) and
+        all(p == o or _FLOAT_BITS[p] < _FLOAT_BITS[o]
+            for p, o in zip(precisions, types)) and
+        _type_name(params.get("accumulation_type")) ==
+        _ACCUMULATION.get(widest) and
+        params.get("lhs_component_count") == 1 and
+        params.get("rhs_component_count") == 1 and
+        params.get("num_primitive_operations") == 1)
+  if not ok:
+    described = ", ".join(
+        f"{k} = {_type_name(v)}" for k, v in params.items())
+    raise support.UnimplementedError(
+        f"Unimplemented: {op.name} with dot algorithm <{described}> in HLO "
+        "import (supported: one component and one product per operand, "
+        "each operand in its own type or rounded to a narrower float, f32 "
+        "accumulation (f64 for f64))")
+  out = []
+  for x, value, p, o in zip((lhs, rhs), op.operands[:2], precisions, types):
+    if p != o:
+      narrow = tc.shape(value.type).with_element_type(
+          tc.element_type(t.FloatType(p)))
+      x = imp.add(hi.create_convert(narrow, x))
+      x = imp.add(hi.create_convert(tc.shape(value.type), x))
+    out.append(x)
+  return tuple(out)
 
 
 @_register("stablehlo.dot")
 def _dot(imp, op):
-  lhs, rhs = imp.operands(op)
+  lhs, rhs = _dot_operands(imp, op)
   dnums = xla_data.DotDimensionNumbers(
       lhs_contracting_dimensions=(op.operands[0].type.rank - 1,),
       rhs_contracting_dimensions=(0,))
@@ -440,7 +460,7 @@ def _dot(imp, op):
 
 @_register("stablehlo.dot_general")
 def _dot_general(imp, op):
-  lhs, rhs = imp.operands(op)
+  lhs, rhs = _dot_operands(imp, op)
   d = op.attr("dot_dimension_numbers")
   dnums = xla_data.DotDimensionNumbers(
       lhs_contracting_dimensions=ints(d.get("lhs_contracting_dimensions")),
