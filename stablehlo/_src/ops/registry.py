@@ -46,7 +46,7 @@ DEPRECATED = "deprecated"
 COLLECTIVE = "collective"
 
 # Implementation slots that later components fill by registration.
-SLOTS = ("interpreter", "hlo_lowering", "cpu_codegen")
+SLOTS = ("interpreter", "hlo_lowering", "hlo_evaluator", "cpu_codegen")
 
 
 @dataclasses.dataclass
@@ -67,8 +67,10 @@ class OpDef:
     traits: a set of the trait names above.
     summary: one line describing the op.
     pretty: name of the op's pretty syntax (set by the text package).
-    interpreter / hlo_lowering / cpu_codegen: the implementation registered
-      by later components, or None. `unsupported` maps a slot to a reason
+    interpreter / hlo_lowering / hlo_evaluator / cpu_codegen: the
+      implementation registered by later components, or None (xla fills
+      the last two with the evaluator kernel and CPU emitter of the HLO
+      opcode the op lowers to; see xla/tools/op_locations.py). `unsupported` maps a slot to a reason
       where an op is deliberately not implemented there.
   """
 
@@ -86,6 +88,7 @@ class OpDef:
   pretty: Optional[str] = None
   interpreter: Any = None
   hlo_lowering: Any = None
+  hlo_evaluator: Any = None
   cpu_codegen: Any = None
   unsupported: dict = dataclasses.field(default_factory=dict)
 
