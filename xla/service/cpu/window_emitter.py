@@ -34,6 +34,9 @@ import math
 from llvmlite import ir
 
 import support
+# Imported for its side effect: it installs the emitter behind
+# KernelContext.scalar_computation, which the window reducers use.
+from xla.service.cpu import elemental_ir_emitter  # pylint: disable=unused-import
 from xla.service.cpu import kernel_api
 from xla.service.cpu import loop_emitter as le
 from xla.service.cpu import op_emitter_util as u
