@@ -21,7 +21,6 @@ wrap in the result width) are specific to it and small.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 from typing import Sequence
 
@@ -31,6 +30,7 @@ import support
 from xla import primitive_util
 from xla import xla_data
 from xla.service.cpu import kernel_api
+from xla.service.cpu import loop_emitter
 from xla.shape import Shape
 
 PrimitiveType = xla_data.PrimitiveType
@@ -75,27 +75,10 @@ def num_elements(shape: Shape) -> int:
 # --- control flow -------------------------------------------------------------
 
 
-@contextlib.contextmanager
 def for_range(b: ir.IRBuilder, start, stop, name: str = "i", step: int = 1):
-  """`for (iv = start; iv < stop; iv += step)`; yields iv (i64). `start` and
-  `stop` are i64 values or Python ints; the builder ends after the loop."""
-  start = i64(start) if isinstance(start, int) else start
-  stop = i64(stop) if isinstance(stop, int) else stop
-  pre = b.block
-  header = b.append_basic_block(f"{name}.header")
-  body = b.append_basic_block(f"{name}.body")
-  done = b.append_basic_block(f"{name}.done")
-  b.branch(header)
-  b.position_at_end(header)
-  iv = b.phi(I64, name=name)
-  iv.add_incoming(start, pre)
-  b.cbranch(b.icmp_signed("<", iv, stop), body, done)
-  b.position_at_end(body)
-  yield iv
-  nxt = b.add(iv, i64(step), name=f"{name}.next", flags=["nsw"])
-  iv.add_incoming(nxt, b.block)
-  b.branch(header)
-  b.position_at_end(done)
+  """`loop_emitter.for_range` in its test-first form (with `nsw`); a
+  context manager yielding iv (i64)."""
+  return loop_emitter.for_range(b, start, stop, name, step, test_first=True)
 
 
 def entry_alloca(b: ir.IRBuilder, ty: ir.Type, count: int = 1,

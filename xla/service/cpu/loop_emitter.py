@@ -7,8 +7,9 @@ elementwise chains address memory as `base + linear`, an affine function of
 the innermost loop variable, which LLVM's loop vectorizer widens into
 consecutive vector loads and stores.
 
-`for_range` emits a guarded counted loop (the body never runs when
-begin >= end) with named blocks; `loop_nest` nests one loop per dimension.
+`for_range` is the backend's one counted-loop emitter (a guarded rotated
+loop by default, or a test-first loop; named blocks; phi induction
+variable); `loop_nest` nests one loop per dimension.
 """
 
 from __future__ import annotations
@@ -117,9 +118,6 @@ class Index:
   def rank(self) -> int:
     return len(self.dims)
 
-  def has_linear(self) -> bool:
-    return self._linear is not None
-
   def linear_if_known(self) -> Optional[ir.Value]:
     """The linear form if it was given or computed, else None (emits
     nothing)."""
@@ -145,9 +143,6 @@ class Index:
         lin = add(b, lin, mul(b, m, s))
       self._linear = lin
     return self._linear
-
-  def same_layout_as(self, dims: Sequence[int]) -> bool:
-    return tuple(dims) == self.dims
 
 
 def element_ptr(b: ir.IRBuilder, base: ir.Value, index: Index) -> ir.Value:
@@ -194,12 +189,42 @@ def no_unroll_metadata(module: ir.Module):
 
 @contextlib.contextmanager
 def for_range(b: ir.IRBuilder, begin, end, name: str = "i",
-              step: int = 1, loop_metadata=None) -> Iterator[ir.Value]:
-  """`for (i = begin; i < end; i += step) { body }` with a guard, so the
-  body never runs when begin >= end. Yields the i64 induction variable;
-  the builder is left after the loop. `loop_metadata` (e.g.
-  `no_unroll_metadata`) goes on the loop's back edge as `!llvm.loop`."""
+              step: int = 1, loop_metadata=None, *, test_first: bool = False,
+              nsw: bool = True) -> Iterator[ir.Value]:
+  """`for (i = begin; i < end; i += step) { body }`: yields the i64
+  induction variable (a phi; signed compares); the builder is left after
+  the loop. `begin` / `end` are i64 values or Python ints.
+
+  By default the loop is rotated: a guard before it (omitted when both
+  bounds are constants) so the body never runs when begin >= end, and the
+  test at the bottom (blocks `{name}.body`, `{name}.exit`); a statically
+  empty range emits the body into an unreachable block. `test_first=True`
+  emits the plain form instead: a header block tests `i < end` before
+  every iteration (blocks `{name}.header`, `{name}.body`, `{name}.done`).
+  `nsw` puts the no-signed-wrap flag on the increment. `loop_metadata`
+  (e.g. `no_unroll_metadata`) goes on the loop's back edge as
+  `!llvm.loop`."""
   begin, end = as_i64(begin), as_i64(end)
+  flags = ["nsw"] if nsw else []
+  if test_first:
+    pre = b.block
+    header = b.append_basic_block(f"{name}.header")
+    body = b.append_basic_block(f"{name}.body")
+    done = b.append_basic_block(f"{name}.done")
+    b.branch(header)
+    b.position_at_end(header)
+    iv = b.phi(I64, name=name)
+    iv.add_incoming(begin, pre)
+    b.cbranch(b.icmp_signed("<", iv, end), body, done)
+    b.position_at_end(body)
+    yield iv
+    nxt = b.add(iv, i64(step), name=f"{name}.next", flags=flags)
+    iv.add_incoming(nxt, b.block)
+    br = b.branch(header)
+    if loop_metadata is not None:
+      br.set_metadata("llvm.loop", loop_metadata)
+    b.position_at_end(done)
+    return
   if is_const(begin) and is_const(end) and begin.constant >= end.constant:
     # Statically empty: emit the body into an unreachable block.
     dead = b.append_basic_block(f"{name}.dead")
@@ -221,7 +246,7 @@ def for_range(b: ir.IRBuilder, begin, end, name: str = "i",
   iv = b.phi(I64, name=name)
   iv.add_incoming(begin, pre)
   yield iv
-  nxt = b.add(iv, i64(step), name=f"{name}.next", flags=["nsw"])
+  nxt = b.add(iv, i64(step), name=f"{name}.next", flags=flags)
   iv.add_incoming(nxt, b.block)
   br = b.cbranch(b.icmp_signed("<", nxt, end), header, latch_exit)
   if loop_metadata is not None:
@@ -230,17 +255,19 @@ def for_range(b: ir.IRBuilder, begin, end, name: str = "i",
 
 
 @contextlib.contextmanager
-def loop_nest(b: ir.IRBuilder, dims: Sequence[int],
-              name: str = "d") -> Iterator[list[ir.Value]]:
-  """Nested loops over `dims` (outermost first); size-1 dimensions emit no
-  loop (their index is 0). Yields the list of indices."""
+def loop_nest(b: ir.IRBuilder, dims: Sequence[int], name: str = "d",
+              **loop_kwargs) -> Iterator[list[ir.Value]]:
+  """Nested loops over static `dims` (outermost first); size-1 dimensions
+  emit no loop (their index is constant 0). Yields the list of indices.
+  `loop_kwargs` (e.g. `test_first`, `nsw`) go to each `for_range`."""
   with contextlib.ExitStack() as stack:
     idx = []
     for k, d in enumerate(dims):
       if d == 1:
         idx.append(i64(0))
       else:
-        idx.append(stack.enter_context(for_range(b, 0, d, f"{name}{k}")))
+        idx.append(stack.enter_context(
+            for_range(b, 0, d, f"{name}{k}", **loop_kwargs)))
     yield idx
 
 

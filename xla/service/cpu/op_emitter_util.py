@@ -1,9 +1,8 @@
 """Small llvmlite helpers shared by the CPU backend's non-elementwise kernel
 emitters (sort, gather / scatter, windows, random bits, linear algebra).
 
-Loops are emitted with a phi-based `for_range` (named blocks, signed i64
-induction variable); `loop_nest` nests one loop per static size (size-1 dims
-become the constant 0). `KernelArgs` loads a kernel's array pointers and
+Loops are `loop_emitter.for_range` / `loop_nest` in their test-first form
+(`for_range` / `loop_nest` here fix those options). `KernelArgs` loads a kernel's array pointers and
 knows each leaf's shape, so emitters index arrays with `element_ptr`.
 Per-call scratch memory comes from `Scratch`: a stack slot when small, else
 `malloc`/`free` (libc symbols the JIT resolves in-process).
@@ -11,14 +10,14 @@ Per-call scratch memory comes from `Scratch`: a stack slot when small, else
 
 from __future__ import annotations
 
-import contextlib
 import math
-from typing import Iterator, Sequence
+from typing import Sequence
 
 from llvmlite import ir
 
 import support
 from xla.service.cpu import kernel_api
+from xla.service.cpu import loop_emitter
 
 I1 = ir.IntType(1)
 I8 = ir.IntType(8)
@@ -69,44 +68,18 @@ def byte_size(element_type) -> int:
   return 2 * (4 if isinstance(ty.elements[0], ir.FloatType) else 8)
 
 
-@contextlib.contextmanager
 def for_range(b: ir.IRBuilder, start, stop, name: str = "i",
-              step: int = 1) -> Iterator[ir.Value]:
-  """`for (i = start; i < stop; i += step)`; yields i (i64). The body is
-  emitted inside the `with`; the builder ends after the loop."""
-  start = i64(start) if isinstance(start, int) else start
-  stop = i64(stop) if isinstance(stop, int) else stop
-  pre = b.block
-  fn = b.function
-  cond = fn.append_basic_block(f"{name}.cond")
-  body = fn.append_basic_block(f"{name}.body")
-  done = fn.append_basic_block(f"{name}.end")
-  b.branch(cond)
-  b.position_at_end(cond)
-  idx = b.phi(I64, name=name)
-  idx.add_incoming(start, pre)
-  b.cbranch(b.icmp_signed("<", idx, stop), body, done)
-  b.position_at_end(body)
-  yield idx
-  nxt = b.add(idx, i64(step), name=f"{name}.next")
-  idx.add_incoming(nxt, b.block)
-  b.branch(cond)
-  b.position_at_end(done)
+              step: int = 1):
+  """`loop_emitter.for_range` in the form these emitters use: test-first,
+  no `nsw` on the increment. A context manager yielding i (i64)."""
+  return loop_emitter.for_range(b, start, stop, name, step, test_first=True,
+                                nsw=False)
 
 
-@contextlib.contextmanager
-def loop_nest(b: ir.IRBuilder, sizes: Sequence[int],
-              name: str = "d") -> Iterator[list[ir.Value]]:
-  """Nested loops over static `sizes` (outermost first); yields the list of
-  indices. Size-1 dimensions are not looped (their index is constant 0)."""
-  with contextlib.ExitStack() as stack:
-    idx = []
-    for k, n in enumerate(sizes):
-      if n == 1:
-        idx.append(i64(0))
-      else:
-        idx.append(stack.enter_context(for_range(b, 0, n, f"{name}{k}")))
-    yield idx
+def loop_nest(b: ir.IRBuilder, sizes: Sequence[int], name: str = "d"):
+  """`loop_emitter.loop_nest` over static `sizes` with this module's
+  `for_range` form; yields the list of indices (size-1 dims: constant 0)."""
+  return loop_emitter.loop_nest(b, sizes, name, test_first=True, nsw=False)
 
 
 def linear_index(b: ir.IRBuilder, idx: Sequence, strides: Sequence[int]):
