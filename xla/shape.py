@@ -143,9 +143,6 @@ class Shape:
       return any(s.is_dynamic() for s in self.tuple_shapes)
     return any(self.dynamic_dimensions)
 
-  def is_static(self) -> bool:
-    return not self.is_dynamic()
-
   def is_unbounded_dynamic(self) -> bool:
     if self.is_tuple():
       return any(s.is_unbounded_dynamic() for s in self.tuple_shapes)

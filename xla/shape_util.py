@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Iterator, Optional, Sequence
+from typing import Iterator, Sequence
 
 import support
 from xla import primitive_util
 from xla.layout import default_layout
 from xla.layout import Layout
 from xla.shape import Shape
-from xla.shape import UNBOUNDED_SIZE
 from xla.xla_data import PrimitiveType
 
 ShapeIndex = tuple[int, ...]
@@ -47,11 +46,6 @@ def scalar(element_type: PrimitiveType) -> Shape:
 
 def make_tuple_shape(shapes: Sequence[Shape]) -> Shape:
   return Shape.tuple_of(shapes)
-
-
-def make_nil() -> Shape:
-  """The empty tuple `()`."""
-  return Shape.tuple_of(())
 
 
 # -- comparison ----------------------------------------------------------------
@@ -214,10 +208,6 @@ def layout_or_default(shape: Shape) -> Layout:
 # -- array helpers -------------------------------------------------------------
 
 
-def is_effective_scalar(shape: Shape) -> bool:
-  return shape.is_array() and all(d == 1 for d in shape.dimensions)
-
-
 def change_element_type(shape: Shape, element_type: PrimitiveType) -> Shape:
   if shape.is_tuple():
     return make_tuple_shape([change_element_type(s, element_type)
@@ -232,24 +222,9 @@ def permute_dimensions(permutation: Sequence[int], shape: Shape) -> Shape:
   return Shape(shape.element_type, dims, dyn)
 
 
-def is_unbounded(size: int) -> bool:
-  return size == UNBOUNDED_SIZE
-
-
 def human_string(shape: Shape) -> str:
   return shape.to_string(print_layout=False)
 
 
-def human_string_with_layout(shape: Shape) -> str:
-  return shape.to_string(print_layout=True)
-
-
 def shape_index_to_string(index: ShapeIndex) -> str:
   return "{" + ",".join(str(i) for i in index) + "}"
-
-
-def first_array_leaf(shape: Shape) -> Optional[Shape]:
-  for _, s in leaf_shapes(shape):
-    if s.is_array():
-      return s
-  return None

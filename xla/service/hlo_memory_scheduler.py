@@ -199,10 +199,6 @@ class MemorySchedulerReport:
   def post_order_peak(self) -> int:
     return self.computations[self.entry].peaks[POST_ORDER]
 
-  def to_dict(self) -> dict:
-    return {name: {"chosen": r.chosen, **r.peaks}
-            for name, r in self.computations.items()}
-
 
 def schedule_module(module: HloModule, algorithm: str = DEFAULT,
                     analysis: Optional[dfa.HloDataflowAnalysis] = None

@@ -221,10 +221,6 @@ class Computation:
       return self.add(self.mul(re, re), self.mul(im, im))
     return self.mul(x, x)
 
-  def bcast_to(self, x: Val, dims, bdims) -> Val:
-    return x if tuple(x.dims) == tuple(dims) else self.broadcast(x, dims,
-                                                                  bdims)
-
   # Reductions, contractions, control flow.
   def reduce_sum(self, x: Val, dims: Sequence[int]) -> Val:
     out = [d for i, d in enumerate(x.dims) if i not in dims]

@@ -18,8 +18,6 @@ from pjrt._src import abi
 from pjrt._src import loader
 from pjrt._src.plugin import native
 
-_INT64_MAX = (1 << 63) - 1
-
 
 def string(pointer: int | None, size: int) -> str:
   """`size` bytes at `pointer` as UTF-8 (NULL or 0 -> "")."""
@@ -121,11 +119,3 @@ def keep(handle: int, obj: Any) -> None:
   """Keeps `obj` alive until the deleter is called with `handle`."""
   with _owned_lock:
     OWNED[handle] = obj
-
-
-def check_int(value: int, what: str, low: int = 0,
-              high: int = _INT64_MAX) -> int:
-  if not low <= value <= high:
-    raise support.InvalidArgumentError(
-        f"{what} is {value}, expected {low}..{high}")
-  return value

@@ -224,13 +224,6 @@ class Device:
           return True
     return False
 
-  def memory_of_kind(self, kind: str) -> Memory:
-    for memory in self.memories:
-      if memory.kind == kind:
-        return memory
-    raise support.InvalidArgumentError(
-        f"device {self.id} has no memory of kind {kind!r}")
-
   def __repr__(self) -> str:
     return f"<Device {self.id}>"
 
@@ -535,12 +528,6 @@ class Buffer:
       raise self._deleted_error()
     return array
 
-  def ready_array(self) -> np.ndarray | None:
-    """The data if it is ready now, else None (never waits)."""
-    if self.future.is_ready() and self.future.status is None:
-      return self._array
-    return None
-
   # -- External references (zero-copy views held by other frameworks). ----
 
   def add_external_reference(self) -> None:
@@ -639,14 +626,6 @@ def strided_view(address: int, dtype: np.dtype, shape: tuple[int, ...],
   raw.owner = owner
   return np.ndarray(shape, dtype, buffer=raw, offset=-low,
                     strides=byte_strides)
-
-
-def dense_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
-  strides, step = [], itemsize
-  for d in reversed(shape):
-    strides.append(step)
-    step *= max(d, 1)
-  return tuple(reversed(strides))
 
 
 def contiguous(array) -> np.ndarray:

@@ -39,10 +39,6 @@ TESTDATA_ALMOST_EQ_TOLERANCE = 1e-3
 TESTDATA_MAX_ULP = 3
 
 
-def _is_float(dt: np.dtype) -> bool:
-  return dt.kind == "f" or (dt.kind == "V" and _finfo(dt) is not None)
-
-
 def _finfo(dt):
   try:
     import ml_dtypes  # local: only needed for narrow floats

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from stablehlo._src.ir import core
-from stablehlo._src.ir import types as t
 from stablehlo._src.ops import typeutil as tu
 
 # --- element kinds (the "Type" column of the spec's input tables) -------------
@@ -217,7 +216,3 @@ def const_ints(value) -> Optional[tuple]:
     return tu.ints(v)
   except (TypeError, ValueError):
     return None
-
-
-def tensor_of(shape, elem) -> t.RankedTensorType:
-  return t.RankedTensorType(tuple(shape), elem)

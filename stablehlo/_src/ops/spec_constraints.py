@@ -503,10 +503,3 @@ SUMMARY: dict[str, str] = {
 
 # The 108 ops of the spec's "Ops" section, by heading.
 SPEC_OPS: tuple[str, ...] = tuple(sorted(_SUMMARIES))
-
-
-def constraints_for(op_name: str) -> tuple[str, ...]:
-  """Ids for an op given by full name ("stablehlo.slice") or heading."""
-  short = op_name.split(".", 1)[1] if op_name.startswith("stablehlo.") \
-      else op_name
-  return CONSTRAINTS.get(short, ())

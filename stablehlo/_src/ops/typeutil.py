@@ -65,10 +65,6 @@ def is_index(e) -> bool:
   return isinstance(e, t.IndexType)
 
 
-def is_integer_like(e) -> bool:
-  return is_integer(e) or is_index(e)
-
-
 def is_per_axis(e) -> bool:
   return is_quantized(e) and e.quantized_dimension is not None
 
@@ -374,8 +370,3 @@ def is_unique(xs: Sequence) -> bool:
 
 def is_sorted(xs: Sequence) -> bool:
   return all(x <= y for x, y in zip(xs, xs[1:]))
-
-
-def in_range(xs: Sequence, lo: int, hi: Optional[int]) -> bool:
-  """All `lo <= x < hi` (hi None: unbounded)."""
-  return all(lo <= x and (hi is None or x < hi) for x in xs)

@@ -70,9 +70,6 @@ class Token:
   def end(self) -> int:
     return self.pos + len(self.text)
 
-  def is_punct(self, p: str) -> bool:
-    return self.kind == PUNCT and self.text == p
-
   def is_keyword(self, kw: str) -> bool:
     return self.kind == BARE_ID and self.text == kw
 

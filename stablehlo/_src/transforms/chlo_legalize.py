@@ -258,7 +258,3 @@ def _where(op) -> str:
   if loc is not None and loc.kind == "file":
     return f"{loc.filename}:{loc.line}:{loc.col}"
   return "<unknown>"
-
-
-def legalized_ops() -> list[str]:
-  return sorted(_RULES)

@@ -3,8 +3,6 @@ value mapping, and building new ops next to the one they replace."""
 
 from __future__ import annotations
 
-from typing import Optional
-
 from stablehlo._src.ir import attributes as a
 from stablehlo._src.ir import core
 from stablehlo._src.ir import types as t
@@ -33,14 +31,6 @@ def clone_op(op: core.Operation, mapping: dict) -> core.Operation:
     nv.name_hint = old.name_hint
     mapping[old] = nv
   return new
-
-
-def substitute(op: core.Operation, mapping: dict) -> None:
-  """Replaces operands of `op` and of every op nested in it per `mapping`."""
-  if not mapping:
-    return
-  for o in op.walk():
-    o.operands = [mapping.get(v, v) for v in o.operands]
 
 
 class Builder:
@@ -75,9 +65,3 @@ def i64_array(values) -> a.DenseArrayAttr:
 def with_element_type(ty: t.RankedTensorType,
                       et: t.Type) -> t.RankedTensorType:
   return t.RankedTensorType(ty.shape, et, ty.encoding)
-
-
-def single_block(op: core.Operation) -> Optional[core.Block]:
-  if op.regions and len(op.regions[0].blocks) == 1:
-    return op.regions[0].blocks[0]
-  return None

@@ -17,7 +17,6 @@ import support
 from stablehlo._src.bytecode import reader
 from stablehlo._src.bytecode import tree
 from stablehlo._src.bytecode import writer
-from stablehlo._src.ir import attributes as a
 from stablehlo._src.ir import core
 from stablehlo._src.vhlo import builtin_conversion as bc
 from stablehlo._src.vhlo import extern_constants
@@ -172,14 +171,3 @@ def _check_dialects(root: vhlo_ir.VhloOp) -> None:
 
 def get_portable_artifact_version(data: bytes) -> str:
   return v.get_portable_artifact_version(data)
-
-
-def strip_locations(module: core.Module) -> None:
-  """Sets every location of `module` to unknown (in place)."""
-  for op in module.walk():
-    op.location = a.UNKNOWN_LOC
-    for region in op.regions:
-      for block in region.blocks:
-        block.argument_locations = [None] * len(block.arguments)
-
-

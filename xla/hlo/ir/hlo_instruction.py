@@ -341,12 +341,6 @@ class HloInstruction:
       return bool(self.attr("custom_call_has_side_effect"))
     return False
 
-  def same_attributes(self, other: "HloInstruction") -> bool:
-    """Equal opcode-specific attributes, literal and parameter number."""
-    return (self.opcode == other.opcode and self.attrs == other.attrs and
-            self.literal == other.literal and
-            self.parameter_number == other.parameter_number)
-
   def to_string(self, options: Optional[hlo_printer.HloPrintOptions] = None
                 ) -> str:
     return hlo_printer.instruction_to_string(self, options)
@@ -392,11 +386,6 @@ def create_unary(shape: Shape, opcode: HloOpcode,
 def create_binary(shape: Shape, opcode: HloOpcode, lhs: HloInstruction,
                   rhs: HloInstruction) -> HloInstruction:
   return HloInstruction(opcode, shape, (lhs, rhs))
-
-
-def create_ternary(shape: Shape, opcode: HloOpcode, a: HloInstruction,
-                   b: HloInstruction, c: HloInstruction) -> HloInstruction:
-  return HloInstruction(opcode, shape, (a, b, c))
 
 
 def create_compare(shape: Shape, lhs: HloInstruction, rhs: HloInstruction,

@@ -331,10 +331,6 @@ class CpuExecutable:
 
   # -- execution ----------------------------------------------------------------
 
-  @property
-  def parameter_count(self) -> int:
-    return len(self._leaves)
-
   def _arena(self) -> np.ndarray:
     with self._arena_lock:
       if self._arenas:

@@ -190,9 +190,6 @@ class ElementGenerator:
   def is_source(self, instr) -> bool:
     return id(instr) in self._sources
 
-  def source_ptr(self, instr) -> ir.Value:
-    return self._sources[id(instr)].ptr
-
   def _generate(self, instr, index: Index) -> ir.Value:
     b = self.b
     src = self._sources.get(id(instr))

@@ -193,11 +193,6 @@ class CopyThunk(Thunk):
       ctypes.memmove(dst, src, self.nbytes)
 
 
-def run_sequence(thunks: Sequence[Thunk], state: ExecutionState) -> None:
-  for t in thunks:
-    t.run(state)
-
-
 class SequenceThunk(Thunk):
 
   def __init__(self, name: str, thunks: list[Thunk]):
