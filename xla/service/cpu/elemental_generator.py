@@ -514,7 +514,7 @@ def apply_computation(ctx: kernel_api.KernelContext, b: ir.IRBuilder,
 def constant_global(ctx: kernel_api.KernelContext, instr) -> ir.Value:
   """A pointer (storage type) to an internal global holding the constant
   array of `instr`, created once per LLVM module."""
-  cache = ctx.__dict__.setdefault("_core_constant_globals", {})
+  cache = ctx.constant_globals
   hit = cache.get(id(instr))
   if hit is not None:
     return hit[0]

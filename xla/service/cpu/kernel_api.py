@@ -125,6 +125,9 @@ class KernelContext:
     self.target = target or TargetInfo()
     self._names: dict[str, int] = {}
     self._scalar_fns: dict[int, ir.Function] = {}
+    # Internal globals holding constant arrays, one per HLO constant:
+    # id(instr) -> (pointer, instr); keeping instr alive keeps its id unique.
+    self.constant_globals: dict[int, tuple[ir.Value, object]] = {}
 
   def unique_name(self, base: str) -> str:
     """A symbol name not yet used in this module, derived from `base`."""

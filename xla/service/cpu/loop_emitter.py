@@ -165,6 +165,17 @@ def entry_alloca(b: ir.IRBuilder, ty: ir.Type, name: str = "") -> ir.Value:
   return slot
 
 
+def module_cache(module: ir.Module, name: str) -> dict:
+  """The dict named `name` that `module` carries for values built once per
+  LLVM module (metadata nodes). llvmlite's Module has no place for such
+  data, so the dicts live in one attribute set here (and die with the
+  module)."""
+  caches = getattr(module, "xla_cpu_caches", None)
+  if caches is None:
+    caches = module.xla_cpu_caches = {}
+  return caches.setdefault(name, {})
+
+
 def no_unroll_metadata(module: ir.Module):
   """`!llvm.loop` metadata asking LLVM not to unroll a loop (one node per
   module). Put on the innermost loop of a nest whose trip count is small and
@@ -173,7 +184,7 @@ def no_unroll_metadata(module: ir.Module):
   the next loop out with strided gathers and scatters (measured 3-4x slower
   on a 32-wide last dimension); the vectorizer still widens (and
   interleaves) the loop itself."""
-  cache = module.__dict__.setdefault("_loop_metadata", {})
+  cache = module_cache(module, "loop_metadata")
   md = cache.get("no_unroll")
   if md is None:
     prop = module.add_metadata(

@@ -230,7 +230,7 @@ def annotate_noalias(args: KernelArgs) -> None:
   tags LLVM's vectorizer guards every loop with an overlap check and runs
   in-place loops (loop-carried while state) scalar."""
   module = args.fn.module
-  cache = module.__dict__.setdefault("_core_alias_scopes", {})
+  cache = le.module_cache(module, "alias_scopes")
   if not cache:
     domain = module.add_metadata([ir.MetaDataString(module,
                                                     "xla.cpu.kernel")])
