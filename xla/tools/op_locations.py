@@ -63,7 +63,7 @@ def hlo_opcode(op_name: str) -> Optional[HloOpcode]:
 def evaluator_kernel(opcode: HloOpcode) -> Any:
   return (eval_elementwise.KERNELS.get(opcode) or
           eval_structural.KERNELS.get(opcode) or
-          hlo_evaluator._CONTROL.get(opcode))  # pylint: disable=protected-access
+          hlo_evaluator.control_kernel(opcode))
 
 
 def cpu_emitter(opcode: HloOpcode) -> Any:
@@ -75,10 +75,10 @@ def cpu_emitter(opcode: HloOpcode) -> Any:
   if opcode.value in ir_emitter.EMITTERS:
     ir_emitter.emitter_for(opcode.value)
     return kernel_api.kernel_emitter(opcode.value)
-  handler = elemental_generator._HANDLERS.get(opcode)  # pylint: disable=protected-access
+  handler = elemental_generator.opcode_handler(opcode)
   if handler is not None:
     return handler
-  handler = elemental_ir_emitter._EMITTERS.get(opcode)  # pylint: disable=protected-access
+  handler = elemental_ir_emitter.opcode_emitter(opcode)
   if handler is not None:
     return handler
   if coverage.classify(opcode)[0] == coverage.THUNK:

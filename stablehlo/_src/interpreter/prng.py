@@ -60,7 +60,7 @@ def threefry2x32(x0, x1, k0, k1):
   return x0, x1
 
 
-def _split_halves(shape: tuple):
+def split_halves(shape: tuple):
   """XLA's split of a shape into two halves for 2-word generators: returns
   (split_dim, half_shape) where half_shape has the split dim halved (rounded
   up); None for a scalar."""
@@ -75,7 +75,7 @@ def _split_halves(shape: tuple):
 
 
 def _threefry_bits32(key: int, counter: int, shape: tuple):
-  split = _split_halves(shape)
+  split = split_halves(shape)
   half = (1,) if split is None else split[1]
   n = math.prod(half)
   ctr = np.uint64(counter) + np.arange(n, dtype=np.uint64)

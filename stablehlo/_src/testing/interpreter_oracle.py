@@ -119,7 +119,7 @@ def _oracle_child(text: str):
   from jaxlib.mlir import ir  # pylint: disable=g-import-not-at-top
   from jaxlib.mlir.dialects import stablehlo  # pylint: disable=g-import-not-at-top
   from stablehlo._src.testing import jaxlib_oracle  # pylint: disable=g-import-not-at-top
-  ctx = jaxlib_oracle._context()  # pylint: disable=protected-access
+  ctx = jaxlib_oracle.ir_context()
   with ctx:
     module = ir.Module.parse(text)
     start = time.perf_counter()

@@ -24,7 +24,7 @@ def skip_reason() -> Optional[str]:
 
 
 @functools.lru_cache(maxsize=None)
-def _context():
+def ir_context():
   from jax._src.interpreters import mlir as jax_mlir  # pylint: disable=g-import-not-at-top
   # JAX's own context has func, stablehlo, chlo, sdy, ml_program... loaded.
   return jax_mlir.make_ir_context()
@@ -39,7 +39,7 @@ def parse(text: str):
   """Parses `text` with jaxlib. Returns (module, None) or (None, error)."""
   from jaxlib.mlir import ir  # pylint: disable=g-import-not-at-top
   try:
-    return ir.Module.parse(text, _context()), None
+    return ir.Module.parse(text, ir_context()), None
   except ir.MLIRError as e:  # the only error jaxlib raises for bad input
     return None, str(e)
 

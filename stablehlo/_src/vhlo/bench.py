@@ -72,7 +72,7 @@ def main(argv=None) -> int:
     print("no files both sides handle")
     return 1
   jtarget = jstablehlo.get_current_version()
-  ctx = jaxlib_oracle._context()  # pylint: disable=protected-access
+  ctx = jaxlib_oracle.ir_context()
   our_blobs = [vhlo.serialize_portable_artifact(m, "current")
                for _, m, _ in files]
   their_blobs = [jstablehlo.serialize_portable_artifact(m, jtarget)

@@ -290,6 +290,12 @@ _CONTROL = {
 }
 
 
+def control_kernel(opcode: HloOpcode):
+  """The evaluator's own method for a control / structural-plumbing opcode
+  (constant, tuple, call, while, ...); None for other opcodes."""
+  return _CONTROL.get(opcode)
+
+
 def implemented_opcodes() -> frozenset[HloOpcode]:
   """Every opcode the evaluator has a kernel for."""
   return frozenset(elementwise.KERNELS) | frozenset(_CONTROL) | frozenset(

@@ -95,7 +95,7 @@ class BlasLibrary:
     return f"xla_cpu_cblas_{letter}gemm_i{self.int_bits}"
 
 
-def _candidate_paths() -> list[str]:
+def candidate_paths() -> list[str]:
   """Shared libraries that may hold numpy's OpenBLAS, most likely first."""
   paths = []
   env = os.environ.get("XLA_CPU_BLAS_LIBRARY")
@@ -147,7 +147,7 @@ _DISABLED = threading.local()
 def _find() -> Optional[BlasLibrary]:
   if os.environ.get("XLA_CPU_DISABLE_BLAS"):
     return None
-  for path in _candidate_paths():
+  for path in candidate_paths():
     lib = _probe(path)
     if lib is not None:
       return lib

@@ -271,7 +271,7 @@ class ElementGenerator:
       multi[d] = b.sub(le.i64(size - 1), multi[d])
     return self.value(op, Index(_shape_dims(op), multi))
 
-  def _start_indices(self, instr, first: int, operand_dims, sizes):
+  def start_indices(self, instr, first: int, operand_dims, sizes):
     """Clamped dynamic start indices (dynamic-slice / -update-slice)."""
     b = self.b
     rank = len(operand_dims)
@@ -295,7 +295,7 @@ class ElementGenerator:
   def _dynamic_slice(self, instr, index: Index) -> ir.Value:
     b = self.b
     op = instr.operand(0)
-    starts = self._start_indices(instr, 1, _shape_dims(op),
+    starts = self.start_indices(instr, 1, _shape_dims(op),
                                  _shape_dims(instr))
     multi = index.multi(b)
     op_multi = [le.add(b, s, m) for s, m in zip(starts, multi)]
@@ -305,7 +305,7 @@ class ElementGenerator:
     b = self.b
     op, upd = instr.operand(0), instr.operand(1)
     udims = _shape_dims(upd)
-    starts = self._start_indices(instr, 2, _shape_dims(op), udims)
+    starts = self.start_indices(instr, 2, _shape_dims(op), udims)
     multi = index.multi(b)
     inside = ir.Constant(le.I1, 1)
     rel = []
@@ -471,6 +471,12 @@ _HANDLERS = {
     O.kMap: ElementGenerator._map,
     O.kReduce: ElementGenerator._reduce,
 }
+
+
+def opcode_handler(opcode: HloOpcode):
+  """The ElementGenerator method that generates `opcode` (indexing and
+  data-movement ops it handles itself); None for other opcodes."""
+  return _HANDLERS.get(opcode)
 
 
 def apply_computation(ctx: kernel_api.KernelContext, b: ir.IRBuilder,

@@ -26,7 +26,7 @@ comparator, map body) into an `alwaysinline` LLVM function over pointers.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable, Optional, Sequence
 
 from llvmlite import ir
 
@@ -574,6 +574,11 @@ _EXACT_FOR_BF16 = frozenset((
     O.kReducePrecision))
 
 SUPPORTED_OPCODES = frozenset(_EMITTERS) - {O.kStochasticConvert}
+
+
+def opcode_emitter(opcode: HloOpcode) -> Optional[Callable]:
+  """The scalar emitter of an elementwise `opcode`; None if it has none."""
+  return _EMITTERS.get(opcode)
 
 
 def emit_elementwise(b: ir.IRBuilder, instr,

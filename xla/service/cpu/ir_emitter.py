@@ -181,7 +181,7 @@ def emit_dynamic_update_slice(ctx, instr) -> kernel_api.KernelSpec:
   udims = tuple(upd.shape.dimensions)
   odims = tuple(op.shape.dimensions)
   if _count(upd.shape):
-    starts = gen._start_indices(instr, 2, odims, udims)  # pylint: disable=protected-access
+    starts = gen.start_indices(instr, 2, odims, udims)
     with le.loop_nest(b, udims, "u") as uidx:
       with gen.scope():
         v = gen.value(upd, Index(udims, uidx))

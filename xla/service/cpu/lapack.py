@@ -121,7 +121,7 @@ def _candidate_paths() -> list[str]:
     paths.append(env)
   # The library the gemm calls use, found the same way.
   from xla.service.cpu import blas  # pylint: disable=g-import-not-at-top
-  paths.extend(blas._candidate_paths())  # pylint: disable=protected-access
+  paths.extend(blas.candidate_paths())
   return paths
 
 

@@ -173,7 +173,7 @@ def _emit_threefry(ka: u.KernelArgs, nstate: int, out_shape) -> int:
     nblocks = math.prod(shape)
     split = None
   else:
-    split = prng._split_halves(shape)  # pylint: disable=protected-access
+    split = prng.split_halves(shape)
     nblocks = 1 if split is None else math.prod(split[1])
   _write_state(ka, [key, b.add(counter, u.i64(nblocks))])
   with _block_loop(ka, nblocks) as c:

@@ -50,7 +50,7 @@ def _invariant_elements(body) -> set[int]:
   if root.opcode != O.kTuple:
     return set()
   return {k for k, op in enumerate(root.operands)
-          if wls._gte_of_param(op, body) == k}  # pylint: disable=protected-access
+          if wls.gte_of_param(op, body) == k}
 
 
 def _row_slice(x, body, invariant) -> Optional[tuple]:
@@ -63,7 +63,7 @@ def _row_slice(x, body, invariant) -> Optional[tuple]:
   if ds.opcode != O.kDynamicSlice or len(ds.users) != 1:
     return None
   big = ds.operand(0)
-  k = wls._gte_of_param(big, body)  # pylint: disable=protected-access
+  k = wls.gte_of_param(big, body)
   if k is None or k not in invariant or not big.shape.is_array():
     return None
   dims = tuple(big.shape.dimensions)
@@ -82,7 +82,7 @@ def _row_slice(x, body, invariant) -> Optional[tuple]:
 def _loop_invariant_operand(w, body, invariant) -> bool:
   if w.opcode == O.kConstant:
     return True
-  k = wls._gte_of_param(w, body)  # pylint: disable=protected-access
+  k = wls.gte_of_param(w, body)
   return k is not None and k in invariant
 
 
@@ -164,7 +164,7 @@ class SlicedDotHoisting(hpi.HloComputationPass):
     if not rewrites:
       return False
     licm = while_loop_invariant_code_motion.WhileLoopInvariantCodeMotion()
-    licm._run_on_loop(comp, w)  # pylint: disable=protected-access
+    licm.run_on_loop(comp, w)
     hoisted = False
     for dot, (product, new) in rewrites:
       if product.parent is body:  # not hoisted: put the dot back

@@ -74,7 +74,7 @@ class WhileLoopInvariantCodeMotion(hpi.HloComputationPass):
     root = body.root_instruction
     out = set()
     for k, op in enumerate(root.operands):
-      if wls._gte_of_param(op, body) == k:  # pylint: disable=protected-access
+      if wls.gte_of_param(op, body) == k:
         out.add(k)
     return out
 
@@ -139,7 +139,7 @@ class WhileLoopInvariantCodeMotion(hpi.HloComputationPass):
       for i in rejected:
         del invariant[id(i)]
 
-  def _run_on_loop(self, comp, w) -> bool:
+  def run_on_loop(self, comp, w) -> bool:
     body = w.while_body
     cond = w.while_condition
     root = body.root_instruction
@@ -155,7 +155,7 @@ class WhileLoopInvariantCodeMotion(hpi.HloComputationPass):
     invariant: dict[int, object] = {}
     gtes: dict[int, object] = {}
     for instr in body.make_instruction_post_order():
-      k = wls._gte_of_param(instr, body)  # pylint: disable=protected-access
+      k = wls.gte_of_param(instr, body)
       if k is not None:
         if k in inv_elems:
           gtes[id(instr)] = instr
@@ -175,7 +175,7 @@ class WhileLoopInvariantCodeMotion(hpi.HloComputationPass):
     def materialize(instr):
       if id(instr) in outside:
         return outside[id(instr)]
-      k = wls._gte_of_param(instr, body)  # pylint: disable=protected-access
+      k = wls.gte_of_param(instr, body)
       if k is not None:
         new = (init.operand(k) if init.opcode == HloOpcode.kTuple else
                comp.add_instruction(hi.create_get_tuple_element(init, k)))
@@ -229,5 +229,5 @@ class WhileLoopInvariantCodeMotion(hpi.HloComputationPass):
   def run_on_computation(self, comp, context=None) -> bool:
     changed = False
     for w in [i for i in comp.instructions if i.opcode == HloOpcode.kWhile]:
-      changed |= self._run_on_loop(comp, w)
+      changed |= self.run_on_loop(comp, w)
     return changed

@@ -70,7 +70,7 @@ def _scalar_int_constant(instr) -> Optional[int]:
   return int(instr.literal.array.reshape(-1)[0])
 
 
-def _gte_of_param(instr, comp) -> Optional[int]:
+def gte_of_param(instr, comp) -> Optional[int]:
   """k if `instr` is get-tuple-element(parameter 0 of comp, k)."""
   if (instr.opcode == HloOpcode.kGetTupleElement and
       instr.operand(0).opcode == HloOpcode.kParameter and
@@ -126,9 +126,9 @@ def static_trip_count(while_instr) -> Optional[int]:
     return None
   direction = root.comparison_direction
   lhs, rhs = root.operands
-  k, limit = _gte_of_param(lhs, cond), _scalar_int_constant(rhs)
+  k, limit = gte_of_param(lhs, cond), _scalar_int_constant(rhs)
   if k is None or limit is None:
-    k, limit = _gte_of_param(rhs, cond), _scalar_int_constant(lhs)
+    k, limit = gte_of_param(rhs, cond), _scalar_int_constant(lhs)
     direction = _SWAPPED.get(direction)
   if k is None or limit is None or direction is None:
     return None
@@ -141,9 +141,9 @@ def static_trip_count(while_instr) -> Optional[int]:
     return None
   a, b = update.operands
   step = None
-  if _gte_of_param(a, body) == k:
+  if gte_of_param(a, body) == k:
     step = _scalar_int_constant(b)
-  elif _gte_of_param(b, body) == k:
+  elif gte_of_param(b, body) == k:
     step = _scalar_int_constant(a)
   if step is None:
     return None
@@ -243,7 +243,7 @@ def _live_elements(w) -> Optional[set[int]]:
       if id(i) in seen:
         continue
       seen.add(id(i))
-      k = _gte_of_param(i, body)
+      k = gte_of_param(i, body)
       if k is not None:
         out.add(k)
         continue
