@@ -454,6 +454,8 @@ class _Job:
     for i, buffer in enumerate(self._arguments):
       if i not in self._donated:
         buffer.release_hold()
+      else:
+        buffer.release_donation()  # a no-op once its data was taken
     self._arguments = []
 
   def abandon(self, exc: BaseException) -> None:

@@ -344,6 +344,7 @@ class Buffer:
     self._deleted = False
     self._external_refs = 0
     self._holds = 0
+    self._donation_pending = False
     self._lock = threading.Lock()
     self._c: CStrings | None = None
     self.handle = 0
@@ -507,16 +508,35 @@ class Buffer:
             "a buffer with external references (e.g. a numpy or dlpack "
             "view) cannot be donated")
       self._deleted = True
+      # The execution it was donated to still has to read it: a hold keeps
+      # the data when the caller deletes or destroys the buffer before that
+      # execution runs (JAX does, right after Execute returns).
+      self._holds += 1
+      self._donation_pending = True
       self._mirror_state(native_slots.BUFFER_DELETED)
     self._release_accounting()
 
   def data_after_donation(self) -> np.ndarray:
     """The data of a donated buffer, for the execution it was donated to."""
     self.future.raise_if_error()
-    array, self._array = self._array, None
+    with self._lock:
+      array, self._array = self._array, None
+      self._end_donation()
     if array is None:
       raise support.InternalError("donated buffer has no data")
     return array
+
+  def release_donation(self) -> None:
+    """For an execution that ends without reading its donated buffer."""
+    with self._lock:
+      self._end_donation()
+      if self._holds == 0 and self._external_refs == 0:
+        self._array = None
+
+  def _end_donation(self) -> None:
+    if self._donation_pending:
+      self._donation_pending = False
+      self._holds -= 1
 
   def array(self) -> np.ndarray:
     """The data; waits for a pending buffer; raises its error, if any."""

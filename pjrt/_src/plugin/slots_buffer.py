@@ -519,6 +519,7 @@ def _buffer_donate_with_control_dependency(args):
     del callback_args
     if status is not None:
       buffer.release_hold()
+      buffer.release_donation()
       target.fail(status)
       return
 
@@ -530,6 +531,7 @@ def _buffer_donate_with_control_dependency(args):
           target.fulfill(buffer.held_array())
       finally:
         buffer.release_hold()
+        buffer.release_donation()
 
     buffer.future.add_callback(done)
 

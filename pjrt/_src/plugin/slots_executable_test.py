@@ -343,3 +343,26 @@ def test_the_threshold_decides(client, monkeypatch):
   result, complete = _start(client, exe, x)
   assert complete.is_ready()  # Ran in Execute.
   assert result.to_numpy() == 2000
+
+
+def test_donated_buffer_deleted_before_its_execution_runs(client):
+  # JAX deletes (destroys) a donated array right after Execute returns; the
+  # execution may not have run yet. Its data must survive until it does.
+  exe = client.compile(testing.ADD_DONATING)
+  a = client.buffer_from_numpy(np.arange(4, dtype=np.float32))
+  b = client.buffer_from_numpy(np.ones(4, np.float32))
+  device = handles.TABLE.get(a.handle, runtime.BUFFER).device
+  gate = threading.Event()
+  device.worker.submit(gate.wait)  # holds the device's queue
+  # Opens the queue in any case, should Execute itself wait for it.
+  timer = threading.Timer(5.0, gate.set)
+  timer.start()
+  try:
+    (out,) = exe.execute([a, b])
+    a.delete()
+  finally:
+    gate.set()
+    timer.cancel()
+  np.testing.assert_array_equal(out.to_numpy(), [1, 2, 3, 4])
+  # With nothing left to run, the donated data is let go.
+  assert handles.TABLE.get(a.handle, runtime.BUFFER)._array is None  # pylint: disable=protected-access
