@@ -788,3 +788,17 @@ ENTRY e {
 }"""
   _, got = ct.run_and_compare(text, [np.arange(10, 14, dtype=np.int32)])
   np.testing.assert_array_equal(got[0], [13, 12, 11, 10])
+
+
+def test_bitcast_convert_to_the_same_type():
+  # pred -> pred (and any same-type bitcast-convert) is the identity. It
+  # used to be folded away when its operand was a constant; splat constants
+  # now import as broadcasts, so it reaches codegen.
+  text = """HloModule m
+ENTRY e {
+  t = pred[] constant(true)
+  b = pred[2,3] broadcast(t), dimensions={}
+  ROOT r = pred[2,3] bitcast-convert(b)
+}"""
+  _, got = ct.run_and_compare(text, [])
+  np.testing.assert_array_equal(got[0], np.ones((2, 3), bool))

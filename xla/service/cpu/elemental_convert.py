@@ -285,6 +285,8 @@ def _as_bits(b, v, et):
 def bitcast_convert(b: ir.IRBuilder, v: ir.Value, src: PrimitiveType,
                     dst: PrimitiveType) -> ir.Value:
   src, dst = P(src), P(dst)
+  if src == dst:
+    return v  # Same type (pred included): the bits are the value.
   if (bit_width(src) != bit_width(dst) or kind(src) in ("pred", "complex") or
       kind(dst) in ("pred", "complex") or src in _F8 or dst in _F8):
     raise support.UnimplementedError(
