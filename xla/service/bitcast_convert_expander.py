@@ -118,25 +118,22 @@ def _narrow(b: _Builder, instr):
   return b.as_type(pieces, narrow)
 
 
-class BitcastConvertExpander(hpi.HloModulePass):
+class BitcastConvertExpander(hpi.HloComputationPass):
   """See the module docstring."""
 
   @property
   def name(self) -> str:
     return "bitcast-convert-expander"
 
-  def run(self, module, execution_threads=frozenset()) -> bool:
+  def run_on_computation(self, comp, context=None) -> bool:
     changed = False
-    for comp in hpi.computations_to_run(module, execution_threads):
-      if comp.is_fusion_computation():
+    for instr in list(comp.instructions):
+      if instr.parent is not comp or not expandable(instr):
         continue
-      for instr in list(comp.instructions):
-        if instr.parent is not comp or not expandable(instr):
-          continue
-        b = _Builder(comp)
-        widening = (_width(instr.shape.element_type) >
-                    _width(instr.operand(0).shape.element_type))
-        new = _widen(b, instr) if widening else _narrow(b, instr)
-        comp.replace_instruction(instr, new)
-        changed = True
+      b = _Builder(comp)
+      widening = (_width(instr.shape.element_type) >
+                  _width(instr.operand(0).shape.element_type))
+      new = _widen(b, instr) if widening else _narrow(b, instr)
+      comp.replace_instruction(instr, new)
+      changed = True
     return changed

@@ -38,30 +38,27 @@ def _fft_type_name(instr) -> str:
   return getattr(value, "name", str(value)).upper()
 
 
-class FftToHostCall(hpi.HloModulePass):
+class FftToHostCall(hpi.HloComputationPass):
   """Rewrites `fft` into a custom call run by `HANDLERS[TARGET]`."""
 
   @property
   def name(self) -> str:
     return "fft-to-host-call"
 
-  def run(self, module, execution_threads=frozenset()) -> bool:
+  def run_on_computation(self, comp, context=None) -> bool:
     changed = False
-    for comp in hpi.computations_to_run(module, execution_threads):
-      if comp.is_fusion_computation():
+    for instr in list(comp.instructions):
+      if instr.opcode != HloOpcode.kFft or instr.parent is not comp:
         continue
-      for instr in list(comp.instructions):
-        if instr.opcode != HloOpcode.kFft or instr.parent is not comp:
-          continue
-        config = json.dumps({"fft_type": _fft_type_name(instr),
-                             "fft_length": [int(n) for n in
-                                            instr.attr("fft_length")]})
-        call = comp.add_instruction(hi.create_custom_call(
-            instr.shape, list(instr.operands), TARGET))
-        call.backend_config = config
-        call.metadata = instr.metadata
-        comp.replace_instruction(instr, call)
-        changed = True
+      config = json.dumps({"fft_type": _fft_type_name(instr),
+                           "fft_length": [int(n) for n in
+                                          instr.attr("fft_length")]})
+      call = comp.add_instruction(hi.create_custom_call(
+          instr.shape, list(instr.operands), TARGET))
+      call.backend_config = config
+      call.metadata = instr.metadata
+      comp.replace_instruction(instr, call)
+      changed = True
     return changed
 
 
