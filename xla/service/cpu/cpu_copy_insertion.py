@@ -464,16 +464,12 @@ def _dedupe_tuple_operand(comp, instr, number: int) -> bool:
   return True
 
 
-def _fix_while_init(comp, instr) -> bool:
-  return _dedupe_tuple_operand(comp, instr, 0)
-
-
 def insert_copies(module) -> bool:
   changed = False
   for comp in _control_flow_order(module):
     for instr in list(comp.instructions):
       if instr.opcode == O.kWhile:
-        changed |= _fix_while_init(comp, instr)
+        changed |= _dedupe_tuple_operand(comp, instr, 0)
         changed |= _fix_while_body(instr.while_body)
       elif instr.opcode == O.kConditional:
         for number in range(1, len(instr.operands)):
