@@ -20,6 +20,7 @@ from stablehlo import types as t
 from stablehlo.ops import registry
 from xla import xla_data
 from xla.hlo.ir import hlo_instruction as hi
+from xla.hlo.ir import hlo_pattern
 from xla.hlo.ir.hlo_opcode import HloOpcode as O
 from xla.shape import Shape
 from xla.translate import type_conversion as tc
@@ -157,23 +158,13 @@ def _triangular_solve(imp, op):
       transpose_a=xla_data.Transpose[transpose]))]
 
 
-def _is_splat(array) -> bool:
-  """Whether every element of `array` has the bits of the first one."""
-  arr = np.asarray(array)
-  if arr.size <= 1:
-    return arr.size == 1
-  if arr.dtype.hasobject:
-    return False
-  rows = np.ascontiguousarray(arr).reshape(arr.size, 1).view(np.uint8)
-  return bool((rows == rows[0]).all())
-
-
 @_register("stablehlo.constant")
 def _constant(imp, op):
   value, ty = op.attr("value"), op.result.type
   shape = _shape(op)
   if (isinstance(value, a.DenseElementsAttr) and shape.is_array() and
-      math.prod(shape.dimensions) > 1 and _is_splat(value.array)):
+      math.prod(shape.dimensions) > 1 and
+      hlo_pattern.is_splat_array(value.array)):
     # A splat: a scalar constant broadcast, as XLA's simplifier would make
     # it. Materialised, a splat of a large shape costs its size in memory,
     # in every pass that looks at the literal, and as data in the kernel.

@@ -51,13 +51,19 @@ def splat_value(instr) -> Optional[object]:
   if not instr.shape.is_array() or instr.literal.elided:
     return None
   array = instr.literal.array
-  if array.size == 0:
+  if not is_splat_array(array):
     return None
-  first = array.reshape(-1)[0]
-  # Bitwise splat check: NaNs of equal bits count as equal.
-  if array.tobytes() != np.full_like(array, first).tobytes():
-    return None
-  return first
+  return array.reshape(-1)[0]
+
+
+def is_splat_array(array) -> bool:
+  """Whether `array` has elements and each has the bits of the first (so
+  NaNs of equal bits count as equal, and -0.0 differs from 0.0)."""
+  arr = np.asarray(array)
+  if arr.size == 0 or arr.dtype.hasobject:
+    return False
+  rows = np.ascontiguousarray(arr).reshape(arr.size, 1).view(np.uint8)
+  return bool((rows == rows[0]).all())
 
 
 def is_all(instr, value) -> bool:
