@@ -17,6 +17,8 @@ import textwrap
 
 import pytest
 
+from pjrt.jax_plugin import testing
+
 jax = pytest.importorskip("jax")
 
 _CHILD = textwrap.dedent("""
@@ -235,19 +237,9 @@ _TOL = {"float32": 2e-3, "complex64": 2e-3, "float64": 1e-9,
 _SHAPES = [[4, 3], [2, 3, 4]]
 
 
-def _site(tmp_path):
-  dist = tmp_path / "openxla_pjrt-0.1.0.dist-info"
-  dist.mkdir()
-  (dist / "METADATA").write_text(
-      "Metadata-Version: 2.1\nName: openxla-pjrt\nVersion: 0.1.0\n")
-  (dist / "entry_points.txt").write_text(
-      "[jax_plugins]\nopenxla_cpu = pjrt.jax_plugin\n")
-  return tmp_path
-
-
 def _run_child(tmp_path, dtype, backend="cpu", shapes=None):
   env = dict(os.environ)
-  env["PYTHONPATH"] = os.pathsep.join([str(_site(tmp_path))] +
+  env["PYTHONPATH"] = os.pathsep.join([str(testing.plugin_site(tmp_path))] +
                                       [p for p in sys.path if p])
   env["JAX_PLATFORMS"] = "openxla_cpu,cpu"
   env["OPENXLA_CPU_BACKEND"] = backend

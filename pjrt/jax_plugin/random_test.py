@@ -24,6 +24,8 @@ import textwrap
 
 import pytest
 
+from pjrt.jax_plugin import testing
+
 jax = pytest.importorskip("jax")
 
 _CHILD = textwrap.dedent("""
@@ -86,19 +88,9 @@ _NAMES = ["bernoulli", "bits", "categorical", "gamma", "normal",
 _FLOAT_TOL = 8.0
 
 
-def _site(tmp_path):
-  dist = tmp_path / "openxla_pjrt-0.1.0.dist-info"
-  dist.mkdir()
-  (dist / "METADATA").write_text(
-      "Metadata-Version: 2.1\nName: openxla-pjrt\nVersion: 0.1.0\n")
-  (dist / "entry_points.txt").write_text(
-      "[jax_plugins]\nopenxla_cpu = pjrt.jax_plugin\n")
-  return tmp_path
-
-
 def _run_child(tmp_path, variant):
   env = dict(os.environ)
-  env["PYTHONPATH"] = os.pathsep.join([str(_site(tmp_path))] +
+  env["PYTHONPATH"] = os.pathsep.join([str(testing.plugin_site(tmp_path))] +
                                       [p for p in sys.path if p])
   env["JAX_PLATFORMS"] = "openxla_cpu,cpu"
   env.pop("OPENXLA_CPU_BACKEND", None)
