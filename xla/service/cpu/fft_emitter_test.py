@@ -8,22 +8,11 @@ from xla.service.cpu import op_emitter_testing as t
 
 _RNG = np.random.default_rng(2)
 
-
-def _f(s):
-  return ",".join(str(x) for x in s)
-
-
-def _hlo(kind, in_ty, in_dims, out_ty, out_dims, length):
-  return f"""HloModule m
-ENTRY e {{
-  x = {in_ty}[{_f(in_dims)}] parameter(0)
-  ROOT f = {out_ty}[{_f(out_dims)}] fft(x), fft_type={kind}, fft_length={{{_f(length)}}}
-}}"""
+_hlo = t.fft_module
 
 
 def _cplx(shape, dtype):
-  return (_RNG.standard_normal(shape) + 1j * _RNG.standard_normal(shape)
-          ).astype(dtype)
+  return t.complex_normal(_RNG, shape, dtype)
 
 
 @pytest.mark.parametrize("length", [(8,), (5,), (1,), (3, 4), (2, 3, 5)])

@@ -6,25 +6,15 @@ import pytest
 
 from xla.service.cpu import cpu_testing as ct
 from xla.service.cpu import fft_host_call
+from xla.service.cpu import op_emitter_testing as t
 
 _RNG = np.random.default_rng(3)
 
-
-def _f(s):
-  return ",".join(str(x) for x in s)
-
-
-def _hlo(kind, in_ty, in_dims, out_ty, out_dims, length):
-  return f"""HloModule m
-ENTRY e {{
-  x = {in_ty}[{_f(in_dims)}] parameter(0)
-  ROOT f = {out_ty}[{_f(out_dims)}] fft(x), fft_type={kind}, fft_length={{{_f(length)}}}
-}}"""
+_hlo = t.fft_module
 
 
 def _cplx(shape, dtype):
-  return (_RNG.standard_normal(shape) + 1j * _RNG.standard_normal(shape)
-          ).astype(dtype)
+  return t.complex_normal(_RNG, shape, dtype)
 
 
 def _run(text, args):

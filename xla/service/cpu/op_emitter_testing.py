@@ -142,3 +142,21 @@ def assert_same(got: Sequence[np.ndarray], want: Sequence[np.ndarray],
     else:
       np.testing.assert_array_equal(g.reshape(-1).view(np.uint8),
                                     w.reshape(-1).view(np.uint8))
+
+
+def fft_module(kind: str, in_ty: str, in_dims, out_ty: str, out_dims,
+               length) -> str:
+  """HLO text of one `fft` of `kind` (FFT, IFFT, RFFT, IRFFT)."""
+  def dims(s):
+    return ",".join(str(x) for x in s)
+  return f"""HloModule m
+ENTRY e {{
+  x = {in_ty}[{dims(in_dims)}] parameter(0)
+  ROOT f = {out_ty}[{dims(out_dims)}] fft(x), fft_type={kind}, fft_length={{{dims(length)}}}
+}}"""
+
+
+def complex_normal(rng: np.random.Generator, shape, dtype) -> np.ndarray:
+  """Standard-normal real and imaginary parts, as `dtype`."""
+  return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+          ).astype(dtype)
