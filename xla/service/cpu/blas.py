@@ -206,9 +206,134 @@ def get_num_threads() -> Optional[int]:
   return int(lib.get_threads())
 
 
-_PIN_LOCK = threading.Lock()
-_pin_depth = 0
-_pin_saved: Optional[int] = None
+# The native pin: a spin lock, the depth, the saved count, and OpenBLAS's
+# get / set thread-count functions, in one int64 array (`pin_state`).
+_PIN_IR = r"""
+define internal i64 @word(ptr %p, i64 %i) {
+  %q = getelementptr i64, ptr %p, i64 %i
+  %v = load i64, ptr %q
+  ret i64 %v
+}
+
+define internal ptr @pword(ptr %p, i64 %i) {
+  %v = call i64 @word(ptr %p, i64 %i)
+  %q = inttoptr i64 %v to ptr
+  ret ptr %q
+}
+
+define internal void @lock(ptr %w) {
+entry:
+  br label %try
+try:
+  %r = cmpxchg ptr %w, i64 0, i64 1 acquire monotonic
+  %ok = extractvalue { i64, i1 } %r, 1
+  br i1 %ok, label %done, label %try
+done:
+  ret void
+}
+
+define internal void @unlock(ptr %w) {
+  store atomic i64 0, ptr %w release, align 8
+  ret void
+}
+
+define void @xla_cpu_blas_pin(ptr %s) {
+entry:
+  call void @lock(ptr %s)
+  %dp = getelementptr i64, ptr %s, i64 1
+  %depth = load i64, ptr %dp
+  %first = icmp eq i64 %depth, 0
+  br i1 %first, label %save, label %count
+save:
+  %get = call ptr @pword(ptr %s, i64 3)
+  %prev = call i32 %get()
+  %prev64 = sext i32 %prev to i64
+  %sp = getelementptr i64, ptr %s, i64 2
+  store i64 %prev64, ptr %sp
+  %one = icmp eq i32 %prev, 1
+  br i1 %one, label %count, label %set
+set:
+  %setf = call ptr @pword(ptr %s, i64 4)
+  call void %setf(i32 1)
+  br label %count
+count:
+  %d1 = add i64 %depth, 1
+  store i64 %d1, ptr %dp
+  call void @unlock(ptr %s)
+  ret void
+}
+
+define void @xla_cpu_blas_unpin(ptr %s) {
+entry:
+  call void @lock(ptr %s)
+  %dp = getelementptr i64, ptr %s, i64 1
+  %depth = load i64, ptr %dp
+  %none = icmp eq i64 %depth, 0
+  br i1 %none, label %out, label %dec
+dec:
+  %d1 = sub i64 %depth, 1
+  store i64 %d1, ptr %dp
+  %last = icmp eq i64 %d1, 0
+  br i1 %last, label %restore, label %out
+restore:
+  %saved = call i64 @word(ptr %s, i64 2)
+  %same = icmp eq i64 %saved, 1
+  br i1 %same, label %out, label %set
+set:
+  %setf = call ptr @pword(ptr %s, i64 4)
+  %n = trunc i64 %saved to i32
+  call void %setf(i32 %n)
+  br label %out
+out:
+  call void @unlock(ptr %s)
+  ret void
+}
+"""
+_PIN_DEPTH, _PIN_GET, _PIN_SET = 1, 3, 4
+_PIN_BUILD_LOCK = threading.Lock()
+_PIN: dict = {}
+
+
+def _pin_built(lib: BlasLibrary) -> dict:
+  with _PIN_BUILD_LOCK:
+    if not _PIN:
+      from xla.service.cpu import jit as jit_lib  # pylint: disable=g-import-not-at-top
+      state = (ctypes.c_int64 * 8)()
+      state[_PIN_GET] = ctypes.cast(lib.get_threads, ctypes.c_void_p).value
+      state[_PIN_SET] = ctypes.cast(lib.set_threads, ctypes.c_void_p).value
+      jit = jit_lib.CpuJit(1)
+      jit.compile(_PIN_IR)
+      pin, unpin = (jit.address("xla_cpu_blas_pin"),
+                    jit.address("xla_cpu_blas_unpin"))
+      fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+      _PIN.update(state=state, jit=jit, address=ctypes.addressof(state),
+                  functions=(pin, unpin), pin=fn(pin), unpin=fn(unpin))
+    return _PIN
+
+
+def pin_state() -> int:
+  """The address of the process's native pin state (0 when the BLAS found
+  cannot set its thread count). Native executions pin through it with
+  `pin_functions()` (native_execute.py), Python through
+  `pin_single_thread`, so both share one depth."""
+  lib = library()
+  if lib is None or lib.set_threads is None or lib.get_threads is None:
+    return 0
+  return _pin_built(lib)["address"]
+
+
+def pin_functions() -> tuple[int, int]:
+  """Addresses of the native pin and unpin (void f(int64* state))."""
+  pin_state()
+  return _PIN["functions"]
+
+
+def pin_depth() -> int:
+  """The pin's current depth (for tests)."""
+  state = pin_state()
+  if not state:
+    return 0
+  return ctypes.c_int64.from_address(state + 8 * _PIN_DEPTH).value
 
 
 def pin_single_thread() -> None:
@@ -219,35 +344,18 @@ def pin_single_thread() -> None:
   worker's call waits) while its own threads spin, competing with the
   runtime's workers for the cores (measured 2-10x slower matmul / mlp /
   transformer on 2 cores). Nested / concurrent pins share one save and
-  restore of the previous count; each costs a lock and, at depth 0, two
-  calls into OpenBLAS (about a microsecond each)."""
-  global _pin_depth, _pin_saved
-  lib = library()
-  if lib is None or lib.set_threads is None:
-    return
-  with _PIN_LOCK:
-    if _pin_depth == 0:
-      prev = int(lib.get_threads())
-      _pin_saved = prev
-      if prev != 1:
-        lib.set_threads(1)
-    _pin_depth += 1
+  restore of the previous count (a native spin lock, a depth and the saved
+  count; at depth 0 two calls into OpenBLAS, about a microsecond each)."""
+  state = pin_state()
+  if state:
+    _PIN["pin"](state)
 
 
 def unpin() -> None:
   """Ends one `pin_single_thread()`; the last one restores the count."""
-  global _pin_depth, _pin_saved
-  lib = library()
-  if lib is None or lib.set_threads is None:
-    return
-  with _PIN_LOCK:
-    if _pin_depth == 0:
-      return
-    _pin_depth -= 1
-    if _pin_depth == 0:
-      if _pin_saved is not None and _pin_saved != 1:
-        lib.set_threads(_pin_saved)
-      _pin_saved = None
+  state = pin_state()
+  if state:
+    _PIN["unpin"](state)
 
 
 class single_threaded:  # pylint: disable=invalid-name

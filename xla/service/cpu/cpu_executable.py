@@ -47,6 +47,7 @@ import numpy as np
 import support
 from xla.service.cpu import blas
 from xla.service.cpu import buffer_pool
+from xla.service.cpu import native_execute
 from xla.service.cpu import native_runner
 from xla.service.cpu import thunk as thunk_lib
 from xla.service.cpu.thunk_emitter import numpy_dtype
@@ -224,6 +225,7 @@ class CpuExecutable:
     self.peak_memory_bytes = (self.arena_bytes + self._out_block_bytes +
                               const_bytes)
     self._fast = self._fast_plan()
+    self._native: Any = False  # native_plan(), once built
 
   def _fast_plan(self) -> Optional[_FastPlan]:
     """The execute plan of the common call; None where the program needs
@@ -267,6 +269,30 @@ class CpuExecutable:
     return _FastPlan([(leaf.dtype, leaf.dims) for leaf in self._flat_leaves],
                      dynamic, template, self._out_block_bytes, outputs,
                      self._temp is not None)
+
+  def native_plan(self) -> Optional[native_execute.NativePlan]:
+    """The plan for one native call of the whole program
+    (native_execute.py), or None where a call needs Python (custom calls,
+    tuple parameters, non-array results). Built on first use."""
+    if self._native is False:
+      plan = None
+      program = native_runner.encode_all(self.thunks)
+      if self._fast is not None and program is not None:
+        allocs = self.plan["allocations"]
+        outputs = [None if o is None else
+                   (o["alloc"], o["slot"], numpy_dtype(o["dtype"]),
+                    tuple(o["dims"])) for o in self.plan["outputs"]]
+        plan = native_execute.plan_for(
+            slots=self.plan["slots"],
+            params=[leaf.alloc for leaf in self._flat_leaves],
+            allocations=allocs, outputs=outputs,
+            static_bases=self._static_bases, program=program,
+            pool_address=native_execute.pool_address(self._pool),
+            blas_pin=blas.pin_state() if self._uses_blas else 0)
+        if plan is not None:
+          plan.owner = self  # The plan's addresses point into this object.
+      self._native = plan
+    return self._native
 
   def _fast_table(self, fast: _FastPlan) -> tuple[Any, int]:
     try:
