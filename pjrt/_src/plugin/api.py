@@ -67,6 +67,8 @@ from pjrt._src.plugin import slot_registry
 API_NAME = b"pjrt_c_api"
 # "0" keeps every slot in Python (no native fast paths; native_slots.py).
 FAST_PATHS_ENV = "OPENXLA_CPU_NATIVE_SLOTS"
+# "0" keeps Execute and Buffer_Destroy in Python (native_execute.py).
+NATIVE_EXECUTE_ENV = "OPENXLA_CPU_NATIVE_EXECUTE"
 
 # The slot table (name -> (implementation, minimum struct_size)) and the
 # decorator that fills it live in the leaf module slot_registry, which the
@@ -285,17 +287,24 @@ def fast_paths_enabled() -> bool:
 
 
 def _fast_paths(entries: dict[str, int]) -> dict[str, int]:
-  """slot -> native fast path, for the slots native_slots.py answers."""
+  """slot -> native fast path, for the slots native_slots.py answers and
+  (unless $OPENXLA_CPU_NATIVE_EXECUTE is 0) native_execute.py's."""
   if not fast_paths_enabled() or not handles.TABLE.region_end:
     return {}
   # pylint: disable-next=g-import-not-at-top
-  from pjrt._src.plugin import native_slots
+  from pjrt._src.plugin import native_execute, native_slots
   slots = [s for s in native_slots.slots() if s in _IMPLEMENTATIONS]
-  return native_slots.build(
+  fast = native_slots.build(
       {s: entries[s] for s in slots},
       {s: _IMPLEMENTATIONS[s][1] for s in slots}, abi.VOID_SLOTS,
       (handles.TABLE.region_start, handles.TABLE.region_end),
       events.ready_event())
+  if os.environ.get(NATIVE_EXECUTE_ENV, "1") not in ("0", "false", "no"):
+    slots = [s for s in native_execute.SLOTS if s in _IMPLEMENTATIONS]
+    fast.update(native_execute.build(
+        {s: entries[s] for s in slots},
+        {s: _IMPLEMENTATIONS[s][1] for s in slots}, events.ready_event()))
+  return fast
 
 
 def api_address() -> int:

@@ -56,6 +56,12 @@ class Compiled:
   def code_size(self) -> int:
     return 0
 
+  def native_plan(self) -> Any:
+    """A plan for one native call of the whole program (the CPU compiler's
+    native_execute.NativePlan: `address`, `entry`, `output_bytes`), or
+    None where a run needs Python."""
+    return None
+
 
 _REGISTRY: dict[str, Callable[[programs.Program], Compiled]] = {}
 
@@ -184,6 +190,10 @@ class CpuCompiled(Compiled):
   def code_size(self) -> int:
     size = getattr(self._executable, "code_size", None)
     return int(size) if isinstance(size, int) else 0
+
+  def native_plan(self) -> Any:
+    plan_fn = getattr(self._executable, "native_plan", None)
+    return plan_fn() if plan_fn is not None else None
 
   def run(self, args, *, donated=frozenset(), process=None):
     del process

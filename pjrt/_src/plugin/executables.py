@@ -30,6 +30,7 @@ from pjrt._src.plugin import backends
 from pjrt._src.plugin import errors
 from pjrt._src.plugin import events
 from pjrt._src.plugin import handles
+from pjrt._src.plugin import native_execute
 from pjrt._src.plugin import options as options_lib
 from pjrt._src.plugin import programs
 from pjrt._src.plugin import runtime
@@ -118,6 +119,16 @@ def _executable_mirror(executable: Executable) -> tuple[int, ...]:
 
 
 handles.register_mirror(EXECUTABLE, _executable_mirror)
+
+
+def _loaded_mirror(loaded: "LoadedExecutable") -> tuple[int, ...]:
+  """Words of a loaded executable's handle record: its native Execute
+  descriptor's address (0: every call goes to Python)."""
+  loaded.native = native_execute.descriptor_for(loaded)
+  return (loaded.native.address if loaded.native is not None else 0,)
+
+
+handles.register_mirror(LOADED_EXECUTABLE, _loaded_mirror)
 
 
 def check_options(opts: options_lib.CompileOptions,
@@ -212,6 +223,9 @@ class LoadedExecutable:
     self.deleted = False
     self.c = runtime.CStrings()
     self.handle = 0
+    # The native Execute's descriptor (native_execute.py), made with the
+    # handle; armed while a call may run natively.
+    self.native: Optional[native_execute.Descriptor] = None
 
   @property
   def program(self) -> programs.Program:
@@ -219,6 +233,14 @@ class LoadedExecutable:
 
   def delete(self) -> None:
     self.deleted = True
+    if self.native is not None:
+      self.native.arm(False)
+
+  def _arm_native(self) -> None:
+    """Lets the native Execute run the next calls if they may run inline
+    (the latest run was short), on a live client."""
+    self.native.arm(self.executable.runs_inline() and not self.deleted and
+                    not self.client.destroyed)
 
   # -- Execution. -----------------------------------------------------------
 
@@ -297,6 +319,8 @@ class LoadedExecutable:
         executable.runs_inline()):
       done = self._run_inline(devices[0], argument_lists[0], launch_id)
       if done is not None:
+        if self.native is not None:
+          self._arm_native()
         return done
     donatable = executable.donatable
     if non_donatable:
@@ -351,6 +375,8 @@ class LoadedExecutable:
     if inline is not None:
       # Outside the launch lock: other launches need not wait for it.
       inline()
+    if self.native is not None:
+      self._arm_native()
     return outputs, completions
 
 
@@ -486,6 +512,8 @@ class _Job:
       results = executable.compiled.run(arrays, donated=self._donated,
                                         process=process)
       executable.last_run_s = time.perf_counter() - start
+      if self._loaded.native is not None:
+        self._loaded._arm_native()  # pylint: disable=protected-access
       results = _check_results(executable, results)
     except BaseException as e:  # pylint: disable=broad-except
       self.abandon(e)

@@ -18,7 +18,7 @@ slots from it):
 
   word 0   always 0 (a caller may read it as a vtable pointer)
   word 1   the type tag: `tag(kind)` while the handle is live, 0 once freed
-  2..7     fields that a mirror function registered for the kind
+  2..15    fields that a mirror function registered for the kind
            (`register_mirror`) writes when the handle is made; an owner
            updates mutable ones with `HandleTable.update`.
 
@@ -39,18 +39,22 @@ from typing import Any, Callable, Optional
 import support
 
 SLOT_SIZE = ctypes.sizeof(ctypes.c_void_p)
-RECORD_SIZE = 64
+RECORD_SIZE = 128
 RECORD_WORDS = RECORD_SIZE // SLOT_SIZE
 TAG_WORD = 1
+# A buffer record's state word (native_slots.BUFFER_WORDS).
+STATE_WORD = 2
 _CHUNK_SLOTS = 1024
 QUARANTINE = 1 << 16
 # Records in the region of TABLE (virtual memory, committed as touched).
 REGION_RECORDS = 1 << 20
+# Records at the region's end that native code allocates.
+NATIVE_RECORDS = 1 << 18
 
 # Kind -> the nonzero tag word of its live records.
 _TAG_BASE = 0x4A52505F00000000  # "_PRJ" in the high half: unlikely data.
 _TAGS: dict[str, int] = {}
-# Kind -> fn(obj) -> up to 6 ints for words 2..7 of its records.
+# Kind -> fn(obj) -> up to 14 ints for words 2..15 of its records.
 _MIRRORS: dict[str, Callable[[Any], tuple[int, ...]]] = {}
 
 
@@ -94,9 +98,20 @@ class HandleTable:
     self._freed: collections.deque[int] = collections.deque()
     self._quarantine = quarantine
     self.region_start = self.region_end = 0
+    self.native_start = self.native_end = 0
+    # fn(address) -> (kind, object) or None, under the table's lock: a
+    # record of the native range that the table does not know yet.
+    self.adopter: Optional[Callable[[int], Optional[tuple[str, Any]]]] = None
+    # fn(address): takes back a removed record of the native range.
+    self.releaser: Optional[Callable[[int], None]] = None
+    # fn(address, state): see `retire`.
+    self.retirer: Optional[Callable[[int, int], None]] = None
     if region_records:
       self._new_chunk(region_records, use_mmap=True)
       self.region_start, self.region_end = self._next, self._end
+      native = min(NATIVE_RECORDS, region_records // 2) * RECORD_SIZE
+      self.native_start, self.native_end = self._end - native, self._end
+      self._end = self.native_start
 
   def _new_chunk(self, records: int, use_mmap: bool = False) -> None:
     size = RECORD_SIZE * records
@@ -162,15 +177,32 @@ class HandleTable:
       words, i = self._words(address)
       words[i + word] = value & 0xFFFFFFFFFFFFFFFF
 
+  def retire(self, address: int, obj: Any, value: int) -> None:
+    """Sets the state word of live buffer handle `address` (if it still
+    names `obj`) to `value`, a state in which native code does not read
+    its data, and returns once no native execution reads it any more
+    (through the table's `retirer`, where native execution is on)."""
+    entry = self._objects.get(address)
+    if entry is None or entry[1] is not obj:
+      return
+    if self.retirer is not None:
+      self.retirer(address, value)
+    else:
+      words, i = self._words(address)
+      words[i + STATE_WORD] = value
+
   def word(self, address: int, word: int) -> int:
     """Word `word` of record `address` (for tests)."""
     words, i = self._words(address)
     return words[i + word]
 
-  def _entry(self, address: int | None, kind: str) -> Any:
+  def _entry(self, address: int | None, kind: str, adopt: bool = True) -> Any:
     if not address:
       raise support.InvalidArgumentError(f"{kind} is NULL")
     entry = self._objects.get(address)
+    if (entry is None and adopt and
+        self.native_start <= address < self.native_end):
+      entry = self._adopt(address)
     if entry is None:
       raise support.InvalidArgumentError(
           f"{kind} {address:#x} is not a live object of this plugin (it was "
@@ -188,15 +220,32 @@ class HandleTable:
     """
     return self._entry(address, kind)
 
+  def _adopt(self, address: int) -> Optional[tuple[str, Any]]:
+    adopter = self.adopter
+    if adopter is None or address % RECORD_SIZE:
+      return None
+    with self._lock:
+      entry = self._objects.get(address)
+      if entry is None:
+        entry = adopter(address)
+        if entry is not None:
+          self._objects[address] = entry
+      return entry
+
   def remove(self, address: int | None, kind: str) -> Any:
     """Forgets handle `address` (of type `kind`); returns its object."""
+    self._entry(address, kind)  # Adopts a native record first.
+    native = self.native_start <= address < self.native_end
     with self._lock:
-      obj = self._entry(address, kind)
+      obj = self._entry(address, kind, adopt=False)
       words, i = self._words(address)
       words[i + TAG_WORD] = 0
       del self._objects[address]
-      self._freed.append(address)
-      return obj
+      if not native:
+        self._freed.append(address)
+    if native and self.releaser is not None:
+      self.releaser(address)
+    return obj
 
   def __len__(self) -> int:
     return len(self._objects)

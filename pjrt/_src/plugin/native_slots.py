@@ -26,6 +26,7 @@ state word of a buffer only ever moves to values that are true at once.
 
 from __future__ import annotations
 
+import threading
 from typing import Callable
 
 from pjrt._src import abi
@@ -35,11 +36,34 @@ from pjrt._src.plugin import native
 # Words of the mirror records (handles.py: word 0 is 0, word 1 the tag).
 EXECUTABLE_WORDS = ("num_replicas", "num_partitions", "num_outputs")
 MEMORY_WORDS = ("kind_address", "kind_size")
-BUFFER_WORDS = ("state", "device", "memory", "element_type")
+# A buffer's data address and shape key (`shape_key`) are valid while its
+# state is BUFFER_READY; `holds` counts native executions reading it and
+# `owner` says who frees it (native_execute.py: a buffer that native code
+# made, with the descriptor of the executable that made it and its output
+# index, until Python adopts it).
+BUFFER_WORDS = ("state", "device", "memory", "element_type", "data",
+                "shape_key", "holds", "owner", "descriptor", "output")
 # Buffer state word.
 BUFFER_UNKNOWN = 0  # pending, failed, or not tracked: ask Python
 BUFFER_READY = 1    # data ready, not deleted
 BUFFER_DELETED = 2
+# Buffer owner word.
+OWNER_PYTHON = 0
+OWNER_NATIVE = 1
+
+_SHAPE_KEYS: dict[tuple[int, tuple[int, ...]], int] = {}
+_SHAPE_KEYS_LOCK = threading.Lock()
+
+
+def shape_key(element_type: int, shape: tuple[int, ...]) -> int:
+  """A nonzero number standing for (element type, dimensions) in this
+  process: native code compares a buffer's with a parameter's."""
+  key = (int(element_type), shape)
+  value = _SHAPE_KEYS.get(key)
+  if value is None:
+    with _SHAPE_KEYS_LOCK:
+      value = _SHAPE_KEYS.setdefault(key, len(_SHAPE_KEYS) + 1)
+  return value
 
 
 def word(kind_words: tuple[str, ...], name: str) -> int:

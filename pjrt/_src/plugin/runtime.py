@@ -426,9 +426,17 @@ class Buffer:
     self.future.set(status)
 
   def _mirror_state(self, state: int) -> None:
-    """Updates the state word of this buffer's handle record."""
-    if self.handle:
+    """Updates the state word of this buffer's handle record (and, for a
+    ready buffer, its data address first). Leaving BUFFER_READY waits for
+    the native executions reading the data (handles.HandleTable.retire)."""
+    if not self.handle:
+      return
+    if state == native_slots.BUFFER_READY:
+      handles.TABLE.update(self.handle, self, _DATA_WORD,
+                           _data_address(self._array))
       handles.TABLE.update(self.handle, self, _STATE_WORD, state)
+    else:
+      handles.TABLE.retire(self.handle, self, state)
 
   def mirror(self) -> tuple[int, ...]:
     """Words of this buffer's handle record (native_slots.BUFFER_WORDS)."""
@@ -439,7 +447,9 @@ class Buffer:
     else:
       state = native_slots.BUFFER_UNKNOWN
     return (state, self.device.handle, self.memory.handle,
-            int(self.element_type))
+            int(self.element_type), _data_address(self._array),
+            native_slots.shape_key(self.element_type, self.shape), 0,
+            native_slots.OWNER_PYTHON)
 
   def _release_accounting(self) -> None:
     with self._lock:
@@ -590,6 +600,11 @@ class BufferSpec:
 
 
 _STATE_WORD = native_slots.word(native_slots.BUFFER_WORDS, "state")
+_DATA_WORD = native_slots.word(native_slots.BUFFER_WORDS, "data")
+
+
+def _data_address(array: np.ndarray | None) -> int:
+  return 0 if array is None else array.__array_interface__["data"][0]
 
 
 def _memory_mirror(memory: Memory) -> tuple[int, ...]:

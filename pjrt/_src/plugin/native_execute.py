@@ -1,0 +1,697 @@
+"""A native PJRT_LoadedExecutable_Execute for the common call.
+
+Through Python, an execution costs about 25 microseconds of plugin work
+(the callback into the interpreter, the handle lookups, a Buffer object and
+a handle per output, the backend's call), against a few for the program of
+a small training step. This module answers the common call natively,
+without the GIL, and hands every other call to the Python implementation:
+
+  * one device, the executable's own; no send / recv callbacks;
+  * an executable with a *descriptor*: a backend plan for one native call
+    of the whole program (backends.Compiled.native_plan), nothing
+    donatable, and a latest run short enough to run inline (the descriptor
+    is *armed* only then, see executables.LoadedExecutable);
+  * every argument a live buffer record (handles.py) that is ready, on the
+    executable's device, of the parameter's element type and dimensions
+    (its shape key, native_slots.shape_key).
+
+It takes a *hold* on each argument (an atomic count in its record) while
+the program runs; Python waits for the holds to drop before it lets go of
+a buffer's data (handles.HandleTable.retire). It allocates each output
+with aligned_alloc, runs the plan, and makes each output a buffer record
+of its own in the native range of the handle table, owned by native code:
+its state, device, memory, element type, data address and shape key are
+in the record, so the native query slots (native_slots.py), a later
+native Execute and the native Buffer_Destroy below use it without Python.
+Any other slot that is handed such a buffer *adopts* it: the table asks
+`_adopt` for a Python Buffer over the same memory (freed when that Buffer
+lets go of it) and the record becomes an ordinary Python-owned handle.
+Completion events are the shared ready event: the program has run when
+Execute returns.
+
+Native records come from a bump pointer over the native range and a ring
+of freed records that are reused only after `QUARANTINE` later frees, as
+handles.py does for its own.
+
+When a fast path's guard fails after holds were taken or memory was
+allocated, everything is given back and the call goes to Python, which
+runs it from the start (nothing was donated, so a rerun is harmless).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+import weakref
+from typing import Any, Optional
+
+import numpy as np
+
+from pjrt._src import abi
+from pjrt._src.plugin import handles
+from pjrt._src.plugin import native
+from pjrt._src.plugin import native_slots
+from pjrt._src.plugin import runtime
+
+LOADED_EXECUTABLE = "PJRT_LoadedExecutable"
+DEVICE = "PJRT_Device"
+SLOTS = ("LoadedExecutable_Execute", "Buffer_Destroy")
+QUARANTINE = 1 << 16
+
+# Descriptor words.
+(ARMED, NUM_PARAMS, NUM_OUTPUTS, DEVICE_HANDLE, MEMORY_HANDLE, PARAM_KEYS,
+ OUTPUTS, PLAN, ENTRY, ALLOC, FREE) = range(11)
+DESCRIPTOR_WORDS = 12
+# Words per output in OUTPUTS: shape key, bytes, element type.
+OUTPUT_WORDS = 3
+
+# Allocator words.
+_LOCK, _NEXT, _END, _HEAD, _TAIL, _MASK, _RING, _QUARANTINE = range(8)
+
+# Buffer record word indices, and byte offsets.
+_WORD = {name: native_slots.word(native_slots.BUFFER_WORDS, name)
+         for name in native_slots.BUFFER_WORDS}
+_W = {name: 8 * index for name, index in _WORD.items()}
+
+_LIBC = ctypes.CDLL(None)
+_LIBC.free.argtypes = [ctypes.c_void_p]
+_LIBC.free.restype = None
+_LIBC.aligned_alloc.argtypes = [ctypes.c_size_t, ctypes.c_size_t]
+_LIBC.aligned_alloc.restype = ctypes.c_void_p
+_ALIGNED_ALLOC = ctypes.cast(_LIBC.aligned_alloc, ctypes.c_void_p).value
+_FREE = ctypes.cast(_LIBC.free, ctypes.c_void_p).value
+
+_lock = threading.Lock()
+_state: dict[str, Any] = {}
+# Descriptor address -> Descriptor (kept: native buffers name theirs).
+_DESCRIPTORS: dict[int, "Descriptor"] = {}
+
+
+def _offset(slot: str, field: str) -> int:
+  return getattr(abi.args_type(slot), field).offset
+
+
+def _helpers_ir(region: tuple[int, int]) -> str:
+  start, end = region
+  return f"""
+define internal i1 @is_record(i64 %h, i64 %tag) {{
+entry:
+  %rel = sub i64 %h, {start}
+  %inside = icmp ult i64 %rel, {end - start}
+  %low = and i64 %rel, {handles.RECORD_SIZE - 1}
+  %aligned = icmp eq i64 %low, 0
+  %ok = and i1 %inside, %aligned
+  br i1 %ok, label %check, label %no
+check:
+  %p = inttoptr i64 %h to ptr
+  %tp = getelementptr i8, ptr %p, i64 8
+  %t = load atomic i64, ptr %tp acquire, align 8
+  %same = icmp eq i64 %t, %tag
+  ret i1 %same
+no:
+  ret i1 false
+}}
+
+define internal i64 @at(ptr %p, i64 %i) {{
+  %q = getelementptr i64, ptr %p, i64 %i
+  %v = load i64, ptr %q
+  ret i64 %v
+}}
+
+define internal void @put(ptr %p, i64 %i, i64 %v) {{
+  %q = getelementptr i64, ptr %p, i64 %i
+  store i64 %v, ptr %q
+  ret void
+}}
+
+define internal void @spin_lock(ptr %w) {{
+entry:
+  br label %try
+try:
+  %r = cmpxchg ptr %w, i64 0, i64 1 acquire monotonic
+  %ok = extractvalue {{ i64, i1 }} %r, 1
+  br i1 %ok, label %done, label %try
+done:
+  ret void
+}}
+
+define internal void @spin_unlock(ptr %w) {{
+  store atomic i64 0, ptr %w release, align 8
+  ret void
+}}
+
+define i64 @native_record_alloc(ptr %a) {{
+entry:
+  call void @spin_lock(ptr %a)
+  %head = call i64 @at(ptr %a, i64 {_HEAD})
+  %tail = call i64 @at(ptr %a, i64 {_TAIL})
+  %queued = sub i64 %tail, %head
+  %quarantine = call i64 @at(ptr %a, i64 {_QUARANTINE})
+  %reuse = icmp ugt i64 %queued, %quarantine
+  br i1 %reuse, label %pop, label %bump
+pop:
+  %mask = call i64 @at(ptr %a, i64 {_MASK})
+  %ring = call i64 @at(ptr %a, i64 {_RING})
+  %ringp = inttoptr i64 %ring to ptr
+  %idx = and i64 %head, %mask
+  %old = call i64 @at(ptr %ringp, i64 %idx)
+  %head1 = add i64 %head, 1
+  call void @put(ptr %a, i64 {_HEAD}, i64 %head1)
+  br label %out
+bump:
+  %next = call i64 @at(ptr %a, i64 {_NEXT})
+  %end = call i64 @at(ptr %a, i64 {_END})
+  %room = icmp ult i64 %next, %end
+  br i1 %room, label %take, label %out
+take:
+  %next1 = add i64 %next, {handles.RECORD_SIZE}
+  call void @put(ptr %a, i64 {_NEXT}, i64 %next1)
+  br label %out
+out:
+  %r = phi i64 [ %old, %pop ], [ %next, %take ], [ 0, %bump ]
+  call void @spin_unlock(ptr %a)
+  ret i64 %r
+}}
+
+define void @native_record_release(ptr %a, i64 %record) {{
+  call void @spin_lock(ptr %a)
+  %tail = call i64 @at(ptr %a, i64 {_TAIL})
+  %mask = call i64 @at(ptr %a, i64 {_MASK})
+  %ring = call i64 @at(ptr %a, i64 {_RING})
+  %ringp = inttoptr i64 %ring to ptr
+  %idx = and i64 %tail, %mask
+  call void @put(ptr %ringp, i64 %idx, i64 %record)
+  %tail1 = add i64 %tail, 1
+  call void @put(ptr %a, i64 {_TAIL}, i64 %tail1)
+  call void @spin_unlock(ptr %a)
+  ret void
+}}
+
+define void @native_buffer_retire(i64 %record, i64 %state) {{
+entry:
+  %p = inttoptr i64 %record to ptr
+  %sp = getelementptr i8, ptr %p, i64 {_W["state"]}
+  %old = atomicrmw xchg ptr %sp, i64 %state seq_cst
+  %hp = getelementptr i8, ptr %p, i64 {_W["holds"]}
+  br label %wait
+wait:
+  %holds = load atomic i64, ptr %hp seq_cst, align 8
+  %free = icmp eq i64 %holds, 0
+  br i1 %free, label %done, label %wait
+done:
+  ret void
+}}
+"""
+
+
+def _execute_ir(fallback: int, required: int, allocator: int,
+                ready_event: int) -> str:
+  slot = "LoadedExecutable_Execute"
+  o = {f: _offset(slot, f) for f in (
+      "executable", "options", "argument_lists", "num_devices", "num_args",
+      "output_lists", "device_complete_events", "execute_device")}
+  opt_min = abi.PJRT_ExecuteOptions.num_recv_ops.offset + 8
+  send = abi.PJRT_ExecuteOptions.num_send_ops.offset
+  recv = abi.PJRT_ExecuteOptions.num_recv_ops.offset
+  buffer_tag = handles.tag(runtime.BUFFER)
+  w = _WORD
+  return f"""
+define i64 @fast_{slot}(i64 %args) {{
+entry:
+  %ap = inttoptr i64 %args to ptr
+  %nonnull = icmp ne i64 %args, 0
+  br i1 %nonnull, label %a1, label %slow
+a1:
+  %size = call i64 @at(ptr %ap, i64 0)
+  %big = icmp uge i64 %size, {required}
+  br i1 %big, label %a2, label %slow
+a2:
+  %exe = call i64 @at(ptr %ap, i64 {o["executable"] // 8})
+  %exe_ok = call i1 @is_record(i64 %exe, i64 {handles.tag(LOADED_EXECUTABLE)})
+  br i1 %exe_ok, label %a3, label %slow
+a3:
+  %exep = inttoptr i64 %exe to ptr
+  %d = call i64 @at(ptr %exep, i64 2)
+  %d_ok = icmp ne i64 %d, 0
+  br i1 %d_ok, label %a4, label %slow
+a4:
+  %dp = inttoptr i64 %d to ptr
+  %armed = call i64 @at(ptr %dp, i64 {ARMED})
+  %ndev = call i64 @at(ptr %ap, i64 {o["num_devices"] // 8})
+  %n = call i64 @at(ptr %dp, i64 {NUM_PARAMS})
+  %nargs = call i64 @at(ptr %ap, i64 {o["num_args"] // 8})
+  %dev = call i64 @at(ptr %dp, i64 {DEVICE_HANDLE})
+  %ed = call i64 @at(ptr %ap, i64 {o["execute_device"] // 8})
+  %olists = call i64 @at(ptr %ap, i64 {o["output_lists"] // 8})
+  %c1 = icmp ne i64 %armed, 0
+  %c2 = icmp eq i64 %ndev, 1
+  %c3 = icmp eq i64 %n, %nargs
+  %ed0 = icmp eq i64 %ed, 0
+  %edd = icmp eq i64 %ed, %dev
+  %c4 = or i1 %ed0, %edd
+  %c5 = icmp ne i64 %olists, 0
+  %c12 = and i1 %c1, %c2
+  %c34 = and i1 %c3, %c4
+  %c125 = and i1 %c12, %c5
+  %call = and i1 %c125, %c34
+  br i1 %call, label %a5, label %slow
+a5:
+  %dev_ok = call i1 @is_record(i64 %dev, i64 {handles.tag(DEVICE)})
+  br i1 %dev_ok, label %a6, label %slow
+a6:
+  %opt = call i64 @at(ptr %ap, i64 {o["options"] // 8})
+  %noopt = icmp eq i64 %opt, 0
+  br i1 %noopt, label %a8, label %a7
+a7:
+  %optp = inttoptr i64 %opt to ptr
+  %osize = call i64 @at(ptr %optp, i64 0)
+  %nsend = call i64 @at(ptr %optp, i64 {send // 8})
+  %nrecv = call i64 @at(ptr %optp, i64 {recv // 8})
+  %o1 = icmp uge i64 %osize, {opt_min}
+  %o2 = icmp eq i64 %nsend, 0
+  %o3 = icmp eq i64 %nrecv, 0
+  %o12 = and i1 %o1, %o2
+  %oall = and i1 %o12, %o3
+  br i1 %oall, label %a8, label %slow
+a8:
+  %olp = inttoptr i64 %olists to ptr
+  %outer = call i64 @at(ptr %olp, i64 0)
+  %outer_ok = icmp ne i64 %outer, 0
+  br i1 %outer_ok, label %a9, label %slow
+a9:
+  %hasargs = icmp ne i64 %n, 0
+  br i1 %hasargs, label %a10, label %a12
+a10:
+  %alists = call i64 @at(ptr %ap, i64 {o["argument_lists"] // 8})
+  %alists_ok = icmp ne i64 %alists, 0
+  br i1 %alists_ok, label %a11, label %slow
+a11:
+  %alp = inttoptr i64 %alists to ptr
+  %inner0 = call i64 @at(ptr %alp, i64 0)
+  %inner_ok = icmp ne i64 %inner0, 0
+  br i1 %inner_ok, label %a12, label %slow
+a12:
+  %inner = phi i64 [ 0, %a9 ], [ %inner0, %a11 ]
+  %innerp = inttoptr i64 %inner to ptr
+  %m = call i64 @at(ptr %dp, i64 {NUM_OUTPUTS})
+  %n1 = add i64 %n, 1
+  %m1 = add i64 %m, 1
+  %argv = alloca i64, i64 %n1, align 16
+  %outv = alloca i64, i64 %m1, align 16
+  %recv = alloca i64, i64 %m1, align 16
+  %keys = call i64 @at(ptr %dp, i64 {PARAM_KEYS})
+  %keysp = inttoptr i64 %keys to ptr
+  br label %hloop
+
+hloop:
+  %i = phi i64 [ 0, %a12 ], [ %i1, %hnext ]
+  %hmore = icmp ult i64 %i, %n
+  br i1 %hmore, label %hbody, label %alloc
+hbody:
+  %h = call i64 @at(ptr %innerp, i64 %i)
+  %h_ok = call i1 @is_record(i64 %h, i64 {buffer_tag})
+  br i1 %h_ok, label %hhold, label %unhold
+hhold:
+  %hp = inttoptr i64 %h to ptr
+  %holdp = getelementptr i64, ptr %hp, i64 {w["holds"]}
+  %prev = atomicrmw add ptr %holdp, i64 1 seq_cst
+  %statep = getelementptr i64, ptr %hp, i64 {w["state"]}
+  %state = load atomic i64, ptr %statep seq_cst, align 8
+  %hdev = call i64 @at(ptr %hp, i64 {w["device"]})
+  %hkey = call i64 @at(ptr %hp, i64 {w["shape_key"]})
+  %want = call i64 @at(ptr %keysp, i64 %i)
+  %s_ok = icmp eq i64 %state, {native_slots.BUFFER_READY}
+  %dv_ok = icmp eq i64 %hdev, %dev
+  %k_ok = icmp eq i64 %hkey, %want
+  %sd = and i1 %s_ok, %dv_ok
+  %usable = and i1 %sd, %k_ok
+  %i1 = add i64 %i, 1
+  br i1 %usable, label %hnext, label %unhold
+hnext:
+  %data = call i64 @at(ptr %hp, i64 {w["data"]})
+  call void @put(ptr %argv, i64 %i, i64 %data)
+  br label %hloop
+
+unhold:
+  %held = phi i64 [ %i, %hbody ], [ %i1, %hhold ]
+  call void @release_holds(ptr %innerp, i64 %held)
+  br label %slow
+
+alloc:
+  %outs = call i64 @at(ptr %dp, i64 {OUTPUTS})
+  %outsp = inttoptr i64 %outs to ptr
+  %allocf = call i64 @at(ptr %dp, i64 {ALLOC})
+  %allocfp = inttoptr i64 %allocf to ptr
+  br label %oloop
+oloop:
+  %k = phi i64 [ 0, %alloc ], [ %k1, %onext ]
+  %omore = icmp ult i64 %k, %m
+  br i1 %omore, label %obody, label %run
+obody:
+  %kb = mul i64 %k, {OUTPUT_WORDS}
+  %kb1 = add i64 %kb, 1
+  %bytes = call i64 @at(ptr %outsp, i64 %kb1)
+  %mem = call i64 %allocfp(i64 64, i64 %bytes)
+  %k1 = add i64 %k, 1
+  %mem_ok = icmp ne i64 %mem, 0
+  br i1 %mem_ok, label %onext, label %nomem
+onext:
+  call void @put(ptr %outv, i64 %k, i64 %mem)
+  br label %oloop
+nomem:
+  call void @free_outputs(ptr %dp, ptr %outv, i64 %k)
+  call void @release_holds(ptr %innerp, i64 %n)
+  br label %slow
+
+run:
+  %plan = call i64 @at(ptr %dp, i64 {PLAN})
+  %planp = inttoptr i64 %plan to ptr
+  %entryf = call i64 @at(ptr %dp, i64 {ENTRY})
+  %entryp = inttoptr i64 %entryf to ptr
+  %status = call i32 %entryp(ptr %planp, ptr %argv, ptr %outv)
+  call void @release_holds(ptr %innerp, i64 %n)
+  %ran = icmp eq i32 %status, 0
+  br i1 %ran, label %rloop, label %failed
+failed:
+  call void @free_outputs(ptr %dp, ptr %outv, i64 %m)
+  br label %slow
+
+rloop:
+  %r = phi i64 [ 0, %run ], [ %r1, %rnext ]
+  %rmore = icmp ult i64 %r, %m
+  br i1 %rmore, label %rbody, label %publish
+rbody:
+  %rec = call i64 @native_record_alloc(ptr inttoptr (i64 {allocator} to ptr))
+  %r1 = add i64 %r, 1
+  %rec_ok = icmp ne i64 %rec, 0
+  br i1 %rec_ok, label %rnext, label %norecord
+rnext:
+  call void @put(ptr %recv, i64 %r, i64 %rec)
+  br label %rloop
+norecord:
+  call void @release_records(ptr %recv, i64 %r)
+  call void @free_outputs(ptr %dp, ptr %outv, i64 %m)
+  br label %slow
+
+publish:
+  %memory = call i64 @at(ptr %dp, i64 {MEMORY_HANDLE})
+  %outerp = inttoptr i64 %outer to ptr
+  br label %ploop
+ploop:
+  %q = phi i64 [ 0, %publish ], [ %q1, %pbody ]
+  %pmore = icmp ult i64 %q, %m
+  br i1 %pmore, label %pbody, label %events
+pbody:
+  %qr = call i64 @at(ptr %recv, i64 %q)
+  %qp = inttoptr i64 %qr to ptr
+  %qb = mul i64 %q, {OUTPUT_WORDS}
+  %qkey = call i64 @at(ptr %outsp, i64 %qb)
+  %qb2 = add i64 %qb, 2
+  %qtype = call i64 @at(ptr %outsp, i64 %qb2)
+  %qdata = call i64 @at(ptr %outv, i64 %q)
+  call void @put(ptr %qp, i64 0, i64 0)
+  call void @put(ptr %qp, i64 {w["state"]}, i64 {native_slots.BUFFER_READY})
+  call void @put(ptr %qp, i64 {w["device"]}, i64 %dev)
+  call void @put(ptr %qp, i64 {w["memory"]}, i64 %memory)
+  call void @put(ptr %qp, i64 {w["element_type"]}, i64 %qtype)
+  call void @put(ptr %qp, i64 {w["data"]}, i64 %qdata)
+  call void @put(ptr %qp, i64 {w["shape_key"]}, i64 %qkey)
+  call void @put(ptr %qp, i64 {w["holds"]}, i64 0)
+  call void @put(ptr %qp, i64 {w["owner"]}, i64 {native_slots.OWNER_NATIVE})
+  call void @put(ptr %qp, i64 {w["descriptor"]}, i64 %d)
+  call void @put(ptr %qp, i64 {w["output"]}, i64 %q)
+  %tagp = getelementptr i64, ptr %qp, i64 {handles.TAG_WORD}
+  store atomic i64 {buffer_tag}, ptr %tagp release, align 8
+  call void @put(ptr %outerp, i64 %q, i64 %qr)
+  %q1 = add i64 %q, 1
+  br label %ploop
+
+events:
+  %evs = call i64 @at(ptr %ap, i64 {o["device_complete_events"] // 8})
+  %has_evs = icmp ne i64 %evs, 0
+  br i1 %has_evs, label %setev, label %done
+setev:
+  %evsp = inttoptr i64 %evs to ptr
+  call void @put(ptr %evsp, i64 0, i64 {ready_event})
+  br label %done
+done:
+  ret i64 0
+
+slow:
+  %fallback = inttoptr i64 {fallback} to ptr
+  %res = tail call i64 %fallback(i64 %args)
+  ret i64 %res
+}}
+
+define internal void @release_holds(ptr %innerp, i64 %count) {{
+entry:
+  br label %loop
+loop:
+  %j = phi i64 [ 0, %entry ], [ %j1, %body ]
+  %more = icmp ult i64 %j, %count
+  br i1 %more, label %body, label %done
+body:
+  %h = call i64 @at(ptr %innerp, i64 %j)
+  %hp = inttoptr i64 %h to ptr
+  %holdp = getelementptr i64, ptr %hp, i64 {w["holds"]}
+  %old = atomicrmw sub ptr %holdp, i64 1 seq_cst
+  %j1 = add i64 %j, 1
+  br label %loop
+done:
+  ret void
+}}
+
+define internal void @free_outputs(ptr %dp, ptr %outv, i64 %count) {{
+entry:
+  %freef = call i64 @at(ptr %dp, i64 {FREE})
+  %freep = inttoptr i64 %freef to ptr
+  br label %loop
+loop:
+  %j = phi i64 [ 0, %entry ], [ %j1, %body ]
+  %more = icmp ult i64 %j, %count
+  br i1 %more, label %body, label %done
+body:
+  %mem = call i64 @at(ptr %outv, i64 %j)
+  call void %freep(i64 %mem)
+  %j1 = add i64 %j, 1
+  br label %loop
+done:
+  ret void
+}}
+
+define internal void @release_records(ptr %recv, i64 %count) {{
+entry:
+  br label %loop
+loop:
+  %j = phi i64 [ 0, %entry ], [ %j1, %body ]
+  %more = icmp ult i64 %j, %count
+  br i1 %more, label %body, label %done
+body:
+  %rec = call i64 @at(ptr %recv, i64 %j)
+  call void @native_record_release(ptr inttoptr (i64 {allocator} to ptr), i64 %rec)
+  %j1 = add i64 %j, 1
+  br label %loop
+done:
+  ret void
+}}
+"""
+
+
+def _destroy_ir(fallback: int, required: int, allocator: int) -> str:
+  slot = "Buffer_Destroy"
+  field = _offset(slot, "buffer") // 8
+  w = _WORD
+  return f"""
+define i64 @fast_{slot}(i64 %args) {{
+entry:
+  %ap = inttoptr i64 %args to ptr
+  %nonnull = icmp ne i64 %args, 0
+  br i1 %nonnull, label %a1, label %slow
+a1:
+  %size = call i64 @at(ptr %ap, i64 0)
+  %big = icmp uge i64 %size, {required}
+  br i1 %big, label %a2, label %slow
+a2:
+  %h = call i64 @at(ptr %ap, i64 {field})
+  %ok = call i1 @is_record(i64 %h, i64 {handles.tag(runtime.BUFFER)})
+  br i1 %ok, label %a3, label %slow
+a3:
+  %hp = inttoptr i64 %h to ptr
+  %owner = call i64 @at(ptr %hp, i64 {w["owner"]})
+  %mine = icmp eq i64 %owner, {native_slots.OWNER_NATIVE}
+  br i1 %mine, label %a4, label %slow
+a4:
+  call void @native_buffer_retire(i64 %h, i64 {native_slots.BUFFER_DELETED})
+  %tagp = getelementptr i64, ptr %hp, i64 {handles.TAG_WORD}
+  store atomic i64 0, ptr %tagp release, align 8
+  call void @put(ptr %hp, i64 {w["owner"]}, i64 {native_slots.OWNER_PYTHON})
+  %data = call i64 @at(ptr %hp, i64 {w["data"]})
+  %freep = inttoptr i64 {_FREE} to ptr
+  call void %freep(i64 %data)
+  call void @native_record_release(ptr inttoptr (i64 {allocator} to ptr), i64 %h)
+  ret i64 0
+slow:
+  %fallback = inttoptr i64 {fallback} to ptr
+  %res = tail call i64 %fallback(i64 %args)
+  ret i64 %res
+}}
+"""
+
+
+def _allocator() -> Any:
+  """The native range's allocator words (made once)."""
+  table = handles.TABLE
+  records = (table.native_end - table.native_start) // handles.RECORD_SIZE
+  capacity = 1
+  while capacity < records:
+    capacity *= 2
+  ring = handles.immortal((ctypes.c_int64 * capacity)())
+  words = handles.immortal((ctypes.c_int64 * 8)())
+  words[_NEXT] = table.native_start
+  words[_END] = table.native_end
+  words[_MASK] = capacity - 1
+  words[_RING] = ctypes.addressof(ring)
+  words[_QUARANTINE] = min(QUARANTINE, records // 2)
+  return words, ring
+
+
+def build(fallbacks: dict[str, int], required: dict[str, int],
+          ready_event: int) -> dict[str, int]:
+  """Compiles the native Execute and Buffer_Destroy (once per process) and
+  installs the table's hooks; returns slot -> address. {} where the
+  table has no native range."""
+  table = handles.TABLE
+  if not table.native_end or any(s not in fallbacks for s in SLOTS):
+    return {}
+  with _lock:
+    if "slots" in _state:
+      return dict(_state["slots"])
+    words, ring = _allocator()
+    allocator = ctypes.addressof(words)
+    text = "\n".join([
+        _helpers_ir((table.region_start, table.region_end)),
+        _execute_ir(fallbacks[SLOTS[0]], max(16, required.get(SLOTS[0], 0)),
+                    allocator, ready_event),
+        _destroy_ir(fallbacks[SLOTS[1]], max(16, required.get(SLOTS[1], 0)),
+                    allocator)])
+    names = ["fast_" + s for s in SLOTS] + [
+        "native_record_release", "native_buffer_retire"]
+    addresses = native.compile_ir(text, names)
+    release = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)(
+        addresses["native_record_release"])
+    retire = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64)(
+        addresses["native_buffer_retire"])
+    _state.update(words=words, ring=ring, release=release, retire=retire,
+                  slots={s: addresses["fast_" + s] for s in SLOTS})
+    table.adopter = _adopt
+    table.releaser = lambda address: release(allocator, address)
+    table.retirer = retire
+    return dict(_state["slots"])
+
+
+def enabled() -> bool:
+  """Whether the native Execute is installed."""
+  return "slots" in _state
+
+
+# --------------------------------------------------------------------------
+# Descriptors.
+
+
+class Descriptor:
+  """The words the native Execute reads for one loaded executable."""
+
+  def __init__(self, plan: Any, device: runtime.Device,
+               parameter_types, result_specs):
+    self.plan = plan
+    self.client = device.client
+    self.memory = device.default_memory
+    self.specs = list(result_specs)
+    self.param_keys = np.array(
+        [native_slots.shape_key(t, s) for t, s in parameter_types] or [0],
+        np.int64)
+    outputs = []
+    for spec, nbytes in zip(self.specs, plan.output_bytes):
+      outputs += [native_slots.shape_key(spec.element_type, spec.shape),
+                  int(nbytes), int(spec.element_type)]
+    self.outputs = np.array(outputs or [0], np.int64)
+    self.words = np.zeros(DESCRIPTOR_WORDS, np.int64)
+    self.words[NUM_PARAMS] = len(parameter_types)
+    self.words[NUM_OUTPUTS] = len(self.specs)
+    self.words[DEVICE_HANDLE] = device.handle
+    self.words[MEMORY_HANDLE] = self.memory.handle
+    self.words[PARAM_KEYS] = self.param_keys.ctypes.data
+    self.words[OUTPUTS] = self.outputs.ctypes.data
+    self.words[PLAN] = plan.address
+    self.words[ENTRY] = plan.entry
+    self.words[ALLOC] = _ALIGNED_ALLOC
+    self.words[FREE] = _FREE
+    self.address = int(self.words.ctypes.data)
+
+  def arm(self, armed: bool) -> None:
+    self.words[ARMED] = 1 if armed else 0
+
+  def forget_plan(self) -> None:
+    """Drops the plan (its executable is gone); native buffers made by it
+    still name this descriptor, for their adoption."""
+    self.arm(False)
+    self.plan = None
+
+
+def descriptor_for(loaded: Any) -> Optional[Descriptor]:
+  """A descriptor for LoadedExecutable `loaded`, or None where its
+  executions need Python (see the module docstring)."""
+  if not enabled():
+    return None
+  executable = loaded.executable
+  if (len(loaded.devices) != 1 or loaded.assignment is None or
+      executable.donatable or executable.num_replicas != 1 or
+      executable.num_partitions != 1):
+    return None
+  plan = executable.compiled.native_plan()
+  if (plan is None or plan.num_params != len(executable.parameter_types) or
+      len(plan.output_bytes) != len(executable.result_specs)):
+    return None
+  device = loaded.devices[0]
+  if not device.handle or not device.default_memory.handle:
+    return None
+  descriptor = Descriptor(plan, device, executable.parameter_types,
+                          executable.result_specs)
+  with _lock:
+    _DESCRIPTORS[descriptor.address] = descriptor
+  weakref.finalize(loaded, descriptor.forget_plan)
+  return descriptor
+
+
+# --------------------------------------------------------------------------
+# Adoption.
+
+
+def _adopt(address: int) -> Optional[tuple[str, Any]]:
+  """The Python Buffer for native record `address`, which becomes
+  Python-owned; None if it is not a live native buffer. Called by the
+  handle table under its lock."""
+  record = (ctypes.c_int64 * handles.RECORD_WORDS).from_address(address)
+  w = _WORD
+  if (record[handles.TAG_WORD] != handles.tag(runtime.BUFFER) or
+      record[w["owner"]] != native_slots.OWNER_NATIVE):
+    return None
+  descriptor = _DESCRIPTORS.get(record[w["descriptor"]])
+  if descriptor is None:
+    return None
+  spec = descriptor.specs[record[w["output"]]]
+  data = record[w["data"]]
+  array = _owned_array(data, spec)
+  buffer = runtime.Buffer.ready_of(descriptor.client, descriptor.memory,
+                                   spec, array)
+  buffer.handle = address
+  record[w["owner"]] = native_slots.OWNER_PYTHON
+  return runtime.BUFFER, buffer
+
+
+def _owned_array(data: int, spec: runtime.BufferSpec) -> np.ndarray:
+  """An array of `spec` over malloc'd `data`, freed with the last view."""
+  raw = (ctypes.c_char * max(1, spec.nbytes)).from_address(data)
+  weakref.finalize(raw, _LIBC.free, data)
+  flat = np.frombuffer(raw, np.uint8, count=spec.nbytes)
+  return flat.view(spec.dtype).reshape(spec.shape)

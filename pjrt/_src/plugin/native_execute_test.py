@@ -1,0 +1,192 @@
+"""Tests of native_execute.py: Execute and Buffer_Destroy without Python.
+
+Each test runs through pjrt.Client on the cpu backend, so calls go through
+the plugin's PJRT_Api table as a framework's would; the native range of
+the handle table tells a buffer made natively from one made by Python.
+"""
+
+import ctypes
+import threading
+
+import numpy as np
+import pytest
+
+import support
+from pjrt._src.plugin import api
+from pjrt._src.plugin import handles
+from pjrt._src.plugin import native_execute
+from pjrt._src.plugin import native_slots
+from pjrt._src.plugin import runtime
+from pjrt._src.plugin import testing
+
+_ADD_ONE = """
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %one = stablehlo.constant dense<1.0> : tensor<4xf32>
+  %0 = stablehlo.add %x, %one : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+"""
+
+_TWO_RESULTS = """
+func.func @main(%x: tensor<2x3xf32>, %y: tensor<3xi32>)
+    -> (tensor<2x3xf32>, tensor<3xi32>, tensor<3xi32>) {
+  %0 = stablehlo.multiply %x, %x : tensor<2x3xf32>
+  return %0, %y, %y : tensor<2x3xf32>, tensor<3xi32>, tensor<3xi32>
+}
+"""
+
+_DONATING = """
+func.func @main(%x: tensor<4xf32> {tf.aliasing_output = 0 : i32})
+    -> tensor<4xf32> {
+  %0 = stablehlo.add %x, %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+"""
+
+
+def _word(address: int, name: str) -> int:
+  return handles.TABLE.word(address,
+                            native_slots.word(native_slots.BUFFER_WORDS,
+                                              name))
+
+
+def _is_native(address: int) -> bool:
+  return handles.TABLE.native_start <= address < handles.TABLE.native_end
+
+
+@pytest.fixture(name="client")
+def _client():
+  if not (api.fast_paths_enabled() and api.get_api() and
+          native_execute.enabled()):
+    pytest.skip("native execution is off")
+  c = testing.client(backend="cpu", num_devices=1)
+  yield c
+  c.close()
+
+
+def test_calls_after_the_first_run_natively(client):
+  exe = client.compile(_ADD_ONE)
+  x = client.buffer_from_numpy(np.arange(4, dtype=np.float32))
+  (first,) = exe.execute([x])  # Python: measures the run, arms.
+  assert not _is_native(first.handle)
+  (second,) = exe.execute([x])
+  assert _is_native(second.handle)
+  assert _word(second.handle, "owner") == native_slots.OWNER_NATIVE
+  assert _word(x.handle, "holds") == 0
+  # Reading it from Python adopts it: same handle, now Python's.
+  np.testing.assert_array_equal(second.to_numpy(), np.arange(4) + 1)
+  assert _word(second.handle, "owner") == native_slots.OWNER_PYTHON
+  np.testing.assert_array_equal(first.to_numpy(), np.arange(4) + 1)
+  for b in (first, second, x):
+    b.close()
+  exe.close()
+
+
+def test_native_outputs_feed_native_calls(client):
+  exe = client.compile(_ADD_ONE)
+  x = client.buffer_from_numpy(np.zeros(4, np.float32))
+  values = [x]
+  for _ in range(5):
+    (y,) = exe.execute([values[-1]])
+    values.append(y)
+  assert all(_is_native(v.handle) for v in values[2:])
+  np.testing.assert_array_equal(values[-1].to_numpy(), np.full(4, 5.0))
+  for v in values:
+    v.close()
+  exe.close()
+
+
+def test_results_copied_from_arguments_and_repeated(client):
+  exe = client.compile(_TWO_RESULTS)
+  x = np.arange(6, dtype=np.float32).reshape(2, 3)
+  y = np.array([7, 8, 9], np.int32)
+  bx, by = client.buffer_from_numpy(x), client.buffer_from_numpy(y)
+  for _ in range(3):
+    outs = exe.execute([bx, by])
+    native = _is_native(outs[0].handle)
+    np.testing.assert_array_equal(outs[0].to_numpy(), x * x)
+    np.testing.assert_array_equal(outs[1].to_numpy(), y)
+    np.testing.assert_array_equal(outs[2].to_numpy(), y)
+    assert len({o.handle for o in outs}) == 3
+    for o in outs:
+      o.close()
+  assert native
+  bx.close()
+  by.close()
+  exe.close()
+
+
+def test_destroy_frees_natively_and_the_handle_goes_stale(client):
+  exe = client.compile(_ADD_ONE)
+  x = client.buffer_from_numpy(np.zeros(4, np.float32))
+  exe.execute([x])[0].close()
+  (y,) = exe.execute([x])
+  handle = y.handle
+  assert _is_native(handle)
+  y.close()  # Native Buffer_Destroy: no adoption.
+  assert handles.TABLE.word(handle, handles.TAG_WORD) == 0
+  assert handles.TABLE.count(runtime.BUFFER) == 1  # x only
+  args = testing.call  # Reading the stale handle is an error, not a crash.
+  with pytest.raises(support.InvalidArgumentError):
+    args(client, "Buffer_ElementType", buffer=handle)
+  x.close()
+  exe.close()
+
+
+def test_bad_arguments_get_python_errors(client):
+  exe = client.compile(_ADD_ONE)
+  x = client.buffer_from_numpy(np.zeros(4, np.float32))
+  exe.execute([x])[0].close()
+  wrong = client.buffer_from_numpy(np.zeros(5, np.float32))
+  with pytest.raises(support.InvalidArgumentError,
+                     match=r"must be F32\[4\], got F32\[5\]"):
+    exe.execute([wrong])
+  x.delete()
+  with pytest.raises(support.InvalidArgumentError, match="deleted"):
+    exe.execute([x])
+  wrong.close()
+  x.close()
+  exe.close()
+
+
+def test_deleting_an_argument_waits_for_native_holds(client):
+  x = client.buffer_from_numpy(np.zeros(4, np.float32))
+  holds = native_slots.word(native_slots.BUFFER_WORDS, "holds")
+  record = (ctypes.c_int64 * handles.RECORD_WORDS).from_address(x.handle)
+  record[holds] = 1  # As a native execution reading x would.
+  deleter = threading.Thread(target=x.delete)
+  deleter.start()
+  deleter.join(0.2)
+  # The state left READY at once (no new native reader), and the delete
+  # waits for the hold.
+  assert _word(x.handle, "state") == native_slots.BUFFER_DELETED
+  assert deleter.is_alive()
+  record[holds] = 0
+  deleter.join(10)
+  assert not deleter.is_alive()
+  x.close()
+
+
+def test_donating_and_interpreted_executables_stay_in_python(client):
+  donating = client.compile(_DONATING)
+  loaded = handles.TABLE.get(donating.handle, "PJRT_LoadedExecutable")
+  assert loaded.native is None
+  donating.close()
+  interpreter = testing.client(backend="interpreter", num_devices=1)
+  exe = interpreter.compile(_ADD_ONE)
+  loaded = handles.TABLE.get(exe.handle, "PJRT_LoadedExecutable")
+  assert loaded.native is None
+  exe.close()
+  interpreter.close()
+
+
+def test_python_buffers_mirror_data_and_shape(client):
+  array = np.arange(6, dtype=np.int32).reshape(2, 3)
+  x = client.buffer_from_numpy(array)
+  buffer = handles.TABLE.get(x.handle, runtime.BUFFER)
+  assert _word(x.handle, "data") == buffer.array().ctypes.data
+  assert _word(x.handle, "shape_key") == native_slots.shape_key(
+      buffer.element_type, (2, 3))
+  assert native_slots.shape_key(buffer.element_type, (3, 2)) != _word(
+      x.handle, "shape_key")
+  x.close()
