@@ -56,10 +56,12 @@ class Compiled:
   def code_size(self) -> int:
     return 0
 
-  def native_plan(self) -> Any:
-    """A plan for one native call of the whole program (the CPU compiler's
-    native_execute.NativePlan: `address`, `entry`, `output_bytes`), or
-    None where a run needs Python."""
+  def native_plan(self, donated: frozenset[int] = frozenset()) -> Any:
+    """A plan for one native call of the whole program when parameters
+    `donated` are donated (the CPU compiler's native_execute.NativePlan:
+    `address`, `entry`, `output_bytes`, `donate_to`), or None where a run
+    needs Python."""
+    del donated
     return None
 
 
@@ -191,9 +193,9 @@ class CpuCompiled(Compiled):
     size = getattr(self._executable, "code_size", None)
     return int(size) if isinstance(size, int) else 0
 
-  def native_plan(self) -> Any:
+  def native_plan(self, donated: frozenset[int] = frozenset()) -> Any:
     plan_fn = getattr(self._executable, "native_plan", None)
-    return plan_fn() if plan_fn is not None else None
+    return plan_fn(donated) if plan_fn is not None else None
 
   def run(self, args, *, donated=frozenset(), process=None):
     del process

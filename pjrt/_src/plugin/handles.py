@@ -191,6 +191,11 @@ class HandleTable:
       words, i = self._words(address)
       words[i + STATE_WORD] = value
 
+  def names(self, address: int, obj: Any) -> bool:
+    """Whether live handle `address` stands for `obj`."""
+    entry = self._objects.get(address)
+    return entry is not None and entry[1] is obj
+
   def word(self, address: int, word: int) -> int:
     """Word `word` of record `address` (for tests)."""
     words, i = self._words(address)

@@ -6,14 +6,24 @@ a handle per output, the backend's call), against a few for the program of
 a small training step. This module answers the common call natively,
 without the GIL, and hands every other call to the Python implementation:
 
-  * one device, the executable's own; no send / recv callbacks;
+  * one device, the executable's own; no send / recv callbacks, and no
+    non-donatable indices for an executable that donates;
   * an executable with a *descriptor*: a backend plan for one native call
-    of the whole program (backends.Compiled.native_plan), nothing
-    donatable, and a latest run short enough to run inline (the descriptor
-    is *armed* only then, see executables.LoadedExecutable);
+    of the whole program (backends.Compiled.native_plan) and a latest run
+    short enough to run inline (the descriptor is *armed* only then, see
+    executables.LoadedExecutable);
   * every argument a live buffer record (handles.py) that is ready, on the
     executable's device, of the parameter's element type and dimensions
-    (its shape key, native_slots.shape_key).
+    (its shape key, native_slots.shape_key); a donated one passed once and
+    read by no other native execution.
+
+Donation. A donated argument's state moves from ready to deleted with a
+compare-and-swap before the program runs (a concurrent reader then falls
+back to Python), and its hold must be the only one. Where the plan lets
+its memory stand in for a result (NativePlan.donate_to) and native code
+owns it, the result is written in place and the memory moves to the
+result's record; a Python-owned buffer is only marked deleted (its Buffer
+reads the mark, runtime.Buffer._deleted) and its result gets fresh memory.
 
 It takes a *hold* on each argument (an atomic count in its record) while
 the program runs; Python waits for the holds to drop before it lets go of
@@ -34,8 +44,9 @@ of freed records that are reused only after `QUARANTINE` later frees, as
 handles.py does for its own.
 
 When a fast path's guard fails after holds were taken or memory was
-allocated, everything is given back and the call goes to Python, which
-runs it from the start (nothing was donated, so a rerun is harmless).
+allocated, everything is given back (donated arguments become ready
+again) and the call goes to Python, which runs it from the start: every
+such failure happens before the program runs.
 """
 
 from __future__ import annotations
@@ -60,10 +71,13 @@ QUARANTINE = 1 << 16
 
 # Descriptor words.
 (ARMED, NUM_PARAMS, NUM_OUTPUTS, DEVICE_HANDLE, MEMORY_HANDLE, PARAM_KEYS,
- OUTPUTS, PLAN, ENTRY, ALLOC, FREE) = range(11)
-DESCRIPTOR_WORDS = 12
+ OUTPUTS, PLAN, ENTRY, ALLOC, FREE, DONATE, DONATES) = range(13)
+DESCRIPTOR_WORDS = 14
 # Words per output in OUTPUTS: shape key, bytes, element type.
 OUTPUT_WORDS = 3
+# DONATE, per parameter: the result its memory becomes (>= 0), or
+NOT_DONATED = -2
+DONATED = -1  # donated (deleted by the call), its memory not reused
 
 # Allocator words.
 _LOCK, _NEXT, _END, _HEAD, _TAIL, _MASK, _RING, _QUARANTINE = range(8)
@@ -94,6 +108,8 @@ def _offset(slot: str, field: str) -> int:
 def _helpers_ir(region: tuple[int, int]) -> str:
   start, end = region
   return f"""
+declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)
+
 define internal i1 @is_record(i64 %h, i64 %tag) {{
 entry:
   %rel = sub i64 %h, {start}
@@ -210,7 +226,8 @@ def _execute_ir(fallback: int, required: int, allocator: int,
   o = {f: _offset(slot, f) for f in (
       "executable", "options", "argument_lists", "num_devices", "num_args",
       "output_lists", "device_complete_events", "execute_device")}
-  opt_min = abi.PJRT_ExecuteOptions.num_recv_ops.offset + 8
+  keep = abi.PJRT_ExecuteOptions.num_non_donatable_input_indices.offset
+  opt_min = keep + 8
   send = abi.PJRT_ExecuteOptions.num_send_ops.offset
   recv = abi.PJRT_ExecuteOptions.num_recv_ops.offset
   buffer_tag = handles.tag(runtime.BUFFER)
@@ -270,8 +287,14 @@ a7:
   %o1 = icmp uge i64 %osize, {opt_min}
   %o2 = icmp eq i64 %nsend, 0
   %o3 = icmp eq i64 %nrecv, 0
+  %nkeep = call i64 @at(ptr %optp, i64 {keep // 8})
+  %donates = call i64 @at(ptr %dp, i64 {DONATES})
+  %o4a = icmp eq i64 %nkeep, 0
+  %o4b = icmp eq i64 %donates, 0
+  %o4 = or i1 %o4a, %o4b
   %o12 = and i1 %o1, %o2
-  %oall = and i1 %o12, %o3
+  %o34 = and i1 %o3, %o4
+  %oall = and i1 %o12, %o34
   br i1 %oall, label %a8, label %slow
 a8:
   %olp = inttoptr i64 %olists to ptr
@@ -299,8 +322,13 @@ a12:
   %argv = alloca i64, i64 %n1, align 16
   %outv = alloca i64, i64 %m1, align 16
   %recv = alloca i64, i64 %m1, align 16
+  %reusev = alloca i64, i64 %m1, align 16
+  %reuse_bytes = shl i64 %m1, 3
+  call void @llvm.memset.p0.i64(ptr %reusev, i8 0, i64 %reuse_bytes, i1 false)
   %keys = call i64 @at(ptr %dp, i64 {PARAM_KEYS})
   %keysp = inttoptr i64 %keys to ptr
+  %donate = call i64 @at(ptr %dp, i64 {DONATE})
+  %donatep = inttoptr i64 %donate to ptr
   br label %hloop
 
 hloop:
@@ -316,25 +344,50 @@ hhold:
   %holdp = getelementptr i64, ptr %hp, i64 {w["holds"]}
   %prev = atomicrmw add ptr %holdp, i64 1 seq_cst
   %statep = getelementptr i64, ptr %hp, i64 {w["state"]}
-  %state = load atomic i64, ptr %statep seq_cst, align 8
   %hdev = call i64 @at(ptr %hp, i64 {w["device"]})
   %hkey = call i64 @at(ptr %hp, i64 {w["shape_key"]})
   %want = call i64 @at(ptr %keysp, i64 %i)
-  %s_ok = icmp eq i64 %state, {native_slots.BUFFER_READY}
+  %dk = call i64 @at(ptr %donatep, i64 %i)
   %dv_ok = icmp eq i64 %hdev, %dev
   %k_ok = icmp eq i64 %hkey, %want
-  %sd = and i1 %s_ok, %dv_ok
-  %usable = and i1 %sd, %k_ok
+  %typed = and i1 %dv_ok, %k_ok
   %i1 = add i64 %i, 1
+  %isdon = icmp ne i64 %dk, {NOT_DONATED}
+  br i1 %isdon, label %dclaim, label %dplain
+dplain:
+  %state = load atomic i64, ptr %statep seq_cst, align 8
+  %s_ok = icmp eq i64 %state, {native_slots.BUFFER_READY}
+  %usable = and i1 %s_ok, %typed
   br i1 %usable, label %hnext, label %unhold
+dclaim:
+  %cx = cmpxchg ptr %statep, i64 {native_slots.BUFFER_READY}, i64 {native_slots.BUFFER_DELETED} seq_cst seq_cst
+  %claimed = extractvalue {{ i64, i1 }} %cx, 1
+  br i1 %claimed, label %dcheck, label %unhold
+dcheck:
+  %hnow = load atomic i64, ptr %holdp seq_cst, align 8
+  %alone = icmp eq i64 %hnow, 1
+  %dusable = and i1 %alone, %typed
+  br i1 %dusable, label %downer, label %drestore
+drestore:
+  store atomic i64 {native_slots.BUFFER_READY}, ptr %statep seq_cst, align 8
+  br label %unhold
+downer:
+  %owner = call i64 @at(ptr %hp, i64 {w["owner"]})
+  %native_owned = icmp eq i64 %owner, {native_slots.OWNER_NATIVE}
+  %has_result = icmp sge i64 %dk, 0
+  %reuse_it = and i1 %native_owned, %has_result
+  br i1 %reuse_it, label %dreuse, label %hnext
+dreuse:
+  call void @put(ptr %reusev, i64 %dk, i64 %i1)
+  br label %hnext
 hnext:
   %data = call i64 @at(ptr %hp, i64 {w["data"]})
   call void @put(ptr %argv, i64 %i, i64 %data)
   br label %hloop
 
 unhold:
-  %held = phi i64 [ %i, %hbody ], [ %i1, %hhold ]
-  call void @release_holds(ptr %innerp, i64 %held)
+  %held = phi i64 [ %i, %hbody ], [ %i1, %dplain ], [ %i1, %dclaim ], [ %i1, %drestore ]
+  call void @release_holds(ptr %innerp, ptr %donatep, i64 %held, i64 %i)
   br label %slow
 
 alloc:
@@ -344,42 +397,40 @@ alloc:
   %allocfp = inttoptr i64 %allocf to ptr
   br label %oloop
 oloop:
-  %k = phi i64 [ 0, %alloc ], [ %k1, %onext ]
+  %k = phi i64 [ 0, %alloc ], [ %k1, %onext ], [ %k1, %oreused ]
   %omore = icmp ult i64 %k, %m
-  br i1 %omore, label %obody, label %run
+  br i1 %omore, label %obody, label %records
 obody:
+  %k1 = add i64 %k, 1
+  %from = call i64 @at(ptr %reusev, i64 %k)
+  %reused = icmp ne i64 %from, 0
+  br i1 %reused, label %oreused, label %ofresh
+oreused:
+  %from0 = sub i64 %from, 1
+  %donor = call i64 @at(ptr %argv, i64 %from0)
+  call void @put(ptr %outv, i64 %k, i64 %donor)
+  br label %oloop
+ofresh:
   %kb = mul i64 %k, {OUTPUT_WORDS}
   %kb1 = add i64 %kb, 1
   %bytes = call i64 @at(ptr %outsp, i64 %kb1)
   %mem = call i64 %allocfp(i64 64, i64 %bytes)
-  %k1 = add i64 %k, 1
   %mem_ok = icmp ne i64 %mem, 0
   br i1 %mem_ok, label %onext, label %nomem
 onext:
   call void @put(ptr %outv, i64 %k, i64 %mem)
   br label %oloop
 nomem:
-  call void @free_outputs(ptr %dp, ptr %outv, i64 %k)
-  call void @release_holds(ptr %innerp, i64 %n)
+  call void @free_outputs(ptr %dp, ptr %outv, ptr %reusev, i64 %k)
+  call void @release_holds(ptr %innerp, ptr %donatep, i64 %n, i64 %n)
   br label %slow
 
-run:
-  %plan = call i64 @at(ptr %dp, i64 {PLAN})
-  %planp = inttoptr i64 %plan to ptr
-  %entryf = call i64 @at(ptr %dp, i64 {ENTRY})
-  %entryp = inttoptr i64 %entryf to ptr
-  %status = call i32 %entryp(ptr %planp, ptr %argv, ptr %outv)
-  call void @release_holds(ptr %innerp, i64 %n)
-  %ran = icmp eq i32 %status, 0
-  br i1 %ran, label %rloop, label %failed
-failed:
-  call void @free_outputs(ptr %dp, ptr %outv, i64 %m)
-  br label %slow
-
+records:
+  br label %rloop
 rloop:
-  %r = phi i64 [ 0, %run ], [ %r1, %rnext ]
+  %r = phi i64 [ 0, %records ], [ %r1, %rnext ]
   %rmore = icmp ult i64 %r, %m
-  br i1 %rmore, label %rbody, label %publish
+  br i1 %rmore, label %rbody, label %run
 rbody:
   %rec = call i64 @native_record_alloc(ptr inttoptr (i64 {allocator} to ptr))
   %r1 = add i64 %r, 1
@@ -390,8 +441,44 @@ rnext:
   br label %rloop
 norecord:
   call void @release_records(ptr %recv, i64 %r)
-  call void @free_outputs(ptr %dp, ptr %outv, i64 %m)
+  call void @free_outputs(ptr %dp, ptr %outv, ptr %reusev, i64 %m)
+  call void @release_holds(ptr %innerp, ptr %donatep, i64 %n, i64 %n)
   br label %slow
+
+run:
+  %plan = call i64 @at(ptr %dp, i64 {PLAN})
+  %planp = inttoptr i64 %plan to ptr
+  %entryf = call i64 @at(ptr %dp, i64 {ENTRY})
+  %entryp = inttoptr i64 %entryf to ptr
+  %status = call i32 %entryp(ptr %planp, ptr %argv, ptr %outv)
+  %ran = icmp eq i32 %status, 0
+  br i1 %ran, label %moved, label %failed
+failed:
+  call void @release_records(ptr %recv, i64 %m)
+  call void @free_outputs(ptr %dp, ptr %outv, ptr %reusev, i64 %m)
+  call void @release_holds(ptr %innerp, ptr %donatep, i64 %n, i64 %n)
+  br label %slow
+
+moved:
+  br label %mloop
+mloop:
+  %u = phi i64 [ 0, %moved ], [ %u1, %mnext ], [ %u1, %mbody ]
+  %umore = icmp ult i64 %u, %m
+  br i1 %umore, label %mbody, label %ran_ok
+mbody:
+  %u1 = add i64 %u, 1
+  %ufrom = call i64 @at(ptr %reusev, i64 %u)
+  %was_reused = icmp ne i64 %ufrom, 0
+  br i1 %was_reused, label %mnext, label %mloop
+mnext:
+  %ufrom0 = sub i64 %ufrom, 1
+  %uh = call i64 @at(ptr %innerp, i64 %ufrom0)
+  %uhp = inttoptr i64 %uh to ptr
+  call void @put(ptr %uhp, i64 {w["data"]}, i64 0)
+  br label %mloop
+ran_ok:
+  call void @release_holds(ptr %innerp, ptr %donatep, i64 %n, i64 0)
+  br label %publish
 
 publish:
   %memory = call i64 @at(ptr %dp, i64 {MEMORY_HANDLE})
@@ -443,37 +530,53 @@ slow:
   ret i64 %res
 }}
 
-define internal void @release_holds(ptr %innerp, i64 %count) {{
+define internal void @release_holds(ptr %innerp, ptr %donatep, i64 %count,
+                                    i64 %claimed) {{
 entry:
   br label %loop
 loop:
-  %j = phi i64 [ 0, %entry ], [ %j1, %body ]
+  %j = phi i64 [ 0, %entry ], [ %j1, %release ]
   %more = icmp ult i64 %j, %count
   br i1 %more, label %body, label %done
 body:
   %h = call i64 @at(ptr %innerp, i64 %j)
   %hp = inttoptr i64 %h to ptr
+  %j1 = add i64 %j, 1
+  %was_claimed = icmp ult i64 %j, %claimed
+  %dk = call i64 @at(ptr %donatep, i64 %j)
+  %donated = icmp ne i64 %dk, {NOT_DONATED}
+  %restore = and i1 %was_claimed, %donated
+  br i1 %restore, label %ready, label %release
+ready:
+  %statep = getelementptr i64, ptr %hp, i64 {w["state"]}
+  store atomic i64 {native_slots.BUFFER_READY}, ptr %statep seq_cst, align 8
+  br label %release
+release:
   %holdp = getelementptr i64, ptr %hp, i64 {w["holds"]}
   %old = atomicrmw sub ptr %holdp, i64 1 seq_cst
-  %j1 = add i64 %j, 1
   br label %loop
 done:
   ret void
 }}
 
-define internal void @free_outputs(ptr %dp, ptr %outv, i64 %count) {{
+define internal void @free_outputs(ptr %dp, ptr %outv, ptr %reusev,
+                                   i64 %count) {{
 entry:
   %freef = call i64 @at(ptr %dp, i64 {FREE})
   %freep = inttoptr i64 %freef to ptr
   br label %loop
 loop:
-  %j = phi i64 [ 0, %entry ], [ %j1, %body ]
+  %j = phi i64 [ 0, %entry ], [ %j1, %body ], [ %j1, %free ]
   %more = icmp ult i64 %j, %count
   br i1 %more, label %body, label %done
 body:
+  %j1 = add i64 %j, 1
+  %from = call i64 @at(ptr %reusev, i64 %j)
+  %own = icmp eq i64 %from, 0
+  br i1 %own, label %free, label %loop
+free:
   %mem = call i64 @at(ptr %outv, i64 %j)
   call void %freep(i64 %mem)
-  %j1 = add i64 %j, 1
   br label %loop
 done:
   ret void
@@ -602,7 +705,7 @@ class Descriptor:
   """The words the native Execute reads for one loaded executable."""
 
   def __init__(self, plan: Any, device: runtime.Device,
-               parameter_types, result_specs):
+               parameter_types, result_specs, donated: frozenset[int]):
     self.plan = plan
     self.client = device.client
     self.memory = device.default_memory
@@ -615,6 +718,9 @@ class Descriptor:
       outputs += [native_slots.shape_key(spec.element_type, spec.shape),
                   int(nbytes), int(spec.element_type)]
     self.outputs = np.array(outputs or [0], np.int64)
+    self.donate = np.array(
+        [NOT_DONATED if j not in donated else max(DONATED, k)
+         for j, k in enumerate(plan.donate_to)] or [0], np.int64)
     self.words = np.zeros(DESCRIPTOR_WORDS, np.int64)
     self.words[NUM_PARAMS] = len(parameter_types)
     self.words[NUM_OUTPUTS] = len(self.specs)
@@ -626,6 +732,8 @@ class Descriptor:
     self.words[ENTRY] = plan.entry
     self.words[ALLOC] = _ALIGNED_ALLOC
     self.words[FREE] = _FREE
+    self.words[DONATE] = self.donate.ctypes.data
+    self.words[DONATES] = 1 if donated else 0
     self.address = int(self.words.ctypes.data)
 
   def arm(self, armed: bool) -> None:
@@ -645,10 +753,10 @@ def descriptor_for(loaded: Any) -> Optional[Descriptor]:
     return None
   executable = loaded.executable
   if (len(loaded.devices) != 1 or loaded.assignment is None or
-      executable.donatable or executable.num_replicas != 1 or
-      executable.num_partitions != 1):
+      executable.num_replicas != 1 or executable.num_partitions != 1):
     return None
-  plan = executable.compiled.native_plan()
+  donated = frozenset(executable.donatable)
+  plan = executable.compiled.native_plan(donated)
   if (plan is None or plan.num_params != len(executable.parameter_types) or
       len(plan.output_bytes) != len(executable.result_specs)):
     return None
@@ -656,7 +764,7 @@ def descriptor_for(loaded: Any) -> Optional[Descriptor]:
   if not device.handle or not device.default_memory.handle:
     return None
   descriptor = Descriptor(plan, device, executable.parameter_types,
-                          executable.result_specs)
+                          executable.result_specs, donated)
   with _lock:
     _DESCRIPTORS[descriptor.address] = descriptor
   weakref.finalize(loaded, descriptor.forget_plan)
@@ -681,10 +789,16 @@ def _adopt(address: int) -> Optional[tuple[str, Any]]:
     return None
   spec = descriptor.specs[record[w["output"]]]
   data = record[w["data"]]
-  array = _owned_array(data, spec)
+  array = (_owned_array(data, spec) if data else
+           np.empty(0, spec.dtype))
   buffer = runtime.Buffer.ready_of(descriptor.client, descriptor.memory,
                                    spec, array)
   buffer.handle = address
+  if record[w["state"]] != native_slots.BUFFER_READY:
+    # Donated to a native execution (its memory may live on as a result).
+    buffer.handle = 0
+    buffer.delete()
+    buffer.handle = address
   record[w["owner"]] = native_slots.OWNER_PYTHON
   return runtime.BUFFER, buffer
 

@@ -44,6 +44,15 @@ func.func @main(%x: tensor<4xf32> {tf.aliasing_output = 0 : i32})
 """
 
 
+_DONATING_TWO = """
+func.func @main(%x: tensor<4xf32> {tf.aliasing_output = 0 : i32},
+                %y: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.add %x, %y : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+"""
+
+
 def _word(address: int, name: str) -> int:
   return handles.TABLE.word(address,
                             native_slots.word(native_slots.BUFFER_WORDS,
@@ -167,17 +176,67 @@ def test_deleting_an_argument_waits_for_native_holds(client):
   x.close()
 
 
-def test_donating_and_interpreted_executables_stay_in_python(client):
-  donating = client.compile(_DONATING)
-  loaded = handles.TABLE.get(donating.handle, "PJRT_LoadedExecutable")
-  assert loaded.native is None
-  donating.close()
+def test_interpreted_executables_stay_in_python(client):
+  del client
   interpreter = testing.client(backend="interpreter", num_devices=1)
   exe = interpreter.compile(_ADD_ONE)
   loaded = handles.TABLE.get(exe.handle, "PJRT_LoadedExecutable")
   assert loaded.native is None
   exe.close()
   interpreter.close()
+
+
+def test_donation_reuses_native_memory(client):
+  exe = client.compile(_DONATING)
+  x = client.buffer_from_numpy(np.ones(4, np.float32))
+  values = [x]
+  for _ in range(6):
+    (y,) = exe.execute([values[-1]])
+    values.append(y)
+  for donor, result in zip(values[2:-1], values[3:]):
+    assert _is_native(donor.handle) and _is_native(result.handle)
+    assert donor.is_deleted
+  # The result lives in the memory of the buffer donated to make it.
+  data = _word(values[-1].handle, "data")
+  (z,) = exe.execute([values[-1]])
+  assert _word(z.handle, "data") == data
+  assert _word(values[-1].handle, "data") == 0
+  assert values[-1].is_deleted
+  np.testing.assert_array_equal(z.to_numpy(), np.full(4, 128.0))
+  with pytest.raises(support.InvalidArgumentError, match="deleted"):
+    values[-1].to_numpy()
+  for v in values + [z]:
+    v.close()
+  exe.close()
+
+
+def test_donating_a_python_buffer_natively_deletes_it(client):
+  exe = client.compile(_DONATING)
+  warm = client.buffer_from_numpy(np.ones(4, np.float32))
+  exe.execute([warm])[0].close()  # Arms the native path.
+  x = client.buffer_from_numpy(np.full(4, 3.0, np.float32))
+  (y,) = exe.execute([x])
+  assert _is_native(y.handle) and not _is_native(x.handle)
+  assert x.is_deleted
+  np.testing.assert_array_equal(y.to_numpy(), np.full(4, 6.0))
+  with pytest.raises(support.InvalidArgumentError, match="deleted"):
+    exe.execute([x])
+  for b in (warm, x, y):
+    b.close()
+  exe.close()
+
+
+def test_a_buffer_passed_twice_is_not_donated(client):
+  exe = client.compile(_DONATING_TWO)
+  warm = client.buffer_from_numpy(np.ones(4, np.float32))
+  exe.execute([warm, warm])[0].close()
+  (x,) = exe.execute([warm, warm])  # A native buffer now.
+  (y,) = exe.execute([x, x])  # Python: duplicates are never donated.
+  assert not x.is_deleted
+  np.testing.assert_array_equal(y.to_numpy(), np.full(4, 4.0))
+  for b in (warm, x, y):
+    b.close()
+  exe.close()
 
 
 def test_python_buffers_mirror_data_and_shape(client):

@@ -341,7 +341,7 @@ class Buffer:
                   array: np.ndarray | None) -> None:
     self.future = future
     self._array = array
-    self._deleted = False
+    self._deleted_flag = False
     self._external_refs = 0
     self._holds = 0
     self._donation_pending = False
@@ -460,6 +460,19 @@ class Buffer:
   # -- State. ---------------------------------------------------------------
 
   @property
+  def _deleted(self) -> bool:
+    """Deleted or donated: by Python, or by a native execution that this
+    buffer was donated to (it marks the handle record only; see
+    native_execute.py)."""
+    if self._deleted_flag:
+      return True
+    handle = self.handle
+    if handle and handles.TABLE.word(handle, _STATE_WORD) == (
+        native_slots.BUFFER_DELETED) and handles.TABLE.names(handle, self):
+      self._deleted_flag = True
+    return self._deleted_flag
+
+  @property
   def is_deleted(self) -> bool:
     return self._deleted
 
@@ -477,7 +490,7 @@ class Buffer:
   def delete(self) -> None:
     """Drops the data (kept while external references or holds exist)."""
     with self._lock:
-      self._deleted = True
+      self._deleted_flag = True
       self._mirror_state(native_slots.BUFFER_DELETED)
       if self._external_refs == 0 and self._holds == 0:
         self._array = None
@@ -517,7 +530,7 @@ class Buffer:
         raise support.InvalidArgumentError(
             "a buffer with external references (e.g. a numpy or dlpack "
             "view) cannot be donated")
-      self._deleted = True
+      self._deleted_flag = True
       # The execution it was donated to still has to read it: a hold keeps
       # the data when the caller deletes or destroys the buffer before that
       # execution runs (JAX does, right after Execute returns).

@@ -225,7 +225,7 @@ class CpuExecutable:
     self.peak_memory_bytes = (self.arena_bytes + self._out_block_bytes +
                               const_bytes)
     self._fast = self._fast_plan()
-    self._native: Any = False  # native_plan(), once built
+    self._native: dict = {}  # donated parameters -> native_plan()
 
   def _fast_plan(self) -> Optional[_FastPlan]:
     """The execute plan of the common call; None where the program needs
@@ -270,11 +270,14 @@ class CpuExecutable:
                      dynamic, template, self._out_block_bytes, outputs,
                      self._temp is not None)
 
-  def native_plan(self) -> Optional[native_execute.NativePlan]:
+  def native_plan(self, donated: frozenset[int] = frozenset()
+                  ) -> Optional[native_execute.NativePlan]:
     """The plan for one native call of the whole program
-    (native_execute.py), or None where a call needs Python (custom calls,
-    tuple parameters, non-array results). Built on first use."""
-    if self._native is False:
+    (native_execute.py) when the caller donates parameters `donated`, or
+    None where a call needs Python (custom calls, tuple parameters,
+    non-array results). Built on first use."""
+    donated = frozenset(donated)
+    if donated not in self._native:
       plan = None
       program = native_runner.encode_all(self.thunks)
       if self._fast is not None and program is not None:
@@ -288,11 +291,13 @@ class CpuExecutable:
             allocations=allocs, outputs=outputs,
             static_bases=self._static_bases, program=program,
             pool_address=native_execute.pool_address(self._pool),
-            blas_pin=blas.pin_state() if self._uses_blas else 0)
+            blas_pin=blas.pin_state() if self._uses_blas else 0,
+            donation={p: a for (p, _), a in self._donation.items()},
+            donated=donated)
         if plan is not None:
           plan.owner = self  # The plan's addresses point into this object.
-      self._native = plan
-    return self._native
+      self._native[donated] = plan
+    return self._native[donated]
 
   def _fast_table(self, fast: _FastPlan) -> tuple[Any, int]:
     try:

@@ -222,6 +222,8 @@ class NativePlan:
     entry: the address of `xla_cpu_execute`.
     output_bytes: bytes to allocate per result (64-byte aligned, > 0).
     num_params: arguments the call takes.
+    donate_to: per parameter, the result whose buffer is the parameter's
+      own memory (-1: none; see `plan_for`).
   """
 
   def __init__(self, words: np.ndarray, keep: list, output_bytes: list[int],
@@ -232,6 +234,7 @@ class NativePlan:
     self._keep = keep
     self.output_bytes = output_bytes
     self.num_params = num_params
+    self.donate_to = [-1] * num_params
     weakref.finalize(self, _free_cached_arena, words)
 
 
@@ -248,7 +251,9 @@ def _array(values: list[int]) -> np.ndarray:
 
 def plan_for(*, slots: list, params: list, allocations: list,
              outputs: list, static_bases: np.ndarray, program: list[int],
-             pool_address: int, blas_pin: int) -> Optional[NativePlan]:
+             pool_address: int, blas_pin: int,
+             donation: Optional[dict[int, list[int]]] = None,
+             donated: frozenset[int] = frozenset()) -> Optional[NativePlan]:
   """The native plan of a program, or None where it needs Python.
 
   Args:
@@ -261,6 +266,12 @@ def plan_for(*, slots: list, params: list, allocations: list,
     program: the native runner's words for the whole thunk list.
     pool_address: the native worker pool's state (0: none).
     blas_pin: the BLAS pin state's address (0: the program calls no BLAS).
+    donation: per parameter, the output allocations its memory may stand
+      in for when it is donated (the compiler's donation candidates).
+    donated: the parameters the caller donates. `NativePlan.donate_to`
+      says, per parameter, which result's buffer the caller passes that
+      parameter's memory as (or -1: none); the program then writes that
+      result in place.
   """
   if len(slots) > MAX_SLOTS or any(o is None for o in outputs):
     return None
@@ -279,6 +290,14 @@ def plan_for(*, slots: list, params: list, allocations: list,
     else:
       copies += [k, slot, nbytes]
     output_bytes.append(max(ALIGNMENT, -(-nbytes // ALIGNMENT) * ALIGNMENT))
+  donate_to = [-1] * len(params)
+  taken: set[int] = set()
+  for j in sorted(donated):
+    for alloc in (donation or {}).get(j, ()):
+      if alloc in first_result and alloc not in taken:
+        taken.add(alloc)
+        donate_to[j] = first_result[alloc]
+        break
   template, dynamic = [], []
   for slot, (alloc, offset) in enumerate(slots):
     alloc, offset = int(alloc), int(offset)
@@ -317,7 +336,9 @@ def plan_for(*, slots: list, params: list, allocations: list,
   words[RUNNER] = ctypes.cast(native_runner.runner(), ctypes.c_void_p).value
   words[ALLOC] = ALIGNED_ALLOC_ADDRESS
   words[FREE] = FREE_ADDRESS
-  return NativePlan(words, keep, output_bytes, len(params))
+  plan = NativePlan(words, keep, output_bytes, len(params))
+  plan.donate_to = donate_to
+  return plan
 
 
 def pool_address(pool: Any) -> int:

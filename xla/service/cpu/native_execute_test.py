@@ -12,11 +12,14 @@ _EXECUTE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p,
                             ctypes.c_void_p)
 
 
-def _native_run(executable, args):
+def _native_run(executable, args, donated=frozenset()):
   """Runs `executable` through its native plan; returns the results."""
-  plan = executable.native_plan()
+  plan = executable.native_plan(donated)
   assert plan is not None
   outputs = [np.zeros(n, np.uint8) for n in plan.output_bytes]
+  for j, k in enumerate(plan.donate_to):
+    if k >= 0:
+      outputs[k] = args[j].view(np.uint8).reshape(-1)
   arg_addresses = (ctypes.c_int64 * max(1, len(args)))(
       *[a.ctypes.data for a in args])
   out_addresses = (ctypes.c_int64 * max(1, len(outputs)))(
@@ -89,6 +92,26 @@ ENTRY e {
   w = (s32[], f32[16,16]) while(init), condition=cond, body=body
   ROOT m = f32[16,16] get-tuple-element(w), index=1
 }""", [np.random.rand(16, 16).astype(np.float32)])
+
+  def test_donated_parameter_holds_the_result(self):
+    _, executable = cpu_testing.compile_text("""
+HloModule m, input_output_alias={ {0}: (1, {}, may-alias) }
+ENTRY e {
+  s = f32[] parameter(0)
+  x = f32[256] parameter(1)
+  b = f32[256] broadcast(s), dimensions={}
+  y = f32[256] multiply(x, b)
+  ROOT t = (f32[256], f32[]) tuple(y, s)
+}""")
+    self.assertEqual(executable.native_plan().donate_to, [-1, -1])
+    self.assertEqual(executable.native_plan(frozenset({1})).donate_to,
+                     [-1, 0])
+    x = np.arange(256, dtype=np.float32)
+    s = np.array(3.0, np.float32)
+    want = executable.execute([s, x.copy()])
+    got = _native_run(executable, [s, x], frozenset({1}))
+    np.testing.assert_array_equal(x, want[0])  # Written in place.
+    np.testing.assert_array_equal(_as(got[1], want[1]), want[1])
 
   def test_no_plan_for_custom_calls(self):
     _, executable = cpu_testing.compile_text("""
