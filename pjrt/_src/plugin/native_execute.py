@@ -66,21 +66,26 @@ from pjrt._src.plugin import runtime
 
 LOADED_EXECUTABLE = "PJRT_LoadedExecutable"
 DEVICE = "PJRT_Device"
-SLOTS = ("LoadedExecutable_Execute", "Buffer_Destroy")
+SLOTS = ("LoadedExecutable_Execute", "Buffer_Destroy",
+         "Buffer_IncreaseExternalReferenceCount",
+         "Buffer_DecreaseExternalReferenceCount")
 QUARANTINE = 1 << 16
 
 # Descriptor words.
 (ARMED, NUM_PARAMS, NUM_OUTPUTS, DEVICE_HANDLE, MEMORY_HANDLE, PARAM_KEYS,
  OUTPUTS, PLAN, ENTRY, ALLOC, FREE, DONATE, DONATES) = range(13)
 DESCRIPTOR_WORDS = 14
-# Words per output in OUTPUTS: shape key, bytes, element type.
-OUTPUT_WORDS = 3
+# Words per output in OUTPUTS: shape key, bytes to allocate, element type,
+# dims address, rank, bytes of data.
+OUTPUT_WORDS = 6
 # DONATE, per parameter: the result its memory becomes (>= 0), or
 NOT_DONATED = -2
 DONATED = -1  # donated (deleted by the call), its memory not reused
 
 # Allocator words.
-_LOCK, _NEXT, _END, _HEAD, _TAIL, _MASK, _RING, _QUARANTINE = range(8)
+(_LOCK, _NEXT, _END, _HEAD, _TAIL, _MASK, _RING, _QUARANTINE,
+ _OWNER_LOCK) = range(9)
+_ALLOCATOR_WORDS = 16
 
 # Buffer record word indices, and byte offsets.
 _WORD = {name: native_slots.word(native_slots.BUFFER_WORDS, name)
@@ -496,6 +501,12 @@ pbody:
   %qb2 = add i64 %qb, 2
   %qtype = call i64 @at(ptr %outsp, i64 %qb2)
   %qdata = call i64 @at(ptr %outv, i64 %q)
+  %qb3 = add i64 %qb, 3
+  %qdims = call i64 @at(ptr %outsp, i64 %qb3)
+  %qb4 = add i64 %qb, 4
+  %qrank = call i64 @at(ptr %outsp, i64 %qb4)
+  %qb5 = add i64 %qb, 5
+  %qbytes = call i64 @at(ptr %outsp, i64 %qb5)
   call void @put(ptr %qp, i64 0, i64 0)
   call void @put(ptr %qp, i64 {w["state"]}, i64 {native_slots.BUFFER_READY})
   call void @put(ptr %qp, i64 {w["device"]}, i64 %dev)
@@ -507,6 +518,10 @@ pbody:
   call void @put(ptr %qp, i64 {w["owner"]}, i64 {native_slots.OWNER_NATIVE})
   call void @put(ptr %qp, i64 {w["descriptor"]}, i64 %d)
   call void @put(ptr %qp, i64 {w["output"]}, i64 %q)
+  call void @put(ptr %qp, i64 {w["dims"]}, i64 %qdims)
+  call void @put(ptr %qp, i64 {w["rank"]}, i64 %qrank)
+  call void @put(ptr %qp, i64 {w["nbytes"]}, i64 %qbytes)
+  call void @put(ptr %qp, i64 {w["external_refs"]}, i64 0)
   %tagp = getelementptr i64, ptr %qp, i64 {handles.TAG_WORD}
   store atomic i64 {buffer_tag}, ptr %tagp release, align 8
   call void @put(ptr %outerp, i64 %q, i64 %qr)
@@ -600,10 +615,77 @@ done:
 """
 
 
-def _destroy_ir(fallback: int, required: int, allocator: int) -> str:
-  slot = "Buffer_Destroy"
-  field = _offset(slot, "buffer") // 8
+def _owner_ir(allocator: int) -> str:
+  """Functions that change a native-owned record's owner or external
+  references under one spin lock (adoption takes it too, through
+  `native_buffer_claim`)."""
   w = _WORD
+  lock = f"ptr inttoptr (i64 {allocator + 8 * _OWNER_LOCK} to ptr)"
+  native = native_slots.OWNER_NATIVE
+  return f"""
+define i64 @native_buffer_claim(i64 %h) {{
+entry:
+  %hp = inttoptr i64 %h to ptr
+  call void @spin_lock({lock})
+  %owner = call i64 @at(ptr %hp, i64 {w["owner"]})
+  %mine = icmp eq i64 %owner, {native}
+  br i1 %mine, label %claim, label %out
+claim:
+  call void @put(ptr %hp, i64 {w["owner"]}, i64 {native_slots.OWNER_PYTHON})
+  %refs = call i64 @at(ptr %hp, i64 {w["external_refs"]})
+  br label %out
+out:
+  %r = phi i64 [ -1, %entry ], [ %refs, %claim ]
+  call void @spin_unlock({lock})
+  ret i64 %r
+}}
+
+define internal i1 @take_for_destroy(ptr %hp) {{
+entry:
+  call void @spin_lock({lock})
+  %owner = call i64 @at(ptr %hp, i64 {w["owner"]})
+  %refs = call i64 @at(ptr %hp, i64 {w["external_refs"]})
+  %mine = icmp eq i64 %owner, {native}
+  %none = icmp eq i64 %refs, 0
+  %ok = and i1 %mine, %none
+  br i1 %ok, label %take, label %out
+take:
+  call void @put(ptr %hp, i64 {w["owner"]}, i64 {native_slots.OWNER_PYTHON})
+  br label %out
+out:
+  call void @spin_unlock({lock})
+  ret i1 %ok
+}}
+
+define internal i1 @add_reference(ptr %hp, i64 %delta) {{
+entry:
+  call void @spin_lock({lock})
+  %owner = call i64 @at(ptr %hp, i64 {w["owner"]})
+  %state = call i64 @at(ptr %hp, i64 {w["state"]})
+  %refs = call i64 @at(ptr %hp, i64 {w["external_refs"]})
+  %mine = icmp eq i64 %owner, {native}
+  %up = icmp sgt i64 %delta, 0
+  %ready = icmp eq i64 %state, {native_slots.BUFFER_READY}
+  %some = icmp sgt i64 %refs, 0
+  %allowed = select i1 %up, i1 %ready, i1 %some
+  %ok = and i1 %mine, %allowed
+  br i1 %ok, label %change, label %out
+change:
+  %refs1 = add i64 %refs, %delta
+  call void @put(ptr %hp, i64 {w["external_refs"]}, i64 %refs1)
+  br label %out
+out:
+  call void @spin_unlock({lock})
+  ret i1 %ok
+}}
+"""
+
+
+def _buffer_slot_ir(slot: str, fallback: int, required: int, body: str
+                    ) -> str:
+  """A fast path for a slot taking one buffer: guards, then `body` (with
+  %h and %hp the buffer; it branches to %slow or returns 0)."""
+  field = _offset(slot, "buffer") // 8
   return f"""
 define i64 @fast_{slot}(i64 %args) {{
 entry:
@@ -620,25 +702,38 @@ a2:
   br i1 %ok, label %a3, label %slow
 a3:
   %hp = inttoptr i64 %h to ptr
-  %owner = call i64 @at(ptr %hp, i64 {w["owner"]})
-  %mine = icmp eq i64 %owner, {native_slots.OWNER_NATIVE}
-  br i1 %mine, label %a4, label %slow
-a4:
-  call void @native_buffer_retire(i64 %h, i64 {native_slots.BUFFER_DELETED})
-  %tagp = getelementptr i64, ptr %hp, i64 {handles.TAG_WORD}
-  store atomic i64 0, ptr %tagp release, align 8
-  call void @put(ptr %hp, i64 {w["owner"]}, i64 {native_slots.OWNER_PYTHON})
-  %data = call i64 @at(ptr %hp, i64 {w["data"]})
-  %freep = inttoptr i64 {_FREE} to ptr
-  call void %freep(i64 %data)
-  call void @native_record_release(ptr inttoptr (i64 {allocator} to ptr), i64 %h)
-  ret i64 0
+{body}
 slow:
   %fallback = inttoptr i64 {fallback} to ptr
   %res = tail call i64 %fallback(i64 %args)
   ret i64 %res
 }}
 """
+
+
+def _destroy_ir(fallback: int, required: int, allocator: int) -> str:
+  w = _WORD
+  return _buffer_slot_ir("Buffer_Destroy", fallback, required, f"""
+  %mine = call i1 @take_for_destroy(ptr %hp)
+  br i1 %mine, label %a4, label %slow
+a4:
+  call void @native_buffer_retire(i64 %h, i64 {native_slots.BUFFER_DELETED})
+  %tagp = getelementptr i64, ptr %hp, i64 {handles.TAG_WORD}
+  store atomic i64 0, ptr %tagp release, align 8
+  %data = call i64 @at(ptr %hp, i64 {w["data"]})
+  %freep = inttoptr i64 {_FREE} to ptr
+  call void %freep(i64 %data)
+  call void @native_record_release(ptr inttoptr (i64 {allocator} to ptr), i64 %h)
+  ret i64 0""")
+
+
+def _reference_ir(slot: str, fallback: int, required: int, delta: int
+                  ) -> str:
+  return _buffer_slot_ir(slot, fallback, required, f"""
+  %done = call i1 @add_reference(ptr %hp, i64 {delta})
+  br i1 %done, label %counted, label %slow
+counted:
+  ret i64 0""")
 
 
 def _allocator() -> Any:
@@ -649,7 +744,7 @@ def _allocator() -> Any:
   while capacity < records:
     capacity *= 2
   ring = handles.immortal((ctypes.c_int64 * capacity)())
-  words = handles.immortal((ctypes.c_int64 * 8)())
+  words = handles.immortal((ctypes.c_int64 * _ALLOCATOR_WORDS)())
   words[_NEXT] = table.native_start
   words[_END] = table.native_end
   words[_MASK] = capacity - 1
@@ -671,20 +766,27 @@ def build(fallbacks: dict[str, int], required: dict[str, int],
       return dict(_state["slots"])
     words, ring = _allocator()
     allocator = ctypes.addressof(words)
+    size = {s: max(24, required.get(s, 0)) for s in SLOTS}
     text = "\n".join([
         _helpers_ir((table.region_start, table.region_end)),
-        _execute_ir(fallbacks[SLOTS[0]], max(16, required.get(SLOTS[0], 0)),
-                    allocator, ready_event),
-        _destroy_ir(fallbacks[SLOTS[1]], max(16, required.get(SLOTS[1], 0)),
-                    allocator)])
+        _owner_ir(allocator),
+        _execute_ir(fallbacks[SLOTS[0]], size[SLOTS[0]], allocator,
+                    ready_event),
+        _destroy_ir(fallbacks[SLOTS[1]], size[SLOTS[1]], allocator),
+        _reference_ir(SLOTS[2], fallbacks[SLOTS[2]], size[SLOTS[2]], 1),
+        _reference_ir(SLOTS[3], fallbacks[SLOTS[3]], size[SLOTS[3]], -1)])
     names = ["fast_" + s for s in SLOTS] + [
-        "native_record_release", "native_buffer_retire"]
+        "native_record_release", "native_buffer_retire",
+        "native_buffer_claim"]
     addresses = native.compile_ir(text, names)
     release = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)(
         addresses["native_record_release"])
     retire = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64)(
         addresses["native_buffer_retire"])
+    claim = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(
+        addresses["native_buffer_claim"])
     _state.update(words=words, ring=ring, release=release, retire=retire,
+                  claim=claim,
                   slots={s: addresses["fast_" + s] for s in SLOTS})
     table.adopter = _adopt
     table.releaser = lambda address: release(allocator, address)
@@ -715,8 +817,9 @@ class Descriptor:
         np.int64)
     outputs = []
     for spec, nbytes in zip(self.specs, plan.output_bytes):
-      outputs += [native_slots.shape_key(spec.element_type, spec.shape),
-                  int(nbytes), int(spec.element_type)]
+      key, dims = native_slots.shape_info(spec.element_type, spec.shape)
+      outputs += [key, int(nbytes), int(spec.element_type), dims,
+                  len(spec.shape), spec.nbytes]
     self.outputs = np.array(outputs or [0], np.int64)
     self.donate = np.array(
         [NOT_DONATED if j not in donated else max(DONATED, k)
@@ -787,6 +890,9 @@ def _adopt(address: int) -> Optional[tuple[str, Any]]:
   descriptor = _DESCRIPTORS.get(record[w["descriptor"]])
   if descriptor is None:
     return None
+  external_refs = _state["claim"](address)  # Python's from here on.
+  if external_refs < 0:
+    return None
   spec = descriptor.specs[record[w["output"]]]
   data = record[w["data"]]
   array = (_owned_array(data, spec) if data else
@@ -794,12 +900,12 @@ def _adopt(address: int) -> Optional[tuple[str, Any]]:
   buffer = runtime.Buffer.ready_of(descriptor.client, descriptor.memory,
                                    spec, array)
   buffer.handle = address
+  buffer._external_refs = external_refs  # pylint: disable=protected-access
   if record[w["state"]] != native_slots.BUFFER_READY:
     # Donated to a native execution (its memory may live on as a result).
     buffer.handle = 0
     buffer.delete()
     buffer.handle = address
-  record[w["owner"]] = native_slots.OWNER_PYTHON
   return runtime.BUFFER, buffer
 
 

@@ -249,3 +249,56 @@ def test_python_buffers_mirror_data_and_shape(client):
   assert native_slots.shape_key(buffer.element_type, (3, 2)) != _word(
       x.handle, "shape_key")
   x.close()
+
+
+def test_native_buffers_answer_queries_without_python(client):
+  exe = client.compile(_TWO_RESULTS)
+  x = client.buffer_from_numpy(np.ones((2, 3), np.float32))
+  y = client.buffer_from_numpy(np.arange(3, dtype=np.int32))
+  for b in exe.execute([x, y]):
+    b.close()
+  out, ints, _ = exe.execute([x, y])
+  handle = out.handle
+  assert _is_native(handle)
+  args = testing.call(client, "Buffer_Dimensions", buffer=handle)
+  assert list(args.dims[:args.num_dims]) == [2, 3]
+  args = testing.call(client, "Buffer_OnDeviceSizeInBytes", buffer=handle)
+  assert args.on_device_size_in_bytes == 24
+  args = testing.call(client, "Buffer_IsOnCpu", buffer=handle)
+  assert args.is_on_cpu
+  args = testing.call(client, "Buffer_OpaqueDeviceMemoryDataPointer",
+                      buffer=handle)
+  assert args.device_memory_ptr == _word(handle, "data") != 0
+  assert _word(handle, "owner") == native_slots.OWNER_NATIVE  # Not adopted.
+  got = np.ctypeslib.as_array(
+      ctypes.cast(args.device_memory_ptr, ctypes.POINTER(ctypes.c_float)),
+      (2, 3))
+  np.testing.assert_array_equal(got, np.ones((2, 3)))
+  for b in (out, ints, x, y):
+    b.close()
+  exe.close()
+
+
+def test_external_references_carry_over_to_python(client):
+  exe = client.compile(_ADD_ONE)
+  x = client.buffer_from_numpy(np.zeros(4, np.float32))
+  exe.execute([x])[0].close()
+  (y,) = exe.execute([x])
+  handle = y.handle
+  testing.call(client, "Buffer_IncreaseExternalReferenceCount", buffer=handle)
+  testing.call(client, "Buffer_IncreaseExternalReferenceCount", buffer=handle)
+  testing.call(client, "Buffer_DecreaseExternalReferenceCount", buffer=handle)
+  assert _word(handle, "external_refs") == 1
+  assert _word(handle, "owner") == native_slots.OWNER_NATIVE
+  # Python adopts it with its count (and so keeps the data while it is
+  # referenced).
+  buffer = handles.TABLE.get(handle, runtime.BUFFER)
+  assert buffer._external_refs == 1  # pylint: disable=protected-access
+  testing.call(client, "Buffer_DecreaseExternalReferenceCount", buffer=handle)
+  with pytest.raises(support.FailedPreconditionError):
+    testing.call(client, "Buffer_DecreaseExternalReferenceCount",
+                 buffer=handle)
+  np.testing.assert_array_equal(y.to_numpy(), np.ones(4))
+  y.close()
+  x.close()
+  exe.close()

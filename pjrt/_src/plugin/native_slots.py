@@ -26,6 +26,7 @@ state word of a buffer only ever moves to values that are true at once.
 
 from __future__ import annotations
 
+import ctypes
 import threading
 from typing import Callable
 
@@ -40,9 +41,13 @@ MEMORY_WORDS = ("kind_address", "kind_size")
 # state is BUFFER_READY; `holds` counts native executions reading it and
 # `owner` says who frees it (native_execute.py: a buffer that native code
 # made, with the descriptor of the executable that made it and its output
-# index, until Python adopts it).
+# index, until Python adopts it). `dims` is the address of its dimensions
+# (int64[rank], shared by every buffer of that shape: `shape_info`),
+# `nbytes` its size, and `external_refs` counts the external references
+# of a native-owned buffer (Python's Buffer counts them once it owns it).
 BUFFER_WORDS = ("state", "device", "memory", "element_type", "data",
-                "shape_key", "holds", "owner", "descriptor", "output")
+                "shape_key", "holds", "owner", "descriptor", "output",
+                "dims", "rank", "nbytes", "external_refs")
 # Buffer state word.
 BUFFER_UNKNOWN = 0  # pending, failed, or not tracked: ask Python
 BUFFER_READY = 1    # data ready, not deleted
@@ -51,19 +56,29 @@ BUFFER_DELETED = 2
 OWNER_PYTHON = 0
 OWNER_NATIVE = 1
 
-_SHAPE_KEYS: dict[tuple[int, tuple[int, ...]], int] = {}
-_SHAPE_KEYS_LOCK = threading.Lock()
+_SHAPES: dict[tuple[int, tuple[int, ...]], tuple[int, int]] = {}
+_SHAPE_DIMS: list = []  # Keeps every interned dims array alive.
+_SHAPES_LOCK = threading.Lock()
+
+
+def shape_info(element_type: int, shape: tuple[int, ...]) -> tuple[int, int]:
+  """(key, dims address) of (element type, dimensions) in this process:
+  the key is a nonzero number that native code compares between a buffer
+  and a parameter; the dims are an int64 array that lives forever."""
+  key = (int(element_type), shape)
+  value = _SHAPES.get(key)
+  if value is None:
+    with _SHAPES_LOCK:
+      value = _SHAPES.get(key)
+      if value is None:
+        dims = handles.immortal((ctypes.c_int64 * max(1, len(shape)))(*shape))
+        _SHAPE_DIMS.append(dims)
+        value = _SHAPES[key] = (len(_SHAPES) + 1, ctypes.addressof(dims))
+  return value
 
 
 def shape_key(element_type: int, shape: tuple[int, ...]) -> int:
-  """A nonzero number standing for (element type, dimensions) in this
-  process: native code compares a buffer's with a parameter's."""
-  key = (int(element_type), shape)
-  value = _SHAPE_KEYS.get(key)
-  if value is None:
-    with _SHAPE_KEYS_LOCK:
-      value = _SHAPE_KEYS.setdefault(key, len(_SHAPE_KEYS) + 1)
-  return value
+  return shape_info(element_type, shape)[0]
 
 
 def word(kind_words: tuple[str, ...], name: str) -> int:
@@ -228,6 +243,77 @@ def _buffer_ready_event(f: _Function, region, ready) -> None:
   state = f.word(record, word(BUFFER_WORDS, "state"))
   f.slow_unless(f.cmp("eq", state, str(BUFFER_READY)))
   f.store("%ap", _offset("Buffer_ReadyEvent", "event"), str(ready))
+
+
+def _dims_body(slot: str, dims_field: str):
+  """Buffer_Dimensions / UnpaddedDimensions: the interned dims array."""
+  def body(f: _Function, region, ready) -> None:
+    del ready
+    record = f.record("buffer", _BUFFER, region)
+    dims = f.word(record, word(BUFFER_WORDS, "dims"))
+    f.slow_unless(f.cmp("ne", dims, "0"))
+    rank = f.word(record, word(BUFFER_WORDS, "rank"))
+    f.store("%ap", _offset(slot, dims_field), dims)
+    f.store("%ap", _offset(slot, "num_dims"), rank)
+  _BODIES[slot] = body
+
+
+_dims_body("Buffer_Dimensions", "dims")
+_dims_body("Buffer_UnpaddedDimensions", "unpadded_dims")
+
+
+@_body("Buffer_DynamicDimensionIndices")
+def _buffer_dynamic_dims(f: _Function, region, ready) -> None:
+  del ready
+  f.record("buffer", _BUFFER, region)  # Every dimension is static.
+  f.store("%ap", _offset("Buffer_DynamicDimensionIndices",
+                         "dynamic_dim_indices"), "0")
+  f.store("%ap", _offset("Buffer_DynamicDimensionIndices",
+                         "num_dynamic_dims"), "0")
+
+
+@_body("Buffer_IsOnCpu")
+def _buffer_is_on_cpu(f: _Function, region, ready) -> None:
+  del ready
+  f.record("buffer", _BUFFER, region)
+  f.store("%ap", _offset("Buffer_IsOnCpu", "is_on_cpu"), "1", 8)
+
+
+def _ready_record(f: _Function, region) -> str:
+  """The record of a live, ready buffer with its sizes known."""
+  record = f.record("buffer", _BUFFER, region)
+  state = f.word(record, word(BUFFER_WORDS, "state"))
+  f.slow_unless(f.cmp("eq", state, str(BUFFER_READY)))
+  dims = f.word(record, word(BUFFER_WORDS, "dims"))
+  f.slow_unless(f.cmp("ne", dims, "0"))
+  return record
+
+
+@_body("Buffer_OnDeviceSizeInBytes")
+def _buffer_on_device_size(f: _Function, region, ready) -> None:
+  del ready
+  record = _ready_record(f, region)
+  f.store("%ap", _offset("Buffer_OnDeviceSizeInBytes",
+                         "on_device_size_in_bytes"),
+          f.word(record, word(BUFFER_WORDS, "nbytes")))
+
+
+def _pointer_body(slot: str, field: str):
+  """The data address of a ready buffer (0 for an empty one)."""
+  def body(f: _Function, region, ready) -> None:
+    del ready
+    record = _ready_record(f, region)
+    nbytes = f.word(record, word(BUFFER_WORDS, "nbytes"))
+    data = f.word(record, word(BUFFER_WORDS, "data"))
+    empty = f.cmp("eq", nbytes, "0")
+    pointer = f.tmp()
+    f.emit(f"{pointer} = select i1 {empty}, i64 0, i64 {data}")
+    f.store("%ap", _offset(slot, field), pointer)
+  _BODIES[slot] = body
+
+
+_pointer_body("Buffer_OpaqueDeviceMemoryDataPointer", "device_memory_ptr")
+_pointer_body("Buffer_UnsafePointer", "buffer_pointer")
 
 
 @_body("Event_IsReady")

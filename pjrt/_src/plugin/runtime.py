@@ -446,10 +446,11 @@ class Buffer:
       state = native_slots.BUFFER_READY
     else:
       state = native_slots.BUFFER_UNKNOWN
+    key, dims = native_slots.shape_info(self.element_type, self.shape)
     return (state, self.device.handle, self.memory.handle,
-            int(self.element_type), _data_address(self._array),
-            native_slots.shape_key(self.element_type, self.shape), 0,
-            native_slots.OWNER_PYTHON)
+            int(self.element_type), _data_address(self._array), key, 0,
+            native_slots.OWNER_PYTHON, 0, 0, dims, len(self.shape),
+            self.nbytes, 0)
 
   def _release_accounting(self) -> None:
     with self._lock:
