@@ -90,11 +90,68 @@ def reaches(a: HloInstruction, b: HloInstruction) -> bool:
   return False
 
 
+class Reachability:
+  """`reaches` for one computation while fusions change it, in constant
+  time per query: each instruction has an index and an integer bit mask of
+  the indices that reach it (its ancestors), built in post order. A fusion
+  adds its fusion instruction and get-tuple-elements (`merged`) and ORs
+  their ancestry into every instruction they reach, so masks stay exact
+  for live instructions (bits of removed ones are never asked about)."""
+
+  def __init__(self, comp):
+    self._index: dict[int, int] = {}
+    self._masks: list[int] = []
+    self._keep: list[HloInstruction] = []  # No id is reused meanwhile.
+    for instr in comp.make_instruction_post_order():
+      self._add(instr)
+
+  def _add(self, instr: HloInstruction) -> int:
+    mask = 0
+    for o in instr.operands:
+      i = self._index[id(o)]
+      mask |= self._masks[i] | (1 << i)
+    for o in instr.control_predecessors:
+      i = self._index[id(o)]
+      mask |= self._masks[i] | (1 << i)
+    index = len(self._masks)
+    self._index[id(instr)] = index
+    self._masks.append(mask)
+    self._keep.append(instr)
+    return index
+
+  def reaches(self, a: HloInstruction, b: HloInstruction) -> bool:
+    return bool((self._masks[self._index[id(b)]] >>
+                 self._index[id(a)]) & 1)
+
+  def merged(self, fusion: HloInstruction) -> None:
+    """Adds `fusion` (just made by instruction_fusion.fuse_group) and the
+    get-tuple-elements that read it."""
+    new = [fusion] + [u for u in fusion.users
+                      if u.opcode == O.kGetTupleElement]
+    indices = [self._add(n) for n in new]
+    fresh = {id(n) for n in new}
+    for n, i in zip(new, indices):
+      extra = self._masks[i] | (1 << i)
+      seen: set[int] = set()
+      stack = [u for u in list(n.users) + list(n.control_successors)
+               if id(u) not in fresh]
+      while stack:
+        instr = stack.pop()
+        if id(instr) in seen:
+          continue
+        seen.add(id(instr))
+        j = self._index[id(instr)]
+        self._masks[j] |= extra
+        stack.extend(instr.users)
+        stack.extend(instr.control_successors)
+
+
 class MultiOutputFusion(hpi.HloModulePass):
   """See the module docstring."""
 
   def __init__(self, max_instructions: int = 128):
     self.max_instructions = max_instructions
+    self._reach: Reachability | None = None  # Of the computation at hand.
 
   @property
   def name(self) -> str:
@@ -127,11 +184,11 @@ class MultiOutputFusion(hpi.HloModulePass):
         if not self._compatible(producer, consumer):
           continue
         others = [u for u in producer.users if u is not consumer]
-        if any(reaches(u, consumer) for u in others):
+        if any(self._reach.reaches(u, consumer) for u in others):
           continue
-        instruction_fusion.fuse_group(
+        self._reach.merged(instruction_fusion.fuse_group(
             [producer, consumer], [consumer, producer],
-            self._merged_kind(producer, consumer), name="fusion.multi")
+            self._merged_kind(producer, consumer), name="fusion.multi"))
         changed = True
         break
     return changed
@@ -152,10 +209,10 @@ class MultiOutputFusion(hpi.HloModulePass):
           for b in users[i + 1:]:
             if not self._compatible(a, b):
               continue
-            if reaches(a, b) or reaches(b, a):
+            if self._reach.reaches(a, b) or self._reach.reaches(b, a):
               continue
-            instruction_fusion.fuse_group(
-                [a, b], [a, b], self._merged_kind(a, b), name="fusion.multi")
+            self._reach.merged(instruction_fusion.fuse_group(
+                [a, b], [a, b], self._merged_kind(a, b), name="fusion.multi"))
             changed = merged = True
             break
           if merged:
@@ -169,6 +226,7 @@ class MultiOutputFusion(hpi.HloModulePass):
     # made the pass quadratic in the number of merges (3 s of a GPT training
     # step's compile).
     changed = False
+    self._reach = Reachability(comp)
     while True:
       merged = False
       while self._producer_consumer_sweep(comp):

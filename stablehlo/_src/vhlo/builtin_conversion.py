@@ -460,8 +460,27 @@ def _check_location(attr) -> None:
       raise ConversionError(f"{kind} without a location list")
 
 
+# id(attr) -> (attr, text): a bytecode reader shares one object per entry
+# of its attribute table, and JAX's call-site chains share their tails, so
+# texts are made once per object (the identity check makes a reused id a
+# miss). Bounded: cleared when full.
+_LOCATION_TEXTS: dict[int, tuple[object, str]] = {}
+_LOCATION_TEXTS_MAX = 1 << 16
+
+
 def location_text(attr) -> str:
   """MLIR's spelling of a builtin location (the body of `loc(...)`)."""
+  hit = _LOCATION_TEXTS.get(id(attr))
+  if hit is not None and hit[0] is attr:
+    return hit[1]
+  text = _location_text(attr)
+  if len(_LOCATION_TEXTS) >= _LOCATION_TEXTS_MAX:
+    _LOCATION_TEXTS.clear()
+  _LOCATION_TEXTS[id(attr)] = (attr, text)
+  return text
+
+
+def _location_text(attr) -> str:
   _check_location(attr)
   kind, f = attr.kind, attr.fields
   if kind == "UnknownLoc":
@@ -494,11 +513,25 @@ def location_text(attr) -> str:
   raise ConversionError(f"unsupported location kind {kind}")
 
 
+_LOCATIONS: dict[int, tuple[object, a.Location]] = {}
+
+
 def location_from_builtin(attr) -> a.Location:
   if attr is None:
     return a.UNKNOWN_LOC
   if isinstance(attr, tree.Attr) and attr.kind == "UnknownLoc":
     return a.UNKNOWN_LOC
+  hit = _LOCATIONS.get(id(attr))
+  if hit is not None and hit[0] is attr:
+    return hit[1]
+  location = _location_from_builtin(attr)
+  if len(_LOCATIONS) >= _LOCATION_TEXTS_MAX:
+    _LOCATIONS.clear()
+  _LOCATIONS[id(attr)] = (attr, location)
+  return location
+
+
+def _location_from_builtin(attr) -> a.Location:
   _check_location(attr)
   if isinstance(attr, tree.Attr) and attr.kind == "FileLineColLoc":
     f = attr.fields
