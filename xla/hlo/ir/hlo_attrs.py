@@ -376,6 +376,11 @@ def attr_spec(opcode: HloOpcode, name: str) -> Optional[AttrSpec]:
   return None if by_name is None else by_name.get(name)
 
 
+def calls_computations(opcode: HloOpcode) -> bool:
+  """Whether instructions of `opcode` can call computations."""
+  return bool(_COMPUTATION_ATTR_NAMES.get(opcode))
+
+
 def computation_attr_names(opcode: HloOpcode) -> tuple[str, ...]:
   """Names of the attributes holding called computations, in order."""
   return _COMPUTATION_ATTR_NAMES.get(opcode, ())

@@ -146,8 +146,8 @@ class SlicedDotHoisting(hpi.HloComputationPass):
       return product, new
     return None
 
-  def _run_loop(self, comp, w) -> bool:
-    if not wls.calls_only_from(w):
+  def _run_loop(self, comp, w, callers=None) -> bool:
+    if not wls.calls_only_from(w, callers):
       return False
     trip = wls.static_trip_count(w)
     if not trip:
@@ -176,8 +176,14 @@ class SlicedDotHoisting(hpi.HloComputationPass):
           body.remove_instruction_and_unused_operands(dot)
     return hoisted
 
+  def module_context(self, module) -> wls.CallerIndex:
+    return wls.CallerIndex(module)
+
   def run_on_computation(self, comp, context=None) -> bool:
     changed = False
     for w in [i for i in comp.instructions if i.opcode == O.kWhile]:
-      changed |= self._run_loop(comp, w)
+      if self._run_loop(comp, w, context):
+        changed = True
+        if context is not None:
+          context.invalidate()
     return changed

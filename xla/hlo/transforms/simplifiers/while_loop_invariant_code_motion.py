@@ -139,11 +139,11 @@ class WhileLoopInvariantCodeMotion(hpi.HloComputationPass):
       for i in rejected:
         del invariant[id(i)]
 
-  def run_on_loop(self, comp, w) -> bool:
+  def run_on_loop(self, comp, w, callers=None) -> bool:
     body = w.while_body
     cond = w.while_condition
     root = body.root_instruction
-    if (root.opcode != HloOpcode.kTuple or not wls.calls_only_from(w) or
+    if (root.opcode != HloOpcode.kTuple or not wls.calls_only_from(w, callers) or
         w.control_predecessors or w.control_successors):
       return False
     for c in (cond, body):
@@ -226,8 +226,14 @@ class WhileLoopInvariantCodeMotion(hpi.HloComputationPass):
 
   skip_fusion_computations = False
 
+  def module_context(self, module) -> wls.CallerIndex:
+    return wls.CallerIndex(module)
+
   def run_on_computation(self, comp, context=None) -> bool:
     changed = False
     for w in [i for i in comp.instructions if i.opcode == HloOpcode.kWhile]:
-      changed |= self.run_on_loop(comp, w)
+      if self.run_on_loop(comp, w, context):
+        changed = True
+        if context is not None:
+          context.invalidate()
     return changed

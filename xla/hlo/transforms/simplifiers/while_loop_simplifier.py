@@ -35,6 +35,7 @@ from typing import Optional
 import numpy as np
 
 from xla import primitive_util
+from xla.hlo.ir import hlo_attrs
 from xla.hlo.ir import hlo_instruction as hi
 from xla.hlo.ir.hlo_opcode import HloOpcode
 from xla.hlo.pass_ import hlo_pass_interface as hpi
@@ -184,13 +185,44 @@ def inline_computation(caller_comp, comp, args):
   return mapping[id(comp.root_instruction)]
 
 
-def calls_only_from(instr) -> bool:
+class CallerIndex:
+  """How many instructions of a module call each computation, for
+  `calls_only_from`: built on first use and again after `invalidate()`
+  (a pass calls it once it changed the module). A pass makes one per run
+  (its module context), so asking about every loop is not a scan of the
+  module each."""
+
+  def __init__(self, module):
+    self._module = module
+    self._counts: Optional[dict[int, int]] = None
+
+  def invalidate(self) -> None:
+    self._counts = None
+
+  def only_from(self, instr) -> bool:
+    if self._counts is None:
+      counts: dict[int, int] = {}
+      calls = hlo_attrs.calls_computations
+      for other in self._module.instructions():
+        if calls(other.opcode):
+          for c in {id(c) for c in other.called_computations()}:
+            counts[c] = counts.get(c, 0) + 1
+      self._counts = counts
+    return all(self._counts.get(c, 0) <= 1
+               for c in {id(c) for c in instr.called_computations()})
+
+
+def calls_only_from(instr, callers: Optional[CallerIndex] = None) -> bool:
   """True if no other instruction of the module calls `instr`'s
-  computations (so they may be edited in place)."""
+  computations (so they may be edited in place). `callers`: the pass's
+  up-to-date index, if it keeps one."""
+  if callers is not None:
+    return callers.only_from(instr)
   mine = {id(c) for c in instr.called_computations()}
   module = instr.parent.parent
+  calls = hlo_attrs.calls_computations
   for other in module.instructions():
-    if other is not instr and any(
+    if other is not instr and calls(other.opcode) and any(
         id(c) in mine for c in other.called_computations()):
       return False
   return True
@@ -262,8 +294,9 @@ def _live_elements(w) -> Optional[set[int]]:
   return {k for k in live if k < n}
 
 
-def _try_remove_dead_elements(comp, w) -> bool:
-  if not calls_only_from(w):
+def _try_remove_dead_elements(comp, w,
+                              callers: Optional[CallerIndex] = None) -> bool:
+  if not calls_only_from(w, callers):
     return False
   live = _live_elements(w)
   n = len(w.shape.tuple_shapes)
@@ -325,15 +358,19 @@ class WhileLoopSimplifier(hpi.HloComputationPass):
 
   skip_fusion_computations = False
 
+  def module_context(self, module) -> CallerIndex:
+    return CallerIndex(module)
+
   def run_on_computation(self, comp, context=None) -> bool:
     changed = False
     for w in [i for i in comp.instructions if i.opcode == HloOpcode.kWhile]:
       if w.parent is not comp:
         continue
-      if _try_remove_loop(comp, w):
+      if (_try_remove_loop(comp, w) or
+          _try_remove_dead_elements(comp, w, context)):
         changed = True
-        continue
-      changed |= _try_remove_dead_elements(comp, w)
+        if context is not None:
+          context.invalidate()
     return changed
 
   def finish_module(self, module, execution_threads, changed) -> bool:
