@@ -71,9 +71,8 @@ def _destroy(plugin: loader.Plugin, slot: str, handle: int) -> None:
   """Calls a `*_Destroy` slot, whose args are {struct_size,
   extension_start, handle}: the struct is built directly (this runs for
   every buffer and event)."""
-  args_type = abi.args_type(slot)
+  fn, args_type = plugin.destroyer(slot)
   args = args_type(args_type.STRUCT_SIZE, None, handle)
-  fn = plugin.function(slot)
   if fn is None:
     plugin.call(slot, args)  # Raises UNIMPLEMENTED.
   error = fn(ctypes.byref(args))

@@ -153,6 +153,7 @@ class Plugin:
     self.api = abi.PJRT_Api.from_address(api_address)
     self.version = abi.api_version(self.api)
     self._functions: dict[str, Callable[..., Any] | None] = {}
+    self._destroyers: dict[str, tuple[Callable[..., Any] | None, Any]] = {}
     self._lock = threading.Lock()
     self._initialized = False
     self._attributes: dict[str, Any] | None = None
@@ -196,6 +197,15 @@ class Plugin:
       fn = abi.slot_function(self.api, slot)
       self._functions[slot] = fn
     return fn
+
+  def destroyer(self, slot: str) -> tuple[Callable[..., Any] | None, Any]:
+    """(function, args type) of `slot` (cached: clients destroy every
+    buffer and event through it)."""
+    found = self._destroyers.get(slot)
+    if found is None:
+      found = self._destroyers.setdefault(
+          slot, (self.function(slot), abi.args_type(slot)))
+    return found
 
   def call(self, slot: str, args: Any = None, **fields: Any) -> Any:
     """Calls `slot` and returns its args struct (outputs are read from it).
