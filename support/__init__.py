@@ -29,8 +29,10 @@ from support._src.status import XlaError as XlaError
 # Environment helpers, flags, logging and tracing are used through their
 # modules (`support.env.source_root`, `support.flags.define_bool`,
 # `support.log.vlog`, `support.trace.scope`), because their short names
-# (override, scope, info, ...) would clash here.
+# (override, scope, info, ...) would clash here. `support.heap.gc_paused`
+# pauses the cyclic garbage collector around a burst of allocation.
 from support._src import env as env
 from support._src import flags as flags
+from support._src import heap as heap
 from support._src import log as log
 from support._src import trace as trace

@@ -183,7 +183,8 @@ class CpuCompiled(Compiled):
       raise support.UnimplementedError(
           f"the cpu backend needs {_CPU_COMPILER_MODULE}, which cannot be "
           "imported")
-    self._executable = compiler.compile(import_hlo(program, verify=False))
+    with support.heap.gc_paused():
+      self._executable = compiler.compile(import_hlo(program, verify=False))
     try:
       parameters = inspect.signature(self._executable.execute).parameters
     except (TypeError, ValueError):

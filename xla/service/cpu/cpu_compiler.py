@@ -479,6 +479,12 @@ def compile(hlo_module,  # pylint: disable=redefined-builtin
             options: Optional[CpuCompileOptions] = None
             ) -> cpu_executable.CpuExecutable:
   """Compiles `hlo_module` (left unchanged) for this host's CPU."""
+  with support.heap.gc_paused():
+    return _compile(hlo_module, options)
+
+
+def _compile(hlo_module, options: Optional[CpuCompileOptions]
+             ) -> cpu_executable.CpuExecutable:
   options = options or CpuCompileOptions()
   t0 = time.perf_counter()
   stats: dict = {}
