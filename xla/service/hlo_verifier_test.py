@@ -99,7 +99,7 @@ def test_structural_problems():
   # An operand/user mismatch created behind the IR's back.
   neg = hi.create_unary(p.shape, O.kNegate, p)
   neg.parent = entry
-  entry._instructions.append(neg)  # pylint: disable=protected-access
+  entry._instructions[id(neg)] = neg  # pylint: disable=protected-access
   p._users.remove(neg)  # pylint: disable=protected-access
   with pytest.raises(hv.HloVerifierError, match="does not list it"):
     hv.verify(module)

@@ -24,7 +24,9 @@ class HloComputation:
 
   def __init__(self, name: str):
     self.name = name
-    self._instructions: list[HloInstruction] = []
+    # id -> instruction, in the order they were added (a dict, so that
+    # removing one is not a scan of the computation).
+    self._instructions: dict[int, HloInstruction] = {}
     self._params: dict[int, HloInstruction] = {}
     self.root_instruction: Optional[HloInstruction] = None
     self.parent = None  # the HloModule holding this computation
@@ -36,7 +38,7 @@ class HloComputation:
   @property
   def instructions(self) -> tuple[HloInstruction, ...]:
     """All instructions, in the order they were added."""
-    return tuple(self._instructions)
+    return tuple(self._instructions.values())
 
   @property
   def instruction_count(self) -> int:
@@ -84,7 +86,7 @@ class HloComputation:
     if self.parent is not None:
       instruction.name = self.parent.unique_instruction_name(instruction.name)
     instruction.parent = self
-    self._instructions.append(instruction)
+    self._instructions[id(instruction)] = instruction
     return instruction
 
   def add_parameter(self, instruction: HloInstruction) -> HloInstruction:
@@ -121,8 +123,8 @@ class HloComputation:
   def _detach(self, instruction: HloInstruction) -> None:
     instruction.drop_all_control_deps()
     instruction.detach_operands()
-    self._instructions = [i for i in self._instructions
-                          if i is not instruction]
+    if self._instructions.get(id(instruction)) is instruction:
+      del self._instructions[id(instruction)]
     instruction.parent = None
 
   def remove_parameter(self, number: int) -> None:
@@ -179,7 +181,7 @@ class HloComputation:
     # pylint: disable=protected-access
     order: list[HloInstruction] = []
     done: set[HloInstruction] = set()
-    for start in self._instructions:
+    for start in self._instructions.values():
       if start._users or start in done:
         continue
       stack = [(start, False)]
@@ -208,7 +210,7 @@ class HloComputation:
     order: list[HloInstruction] = []
     placed: set[HloInstruction] = set()  # instructions hash by identity
     visiting: set[HloInstruction] = set()
-    for start in self._instructions:
+    for start in self._instructions.values():
       if start in placed:
         continue
       stack = [(start, False)]
@@ -253,7 +255,7 @@ class HloComputation:
             self.parent.entry_computation is self)
 
   def get_instruction_with_name(self, name: str) -> Optional[HloInstruction]:
-    for instr in self._instructions:
+    for instr in self._instructions.values():
       if instr.name == name:
         return instr
     return None

@@ -151,7 +151,7 @@ class HloModule:
     def callees_of(comp: HloComputation) -> list[HloComputation]:
       found = callees.get(id(comp))
       if found is None:
-        found = [callee for instr in comp._instructions  # pylint: disable=protected-access
+        found = [callee for instr in comp._instructions.values()  # pylint: disable=protected-access
                  for callee in instr.called_computations()]
         callees[id(comp)] = found
       return found
