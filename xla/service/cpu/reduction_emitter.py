@@ -146,6 +146,17 @@ def vector_reducer(r) -> Optional[tuple]:
   return root, ident
 
 
+def row_tile(length: int, widths: list[int]) -> int:
+  """Elements per tile of a vectorized row reduction of `length` whose
+  reducers use vectors of `widths` lanes (powers of two), or 0 for the
+  scalar path. A tile is TILE_VECTORS of the widest vectors, or fewer for
+  a short row, down to one UNROLL group (a row of 65, attention over 65
+  tokens, took the scalar path and ran 5x slower than XLA); every fold
+  step divides it."""
+  step = max(widths) * UNROLL
+  return min(step * (TILE_VECTORS // UNROLL), length // step * step)
+
+
 def _byte_width(ty: ir.Type) -> int:
   if isinstance(ty, ir.IntType):
     return max(1, ty.width // 8)
@@ -286,8 +297,8 @@ class _Emitter:
       ty = eie.compute_type(et)
       w = max(2, self.ctx.target.vector_width(8 * _byte_width(ty)))
       plans.append((vr[0], vr[1], w, ty))
-    tile = max(p[2] for p in plans) * TILE_VECTORS
-    if length < tile:
+    tile = row_tile(length, [p[2] for p in plans])
+    if tile == 0:
       return None
     return plans, tile
 

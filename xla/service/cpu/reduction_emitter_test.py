@@ -37,6 +37,8 @@ ENTRY e {{
 @pytest.mark.parametrize("dims,reduced", [
     ((37, 1000), (1,)),      # row, vector path
     ((37, 30), (1,)),        # row, short rows: scalar path
+    ((37, 65), (1,)),        # row, short tile and a scalar remainder
+    ((37, 96), (1,)),        # row, short tile
     ((37, 1500), (0,)),      # column, blocked
     ((5, 7, 300), (1,)),     # middle dimension
     ((6, 5, 40), (0, 2)),    # non-adjacent, last reduced
@@ -189,6 +191,41 @@ ENTRY e {
   ROOT r = f32[8] reduce(x, z), dimensions={1}, to_apply=red
 }"""
   ct.run_and_compare(text, rtol=1e-5)
+
+
+def test_row_tiles():
+  assert reduction_emitter.row_tile(1000, [8]) == 128
+  assert reduction_emitter.row_tile(65, [8]) == 64
+  assert reduction_emitter.row_tile(96, [8]) == 96
+  assert reduction_emitter.row_tile(31, [8]) == 0
+  assert reduction_emitter.row_tile(65, [16]) == 64
+  assert reduction_emitter.row_tile(63, [16]) == 0
+  assert reduction_emitter.row_tile(100, [4, 8]) == 96
+
+
+@pytest.mark.parametrize("row", [33, 65, 130])
+def test_softmax_rows_of_short_tiles(row):
+  text = f"""
+HloModule m
+mx {{ a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] maximum(a, b) }}
+add {{ a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b) }}
+ENTRY e {{
+  x = f32[16,{row}] parameter(0)
+  ninf = f32[] constant(-inf)
+  zero = f32[] constant(0)
+  m = f32[16] reduce(x, ninf), dimensions={{1}}, to_apply=mx
+  mb = f32[16,{row}] broadcast(m), dimensions={{0}}
+  d = f32[16,{row}] subtract(x, mb)
+  ex = f32[16,{row}] exponential(d)
+  s = f32[16] reduce(ex, zero), dimensions={{1}}, to_apply=add
+  sb = f32[16,{row}] broadcast(s), dimensions={{0}}
+  ROOT y = f32[16,{row}] divide(ex, sb)
+}}"""
+  ct.run_and_compare(text, rtol=1e-5, atol=1e-6)
 
 
 def test_vector_reducer_detection():
