@@ -394,8 +394,11 @@ def compile_artifact(hlo_module, options: CpuCompileOptions,
   # Split into parts compiled on parallel threads (jit.compile_objects;
   # each part is verified there); the object files are kept together for
   # the disk cache.
+  aliases: dict[str, str] = {}
   obj = jit_lib.pack_objects(jit_lib.compile_objects(
-      ir_module, plan["kernels"], options.opt_level))
+      ir_module, plan["kernels"], options.opt_level, aliases=aliases))
+  if aliases:
+    plan["kernel_aliases"] = aliases
   jit = jit_lib.CpuJit(options.opt_level)
   jit.load_object_code(obj)
   stats["llvm"] = time.perf_counter() - t
@@ -440,8 +443,9 @@ def _load_disk_artifact(art: cc.Artifact, options) -> Optional[cc.Artifact]:
   try:
     jit = jit_lib.CpuJit(options.opt_level)
     jit.load_object_code(art.object_code)
+    aliases = art.plan.get("kernel_aliases", {})
     for name in art.plan["kernels"]:
-      jit.address(name)
+      jit.address(aliases.get(name, name))
     art.jit = jit
     art.custom_call_instrs = [_custom_call_from_text(t)
                               for t in art.custom_calls]

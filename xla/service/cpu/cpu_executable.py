@@ -122,7 +122,11 @@ class CpuExecutable:
     self.compile_stats = dict(compile_stats or {})
     self._custom_call_instrs = list(custom_call_instrs)
     self._builtin_custom_calls = dict(builtin_custom_calls or {})
-    self._addresses = {name: jit.address(name) for name in plan["kernels"]}
+    # A kernel identical to an earlier one was compiled once (jit.py's
+    # partition_module): its name stands for the earlier one's code.
+    aliases = plan.get("kernel_aliases", {})
+    self._addresses = {name: jit.address(aliases.get(name, name))
+                       for name in plan["kernels"]}
     self._pool = thunk_lib.thread_pool(self.threads)
     # OpenBLAS runs single-threaded while our kernels call it: the runtime
     # splits gemms across its own workers (see blas.pin_single_thread).

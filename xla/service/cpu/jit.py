@@ -285,13 +285,30 @@ def _refs(text: str) -> set[str]:
   return {a or b for a, b in _GLOBAL_REF.findall(text)}
 
 
+def _canonical_text(text: str, name: str) -> Optional[str]:
+  """`text` of function `name` with its own name replaced by a placeholder
+  (None if the name occurs more than once)."""
+  token = f'@"{name}"' if f'@"{name}"' in text else f"@{name}("
+  if text.count(token) != 1:
+    return None
+  return text.replace(token, '@"<kernel>"' + ("(" if token[-1] == "(" else ""))
+
+
 def partition_module(module: ir.Module, exported: Sequence[str],
-                     parts: int) -> Optional[list[str]]:
+                     parts: int, aliases: Optional[dict[str, str]] = None
+                     ) -> Optional[list[str]]:
   """Splits `module` into at most `parts` module texts that compile on
   their own; together they define every function named in `exported`
   (functions nothing exported reaches are dropped). Functions that call
   each other stay together. Returns None where the module cannot be split
-  (a global variable that is not internal: it must exist once)."""
+  (a global variable that is not internal: it must exist once).
+
+  With `aliases` (a dict to fill), an exported function whose text equals
+  an earlier one's but for its name, that calls nothing of the module and
+  that nothing calls, is not compiled again: `aliases[name]` names the
+  function that stands for it (the same fusion in every layer of a model
+  is emitted once per layer; LLVM's time is the largest part of a
+  compile)."""
   header = [f'; ModuleID = "{module.name}"',
             f'target triple = "{module.triple}"',
             f'target datalayout = "{module.data_layout}"', ""]
@@ -325,6 +342,20 @@ def partition_module(module: ir.Module, exported: Sequence[str],
     texts[name] = text
     refs[name] = _refs(text) & set(module.globals) - {name}
     order.append(name)
+  if aliases is not None:
+    referenced = set().union(*refs.values()) if refs else set()
+    first: dict[str, str] = {}
+    for name in [n for n in order if n in exported]:
+      if name in referenced or any(d in texts for d in refs[name]):
+        continue
+      key = _canonical_text(texts[name], name)
+      if key is None:
+        continue
+      kept = first.setdefault(key, name)
+      if kept != name:
+        aliases[name] = kept
+        order.remove(name)
+        del texts[name]
   roots = [n for n in order if n in exported]
   if not roots:
     return None
@@ -437,14 +468,18 @@ def _pool(threads: int) -> concurrent.futures.ThreadPoolExecutor:
 
 def compile_objects(module: ir.Module, exported: Sequence[str],
                     opt_level: int = 3,
-                    threads: Optional[int] = None) -> list[bytes]:
+                    threads: Optional[int] = None,
+                    aliases: Optional[dict[str, str]] = None) -> list[bytes]:
   """Object files that together define `exported` (see the notes above);
-  `threads` defaults to `compile_threads()`."""
+  `threads` defaults to `compile_threads()`. With `aliases` (a dict to
+  fill), duplicate functions are compiled once (see `partition_module`):
+  the objects define `aliases.get(name, name)` for each exported name."""
   _initialize()
   threads = threads or compile_threads()
   texts = None
-  if threads > 1:
-    texts = partition_module(module, exported, threads * _PARTS_PER_THREAD)
+  if threads > 1 or aliases is not None:
+    texts = partition_module(module, exported, threads * _PARTS_PER_THREAD,
+                             aliases)
   if not texts or len(texts) == 1:
     return [_compile_part(texts[0] if texts else str(module), opt_level,
                           unlocked=False)]

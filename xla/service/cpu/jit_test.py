@@ -103,6 +103,45 @@ def test_partition_not_more_parts_than_units():
   assert len(jit.partition_module(m, ["k0", "k1"], parts=1)) == 1
 
 
+def _twins_module():
+  """t0, t1: the same body (x * 3 + 1) under two names; t2 another body;
+  caller calls t1 (so t1 is not a stand-alone kernel)."""
+  m = ir.Module(name="twins")
+  jit.configure_module(m)
+  fns = {}
+  for name, k in (("t0", 3), ("t1", 3), ("t2", 5), ("t3", 3)):
+    fn = ir.Function(m, FN_TY, name)
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    b.ret(b.add(b.mul(fn.args[0], I64(k)), I64(1)))
+    fns[name] = fn
+  caller = ir.Function(m, FN_TY, "caller")
+  b = ir.IRBuilder(caller.append_basic_block("entry"))
+  b.ret(b.call(fns["t1"], [caller.args[0]]))
+  return m
+
+
+def test_partition_compiles_identical_kernels_once():
+  m = _twins_module()
+  aliases = {}
+  texts = jit.partition_module(m, ["t0", "t1", "t2", "t3", "caller"],
+                               parts=2, aliases=aliases)
+  # t3 is t0 under another name; t1 is too, but a function calls it.
+  assert aliases == {"t3": "t0"}
+  defined = set()
+  for text in texts:
+    defined |= set(_defined(text)[0])
+  assert "t3" not in defined and {"t0", "t1", "t2", "caller"} <= defined
+  objs = jit.compile_objects(_twins_module(), ["t0", "t1", "t2", "t3"],
+                             threads=1, aliases=(found := {}))
+  assert found == {"t3": "t0"}  # caller still names t1 (unused or not)
+  engine = jit.CpuJit(2)
+  engine.load_object_code(jit.pack_objects(objs))
+  for name, k in (("t1", 3), ("t2", 5), ("t3", 3)):
+    fn = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(
+        engine.address(found.get(name, name)))
+    assert fn(10) == 10 * k + 1
+
+
 def test_partition_refuses_external_global():
   m = _module(2, with_pair=False)
   g = ir.GlobalVariable(m, I64, "shared_state")
