@@ -30,10 +30,13 @@ element scatters nothing. Sequential (extent 1): windows overlap.
 from __future__ import annotations
 
 import math
+from typing import Optional
 
 from llvmlite import ir
+import numpy as np
 
 import support
+from xla.hlo.ir.hlo_opcode import HloOpcode
 # Imported for its side effect: it installs the emitter behind
 # KernelContext.scalar_computation, which the window reducers use.
 from xla.service.cpu import elemental_ir_emitter  # pylint: disable=unused-import
@@ -43,6 +46,7 @@ from xla.service.cpu import op_emitter_util as u
 
 I1 = u.I1
 I8 = u.I8
+O = HloOpcode
 
 # Output elements per unit of reduce-window's parallel extent.
 _BLOCK = 256
@@ -138,6 +142,9 @@ def emit_reduce_window(ctx: kernel_api.KernelContext,
     b.ret_void()
     return kernel_api.KernelSpec(ka.fn.name, 1, 0)
   inputs, inits = ka.operands[:n], ka.operands[n:]
+  scan = _prefix_scan_dim(instr, win, n)
+  if scan is not None:
+    return _emit_prefix_scan(ka, win, reducer, scan)
   if _rows_apply(win, n):
     return _emit_rows(ka, win, reducer)
   tys = [kernel_api.llvm_storage_type(s.element_type)
@@ -166,6 +173,99 @@ def emit_reduce_window(ctx: kernel_api.KernelContext,
   extent = (total + _BLOCK - 1) // _BLOCK
   return kernel_api.KernelSpec(ka.fn.name, extent,
                                cost=total * math.prod(win.size) * 2 * n)
+
+
+_FOLDS = {O.kAdd: lambda a, b: a + b, O.kMultiply: lambda a, b: a * b,
+          O.kMaximum: np.maximum, O.kMinimum: np.minimum,
+          O.kAnd: lambda a, b: a & b, O.kOr: lambda a, b: a | b,
+          O.kXor: lambda a, b: a ^ b}
+
+
+def _prefix_scan_dim(instr, win: _Window, n: int) -> Optional[int]:
+  """The dimension of an inclusive prefix scan, or None.
+
+  JAX lowers cumsum / cumprod / cummax on CPU to a reduce-window whose
+  window spans the whole of one dimension with all of it padded below
+  (size = N, padding N-1 low and 0 high, stride 1), which the general
+  kernel folds in O(N) per element: O(N^2) per line (a Monte Carlo path
+  simulation's cumsum over 32 steps took 4.4 ms of an 8 ms step). Output
+  i folds init, then N-1-i padding positions (init again), then x[0..i]
+  in order; when the reducer is one binary op with op(init, init) == init
+  (bitwise), the padding changes nothing and the result is the running
+  fold init, x[0], ..., x[i], computed in the same order by a scan."""
+  if n != 1:
+    return None
+  rank = len(win.in_dims)
+  big = [d for d in range(rank) if win.size[d] != 1]
+  if len(big) != 1:
+    return None
+  d = big[0]
+  size = win.in_dims[d]
+  for e in range(rank):
+    if win.stride[e] != 1 or win.bdil[e] != 1 or win.wdil[e] != 1:
+      return None
+    if e != d and (win.lo[e] or win.hi[e]):
+      return None
+  if (win.size[d] != size or win.out_dims[d] != size or
+      win.lo[d] != size - 1 or win.hi[d] != 0):
+    return None
+  root = instr.to_apply.root_instruction
+  init = instr.operand(1)
+  if (root.opcode not in _FOLDS or root.operand_count != 2 or
+      {o.opcode for o in root.operands} != {O.kParameter} or
+      root.operand(0) is root.operand(1) or init.opcode != O.kConstant or
+      init.literal is None):
+    return None
+  value = np.asarray(init.literal.array).reshape(())
+  with np.errstate(all="ignore"):
+    twice = np.asarray(_FOLDS[root.opcode](value, value), value.dtype)
+  if twice.tobytes() != value.tobytes():
+    return None
+  return d
+
+
+def _emit_prefix_scan(ka: u.KernelArgs, win: _Window, reducer,
+                      d: int) -> kernel_api.KernelSpec:
+  """An inclusive prefix scan along dimension `d` (see _prefix_scan_dim):
+  units are indices of the dimensions before `d`; each scans its slab of
+  N x inner elements, row by row, so the innermost loop runs along the
+  contiguous dimensions after `d` (vectorized) unless `d` is the last."""
+  b = ka.b
+  dims = win.in_dims
+  size = dims[d]
+  outer = math.prod(dims[:d])
+  inner = math.prod(dims[d + 1:])
+  ty = kernel_api.llvm_storage_type(ka.result_shapes[0].element_type)
+  x, init, out = ka.operands[0], ka.operands[1], ka.results[0]
+  acc = u.entry_alloca(b, ty, name="acc")
+  tmp = u.entry_alloca(b, ty, name="tmp")
+  init_v = b.load(init)
+  with u.for_range(b, ka.begin, ka.end, "slab") as s:
+    base = b.mul(s, u.i64(size * inner))
+    if inner == 1:
+      b.store(init_v, acc)
+      with u.for_range(b, 0, size, "k") as k:
+        i = b.add(base, k)
+        b.call(reducer, [acc, b.gep(x, [i]), tmp])
+        v = b.load(tmp)
+        b.store(v, acc)
+        b.store(v, b.gep(out, [i]))
+    else:
+      with u.for_range(b, 0, inner, "c0") as c:
+        i = b.add(base, c)
+        b.store(init_v, acc)
+        b.call(reducer, [acc, b.gep(x, [i]), tmp])
+        b.store(b.load(tmp), b.gep(out, [i]))
+      with u.for_range(b, 1, size, "k") as k:
+        row = b.add(base, b.mul(k, u.i64(inner)))
+        prev = b.sub(row, u.i64(inner))
+        with u.for_range(b, 0, inner, "c") as c:
+          i = b.add(row, c)
+          b.call(reducer, [b.gep(out, [b.add(prev, c)]), b.gep(x, [i]), tmp])
+          b.store(b.load(tmp), b.gep(out, [i]))
+  b.ret_void()
+  return kernel_api.KernelSpec(ka.fn.name, outer,
+                               cost=outer * size * inner * 2)
 
 
 def _rows_apply(win: _Window, n: int) -> bool:

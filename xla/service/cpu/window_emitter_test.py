@@ -178,3 +178,58 @@ def test_row_kernel_max_pool(ty, dtype):
   got = _check(text, [x, init])[0]
   want = x.reshape(3, 4, 2, 4, 2, 21).max(axis=(2, 4))
   np.testing.assert_array_equal(got, want)
+
+
+def _scan_text(ty, shape, axis, op, init, reverse=False):
+  n = shape[axis]
+  size = "x".join(str(n) if d == axis else "1" for d in range(len(shape)))
+  pads = "x".join((f"0_{n - 1}" if reverse else f"{n - 1}_0") if d == axis
+                  else "0_0" for d in range(len(shape)))
+  return f"""HloModule m
+red {{
+  a = {ty}[] parameter(0)
+  b = {ty}[] parameter(1)
+  ROOT r = {ty}[] {op}(a, b)
+}}
+ENTRY e {{
+  x = {ty}[{_f(shape)}] parameter(0)
+  i = {ty}[] constant({init})
+  ROOT r = {ty}[{_f(shape)}] reduce-window(x, i), window={{size={size} pad={pads}}}, to_apply=red
+}}"""
+
+
+@pytest.mark.parametrize("ty,dtype,shape,axis,op,init", [
+    ("f32", np.float32, (16, 32), 1, "add", "0"),     # JAX's cumsum on CPU
+    ("f32", np.float32, (5, 7, 3), 1, "add", "-0"),
+    ("f32", np.float32, (40,), 0, "add", "0"),
+    ("s32", np.int32, (9, 4), 0, "maximum", "-2147483648"),
+    ("f64", np.float64, (3, 10), 1, "multiply", "1"),
+    ("f32", np.float32, (6, 5), 1, "minimum", "inf"),
+    ("f32", np.float32, (4, 6), 1, "add", "1.5"),     # not a scan: general
+])
+def test_prefix_scans_equal_the_evaluator(ty, dtype, shape, axis, op, init):
+  x = _RNG.standard_normal(shape) * 10
+  x = x.astype(dtype)
+  text = _scan_text(ty, shape, axis, op, init)
+  # The kernel reads the constant init through its own pointer.
+  got = t.run_instruction(text, [x, np.array(float(init)).astype(dtype)])
+  want = t.evaluate(text, [x])
+  # The scan folds in the window's own order: bit for bit the same.
+  np.testing.assert_array_equal(got[0], want[0])
+
+
+def test_prefix_scan_detection():
+  from xla.hlo.parser import hlo_parser  # pylint: disable=g-import-not-at-top
+
+  def dim(text):
+    instr = hlo_parser.parse_and_return_unverified_module(
+        text).entry_computation.root_instruction
+    win = window_emitter._Window(  # pylint: disable=protected-access
+        instr, instr.operand(0).shape.dimensions, instr.shape.dimensions)
+    return window_emitter._prefix_scan_dim(instr, win, 1)  # pylint: disable=protected-access
+
+  assert dim(_scan_text("f32", (16, 32), 1, "add", "0")) == 1
+  assert dim(_scan_text("f32", (8, 3), 0, "maximum", "0.5")) == 0
+  assert dim(_scan_text("f32", (16, 32), 1, "add", "1")) is None
+  assert dim(_scan_text("f32", (16, 32), 1, "add", "0", reverse=True)) is None
+  assert dim(_scan_text("f32", (16, 32), 1, "subtract", "0")) is None
