@@ -191,6 +191,12 @@ class HandleTable:
       words, i = self._words(address)
       words[i + STATE_WORD] = value
 
+  def get_unlocked(self, address: int, kind: str) -> Any:
+    """The live object of type `kind` behind `address`, or None; for code
+    that holds the table's lock (an adopter)."""
+    entry = self._objects.get(address)
+    return entry[1] if entry is not None and entry[0] == kind else None
+
   def names(self, address: int, obj: Any) -> bool:
     """Whether live handle `address` stands for `obj`."""
     entry = self._objects.get(address)

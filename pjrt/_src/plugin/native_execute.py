@@ -58,7 +58,10 @@ from typing import Any, Optional
 
 import numpy as np
 
+import support
 from pjrt._src import abi
+from pjrt._src import abi_types
+from pjrt._src import dtypes
 from pjrt._src.plugin import handles
 from pjrt._src.plugin import native
 from pjrt._src.plugin import native_slots
@@ -68,13 +71,16 @@ LOADED_EXECUTABLE = "PJRT_LoadedExecutable"
 DEVICE = "PJRT_Device"
 SLOTS = ("LoadedExecutable_Execute", "Buffer_Destroy",
          "Buffer_IncreaseExternalReferenceCount",
-         "Buffer_DecreaseExternalReferenceCount")
+         "Buffer_DecreaseExternalReferenceCount",
+         "Client_BufferFromHostBuffer")
 QUARANTINE = 1 << 16
 
 # Descriptor words.
 (ARMED, NUM_PARAMS, NUM_OUTPUTS, DEVICE_HANDLE, MEMORY_HANDLE, PARAM_KEYS,
- OUTPUTS, PLAN, ENTRY, ALLOC, FREE, DONATE, DONATES) = range(13)
-DESCRIPTOR_WORDS = 14
+ OUTPUTS, PLAN, ENTRY, ALLOC, FREE, DONATE, DONATES, PARAM_INFO) = range(14)
+# PARAM_INFO, per parameter: element type, rank, dims address (for an
+# argument whose shape key is 0: a buffer made by the native transfer).
+DESCRIPTOR_WORDS = 16
 # Words per output in OUTPUTS: shape key, bytes to allocate, element type,
 # dims address, rank, bytes of data.
 OUTPUT_WORDS = 6
@@ -114,6 +120,7 @@ def _helpers_ir(region: tuple[int, int]) -> str:
   start, end = region
   return f"""
 declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)
+declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
 
 define internal i1 @is_record(i64 %h, i64 %tag) {{
 entry:
@@ -205,6 +212,43 @@ define void @native_record_release(ptr %a, i64 %record) {{
   %tail1 = add i64 %tail, 1
   call void @put(ptr %a, i64 {_TAIL}, i64 %tail1)
   call void @spin_unlock(ptr %a)
+  ret void
+}}
+
+define void @native_account(ptr %stats, i64 %bytes, i64 %allocs) {{
+entry:
+  %old = atomicrmw add ptr %stats, i64 %bytes seq_cst
+  %now = add i64 %old, %bytes
+  %peakp = getelementptr i64, ptr %stats, i64 1
+  br label %peak
+peak:
+  %seen = load atomic i64, ptr %peakp seq_cst, align 8
+  %higher = icmp sgt i64 %now, %seen
+  br i1 %higher, label %raise, label %count
+raise:
+  %cx = cmpxchg ptr %peakp, i64 %seen, i64 %now seq_cst seq_cst
+  %won = extractvalue {{ i64, i1 }} %cx, 1
+  br i1 %won, label %count, label %peak
+count:
+  %allocp = getelementptr i64, ptr %stats, i64 2
+  %prev = atomicrmw add ptr %allocp, i64 %allocs seq_cst
+  ret void
+}}
+
+define internal void @device_account(i64 %dev, i64 %bytes, i64 %allocs) {{
+entry:
+  %live = call i1 @is_record(i64 %dev, i64 {handles.tag(DEVICE)})
+  br i1 %live, label %stats, label %done
+stats:
+  %devp = inttoptr i64 %dev to ptr
+  %s = call i64 @at(ptr %devp, i64 {native_slots.word(native_slots.DEVICE_WORDS, "stats")})
+  %has = icmp ne i64 %s, 0
+  br i1 %has, label %add, label %done
+add:
+  %sp = inttoptr i64 %s to ptr
+  call void @native_account(ptr %sp, i64 %bytes, i64 %allocs)
+  br label %done
+done:
   ret void
 }}
 
@@ -334,6 +378,8 @@ a12:
   %keysp = inttoptr i64 %keys to ptr
   %donate = call i64 @at(ptr %dp, i64 {DONATE})
   %donatep = inttoptr i64 %donate to ptr
+  %info = call i64 @at(ptr %dp, i64 {PARAM_INFO})
+  %infop = inttoptr i64 %info to ptr
   br label %hloop
 
 hloop:
@@ -354,7 +400,7 @@ hhold:
   %want = call i64 @at(ptr %keysp, i64 %i)
   %dk = call i64 @at(ptr %donatep, i64 %i)
   %dv_ok = icmp eq i64 %hdev, %dev
-  %k_ok = icmp eq i64 %hkey, %want
+  %k_ok = call i1 @same_shape(ptr %hp, ptr %infop, i64 %i, i64 %want)
   %typed = and i1 %dv_ok, %k_ok
   %i1 = add i64 %i, 1
   %isdon = icmp ne i64 %dk, {NOT_DONATED}
@@ -480,6 +526,9 @@ mnext:
   %uh = call i64 @at(ptr %innerp, i64 %ufrom0)
   %uhp = inttoptr i64 %uh to ptr
   call void @put(ptr %uhp, i64 {w["data"]}, i64 0)
+  %ubytes = call i64 @at(ptr %uhp, i64 {w["nbytes"]})
+  %uneg = sub i64 0, %ubytes
+  call void @device_account(i64 %dev, i64 %uneg, i64 0)
   br label %mloop
 ran_ok:
   call void @release_holds(ptr %innerp, ptr %donatep, i64 %n, i64 0)
@@ -525,6 +574,7 @@ pbody:
   %tagp = getelementptr i64, ptr %qp, i64 {handles.TAG_WORD}
   store atomic i64 {buffer_tag}, ptr %tagp release, align 8
   call void @put(ptr %outerp, i64 %q, i64 %qr)
+  call void @device_account(i64 %dev, i64 %qbytes, i64 1)
   %q1 = add i64 %q, 1
   br label %ploop
 
@@ -543,6 +593,48 @@ slow:
   %fallback = inttoptr i64 {fallback} to ptr
   %res = tail call i64 %fallback(i64 %args)
   ret i64 %res
+}}
+
+define internal i1 @same_shape(ptr %hp, ptr %info, i64 %i, i64 %want) {{
+entry:
+  %hkey = call i64 @at(ptr %hp, i64 {w["shape_key"]})
+  %eq = icmp eq i64 %hkey, %want
+  br i1 %eq, label %yes, label %unkeyed
+unkeyed:
+  %zero = icmp eq i64 %hkey, 0
+  br i1 %zero, label %compare, label %no
+compare:
+  %b0 = mul i64 %i, 3
+  %ptype = call i64 @at(ptr %info, i64 %b0)
+  %b1 = add i64 %b0, 1
+  %prank = call i64 @at(ptr %info, i64 %b1)
+  %b2 = add i64 %b0, 2
+  %pdims = call i64 @at(ptr %info, i64 %b2)
+  %htype = call i64 @at(ptr %hp, i64 {w["element_type"]})
+  %hrank = call i64 @at(ptr %hp, i64 {w["rank"]})
+  %hdims = call i64 @at(ptr %hp, i64 {w["dims"]})
+  %t_eq = icmp eq i64 %ptype, %htype
+  %r_eq = icmp eq i64 %prank, %hrank
+  %d_ok = icmp ne i64 %hdims, 0
+  %tr = and i1 %t_eq, %r_eq
+  %trd = and i1 %tr, %d_ok
+  br i1 %trd, label %loop, label %no
+loop:
+  %j = phi i64 [ 0, %compare ], [ %j1, %next ]
+  %more = icmp ult i64 %j, %prank
+  br i1 %more, label %next, label %yes
+next:
+  %pdp = inttoptr i64 %pdims to ptr
+  %hdp = inttoptr i64 %hdims to ptr
+  %pd = call i64 @at(ptr %pdp, i64 %j)
+  %hd = call i64 @at(ptr %hdp, i64 %j)
+  %j1 = add i64 %j, 1
+  %same = icmp eq i64 %pd, %hd
+  br i1 %same, label %loop, label %no
+yes:
+  ret i1 true
+no:
+  ret i1 false
 }}
 
 define internal void @release_holds(ptr %innerp, ptr %donatep, i64 %count,
@@ -723,6 +815,23 @@ a4:
   %data = call i64 @at(ptr %hp, i64 {w["data"]})
   %freep = inttoptr i64 {_FREE} to ptr
   call void %freep(i64 %data)
+  %had_data = icmp ne i64 %data, 0
+  br i1 %had_data, label %uncount, label %dims_check
+uncount:
+  %hdev = call i64 @at(ptr %hp, i64 {w["device"]})
+  %hbytes = call i64 @at(ptr %hp, i64 {w["nbytes"]})
+  %hneg = sub i64 0, %hbytes
+  call void @device_account(i64 %hdev, i64 %hneg, i64 0)
+  br label %dims_check
+dims_check:
+  %made_by = call i64 @at(ptr %hp, i64 {w["descriptor"]})
+  %own_dims = icmp eq i64 %made_by, 0
+  br i1 %own_dims, label %free_dims, label %release
+free_dims:
+  %dims = call i64 @at(ptr %hp, i64 {w["dims"]})
+  call void %freep(i64 %dims)
+  br label %release
+release:
   call void @native_record_release(ptr inttoptr (i64 {allocator} to ptr), i64 %h)
   ret i64 0""")
 
@@ -734,6 +843,220 @@ def _reference_ir(slot: str, fallback: int, required: int, delta: int
   br i1 %done, label %counted, label %slow
 counted:
   ret i64 0""")
+
+
+def _element_sizes() -> Any:
+  """Bytes per element by PJRT_Buffer_Type, 0 where the native transfer
+  does not apply (unknown, token and sub-byte types)."""
+  sizes = handles.immortal((ctypes.c_int64 * 64)())
+  for t in abi_types.BufferType:
+    if t.name in ("S4", "U4", "S2", "U2", "F4E2M1FN") or int(t) >= 64:
+      continue
+    try:
+      sizes[int(t)] = dtypes.numpy_dtype(t).itemsize
+    except support.XlaError:
+      continue
+  return sizes
+
+
+def _host_buffer_ir(fallback: int, required: int, allocator: int,
+                    ready_event: int, sizes: int) -> str:
+  """Client_BufferFromHostBuffer for a dense row-major array of a known
+  element type onto a device's default memory (no layout): a native-owned
+  copy in a native record, whose dims are its own (freed with it)."""
+  slot = "Client_BufferFromHostBuffer"
+  o = {f: _offset(slot, f) // 8 for f in (
+      "client", "data", "dims", "num_dims", "byte_strides",
+      "num_byte_strides", "device", "memory", "device_layout",
+      "done_with_host_buffer", "buffer")}
+  type_offset = _offset(slot, "type")
+  w = _WORD
+  dw = {n: native_slots.word(native_slots.DEVICE_WORDS, n)
+        for n in native_slots.DEVICE_WORDS}
+  mw = {n: native_slots.word(native_slots.MEMORY_WORDS, n)
+        for n in native_slots.MEMORY_WORDS}
+  return f"""
+define i64 @fast_{slot}(i64 %args) {{
+entry:
+  %ap = inttoptr i64 %args to ptr
+  %nonnull = icmp ne i64 %args, 0
+  br i1 %nonnull, label %a1, label %slow
+a1:
+  %size = call i64 @at(ptr %ap, i64 0)
+  %big = icmp uge i64 %size, {required}
+  br i1 %big, label %a2, label %slow
+a2:
+  %client = call i64 @at(ptr %ap, i64 {o["client"]})
+  %client_ok = call i1 @is_record(i64 %client, i64 {handles.tag("PJRT_Client")})
+  %memory_arg = call i64 @at(ptr %ap, i64 {o["memory"]})
+  %layout = call i64 @at(ptr %ap, i64 {o["device_layout"]})
+  %no_layout = icmp eq i64 %layout, 0
+  %b1 = and i1 %client_ok, %no_layout
+  br i1 %b1, label %which, label %slow
+which:
+  %no_memory = icmp eq i64 %memory_arg, 0
+  br i1 %no_memory, label %by_device, label %by_memory
+by_memory:
+  %mem_ok = call i1 @is_record(i64 %memory_arg, i64 {handles.tag(runtime.MEMORY)})
+  %memrecp = inttoptr i64 %memory_arg to ptr
+  %mdev = call i64 @at(ptr %memrecp, i64 {mw["device"]})
+  br i1 %mem_ok, label %a3, label %slow
+by_device:
+  %ddev = call i64 @at(ptr %ap, i64 {o["device"]})
+  br label %a3
+a3:
+  %dev = phi i64 [ %mdev, %by_memory ], [ %ddev, %by_device ]
+  %dev_ok = call i1 @is_record(i64 %dev, i64 {handles.tag(DEVICE)})
+  br i1 %dev_ok, label %a3b, label %slow
+a3b:
+  %devp = inttoptr i64 %dev to ptr
+  %dev_client = call i64 @at(ptr %devp, i64 {dw["client"]})
+  %default_memory = call i64 @at(ptr %devp, i64 {dw["default_memory"]})
+  %memory = select i1 %no_memory, i64 %default_memory, i64 %memory_arg
+  %same_client = icmp eq i64 %dev_client, %client
+  %has_memory = icmp ne i64 %memory, 0
+  %b3 = and i1 %same_client, %has_memory
+  %tp = getelementptr i8, ptr %ap, i64 {type_offset}
+  %type32 = load i32, ptr %tp
+  %type = zext i32 %type32 to i64
+  %known_type = icmp ult i64 %type, 64
+  %b4 = and i1 %b3, %known_type
+  br i1 %b4, label %a4, label %slow
+a4:
+  %itemsize = call i64 @at(ptr inttoptr (i64 {sizes} to ptr), i64 %type)
+  %sized = icmp ne i64 %itemsize, 0
+  %rank = call i64 @at(ptr %ap, i64 {o["num_dims"]})
+  %small_rank = icmp ule i64 %rank, 32
+  %b5 = and i1 %sized, %small_rank
+  %dims = call i64 @at(ptr %ap, i64 {o["dims"]})
+  %dimsp = inttoptr i64 %dims to ptr
+  %scalar = icmp eq i64 %rank, 0
+  %has_dims = icmp ne i64 %dims, 0
+  %dims_ok = or i1 %scalar, %has_dims
+  %b6 = and i1 %b5, %dims_ok
+  br i1 %b6, label %count, label %slow
+count:
+  br label %cloop
+cloop:
+  %ci = phi i64 [ 0, %count ], [ %ci1, %cbody ]
+  %elems = phi i64 [ 1, %count ], [ %elems1, %cbody ]
+  %cmore = icmp ult i64 %ci, %rank
+  br i1 %cmore, label %cnext, label %strides
+cnext:
+  %dim = call i64 @at(ptr %dimsp, i64 %ci)
+  %nonneg = icmp sge i64 %dim, 0
+  %modest = icmp slt i64 %dim, 1099511627776
+  %dim_ok = and i1 %nonneg, %modest
+  br i1 %dim_ok, label %cbody, label %slow
+cbody:
+  %elems1 = mul i64 %elems, %dim
+  %ci1 = add i64 %ci, 1
+  %fits = icmp slt i64 %elems1, 1099511627776
+  br i1 %fits, label %cloop, label %slow
+strides:
+  %nbytes = mul i64 %elems, %itemsize
+  %nstrides = call i64 @at(ptr %ap, i64 {o["num_byte_strides"]})
+  %no_strides = icmp eq i64 %nstrides, 0
+  br i1 %no_strides, label %copy, label %check_strides
+check_strides:
+  %same_rank = icmp eq i64 %nstrides, %rank
+  %strides_ptr = call i64 @at(ptr %ap, i64 {o["byte_strides"]})
+  %strides_nonnull = icmp ne i64 %strides_ptr, 0
+  %s_ok = and i1 %same_rank, %strides_nonnull
+  br i1 %s_ok, label %sloop_init, label %slow
+sloop_init:
+  %stridesp = inttoptr i64 %strides_ptr to ptr
+  br label %sloop
+sloop:
+  %si = phi i64 [ %rank, %sloop_init ], [ %si_next, %sbody ]
+  %expect = phi i64 [ %itemsize, %sloop_init ], [ %expect1, %sbody ]
+  %smore = icmp ugt i64 %si, 0
+  br i1 %smore, label %scheck, label %copy
+scheck:
+  %si_next = sub i64 %si, 1
+  %stride = call i64 @at(ptr %stridesp, i64 %si_next)
+  %sdim = call i64 @at(ptr %dimsp, i64 %si_next)
+  %dense = icmp eq i64 %stride, %expect
+  %unit = icmp ule i64 %sdim, 1
+  %stride_ok = or i1 %dense, %unit
+  br i1 %stride_ok, label %sbody, label %slow
+sbody:
+  %expect1 = mul i64 %expect, %sdim
+  br label %sloop
+copy:
+  %data = call i64 @at(ptr %ap, i64 {o["data"]})
+  %empty = icmp eq i64 %nbytes, 0
+  %has_data = icmp ne i64 %data, 0
+  %data_ok = or i1 %empty, %has_data
+  br i1 %data_ok, label %alloc, label %slow
+alloc:
+  %alloc_f = inttoptr i64 {_ALIGNED_ALLOC} to ptr
+  %free_f = inttoptr i64 {_FREE} to ptr
+  %r63 = add i64 %nbytes, 63
+  %rounded = and i64 %r63, -64
+  %isz = icmp eq i64 %rounded, 0
+  %bsize = select i1 %isz, i64 64, i64 %rounded
+  %mem = call i64 %alloc_f(i64 64, i64 %bsize)
+  %rank1 = add i64 %rank, 1
+  %dbytes = shl i64 %rank1, 3
+  %dcopy = call i64 %alloc_f(i64 8, i64 %dbytes)
+  %rec = call i64 @native_record_alloc(ptr inttoptr (i64 {allocator} to ptr))
+  %m_ok = icmp ne i64 %mem, 0
+  %d_ok = icmp ne i64 %dcopy, 0
+  %r_ok = icmp ne i64 %rec, 0
+  %md = and i1 %m_ok, %d_ok
+  %all = and i1 %md, %r_ok
+  br i1 %all, label %fill, label %undo
+undo:
+  call void %free_f(i64 %mem)
+  call void %free_f(i64 %dcopy)
+  br i1 %r_ok, label %undo_rec, label %slow
+undo_rec:
+  call void @native_record_release(ptr inttoptr (i64 {allocator} to ptr), i64 %rec)
+  br label %slow
+fill:
+  %memp = inttoptr i64 %mem to ptr
+  %datap = inttoptr i64 %data to ptr
+  br i1 %empty, label %dims_copy, label %do_copy
+do_copy:
+  call void @llvm.memcpy.p0.p0.i64(ptr %memp, ptr %datap, i64 %nbytes, i1 false)
+  br label %dims_copy
+dims_copy:
+  %dcopyp = inttoptr i64 %dcopy to ptr
+  %rbytes = shl i64 %rank, 3
+  br i1 %scalar, label %publish, label %do_dims
+do_dims:
+  call void @llvm.memcpy.p0.p0.i64(ptr %dcopyp, ptr %dimsp, i64 %rbytes, i1 false)
+  br label %publish
+publish:
+  %qp = inttoptr i64 %rec to ptr
+  call void @put(ptr %qp, i64 0, i64 0)
+  call void @put(ptr %qp, i64 {w["state"]}, i64 {native_slots.BUFFER_READY})
+  call void @put(ptr %qp, i64 {w["device"]}, i64 %dev)
+  call void @put(ptr %qp, i64 {w["memory"]}, i64 %memory)
+  call void @put(ptr %qp, i64 {w["element_type"]}, i64 %type)
+  call void @put(ptr %qp, i64 {w["data"]}, i64 %mem)
+  call void @put(ptr %qp, i64 {w["shape_key"]}, i64 0)
+  call void @put(ptr %qp, i64 {w["holds"]}, i64 0)
+  call void @put(ptr %qp, i64 {w["owner"]}, i64 {native_slots.OWNER_NATIVE})
+  call void @put(ptr %qp, i64 {w["descriptor"]}, i64 0)
+  call void @put(ptr %qp, i64 {w["output"]}, i64 0)
+  call void @put(ptr %qp, i64 {w["dims"]}, i64 %dcopy)
+  call void @put(ptr %qp, i64 {w["rank"]}, i64 %rank)
+  call void @put(ptr %qp, i64 {w["nbytes"]}, i64 %nbytes)
+  call void @put(ptr %qp, i64 {w["external_refs"]}, i64 0)
+  %tagp = getelementptr i64, ptr %qp, i64 {handles.TAG_WORD}
+  store atomic i64 {handles.tag(runtime.BUFFER)}, ptr %tagp release, align 8
+  call void @put(ptr %ap, i64 {o["buffer"]}, i64 %rec)
+  call void @put(ptr %ap, i64 {o["done_with_host_buffer"]}, i64 {ready_event})
+  call void @device_account(i64 %dev, i64 %nbytes, i64 1)
+  ret i64 0
+slow:
+  %fallback = inttoptr i64 {fallback} to ptr
+  %res = tail call i64 %fallback(i64 %args)
+  ret i64 %res
+}}
+"""
 
 
 def _allocator() -> Any:
@@ -766,6 +1089,7 @@ def build(fallbacks: dict[str, int], required: dict[str, int],
       return dict(_state["slots"])
     words, ring = _allocator()
     allocator = ctypes.addressof(words)
+    sizes = _element_sizes()
     size = {s: max(24, required.get(s, 0)) for s in SLOTS}
     text = "\n".join([
         _helpers_ir((table.region_start, table.region_end)),
@@ -774,10 +1098,12 @@ def build(fallbacks: dict[str, int], required: dict[str, int],
                     ready_event),
         _destroy_ir(fallbacks[SLOTS[1]], size[SLOTS[1]], allocator),
         _reference_ir(SLOTS[2], fallbacks[SLOTS[2]], size[SLOTS[2]], 1),
-        _reference_ir(SLOTS[3], fallbacks[SLOTS[3]], size[SLOTS[3]], -1)])
+        _reference_ir(SLOTS[3], fallbacks[SLOTS[3]], size[SLOTS[3]], -1),
+        _host_buffer_ir(fallbacks[SLOTS[4]], size[SLOTS[4]], allocator,
+                        ready_event, ctypes.addressof(sizes))])
     names = ["fast_" + s for s in SLOTS] + [
         "native_record_release", "native_buffer_retire",
-        "native_buffer_claim"]
+        "native_buffer_claim", "native_account"]
     addresses = native.compile_ir(text, names)
     release = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)(
         addresses["native_record_release"])
@@ -786,8 +1112,11 @@ def build(fallbacks: dict[str, int], required: dict[str, int],
     claim = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(
         addresses["native_buffer_claim"])
     _state.update(words=words, ring=ring, release=release, retire=retire,
-                  claim=claim,
+                  claim=claim, sizes=sizes,
                   slots={s: addresses["fast_" + s] for s in SLOTS})
+    runtime.ACCOUNT[0] = ctypes.CFUNCTYPE(
+        None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)(
+            addresses["native_account"])
     table.adopter = _adopt
     table.releaser = lambda address: release(allocator, address)
     table.retirer = retire
@@ -815,6 +1144,10 @@ class Descriptor:
     self.param_keys = np.array(
         [native_slots.shape_key(t, s) for t, s in parameter_types] or [0],
         np.int64)
+    info = []
+    for t, shape in parameter_types:
+      info += [int(t), len(shape), native_slots.shape_info(t, shape)[1]]
+    self.param_info = np.array(info or [0], np.int64)
     outputs = []
     for spec, nbytes in zip(self.specs, plan.output_bytes):
       key, dims = native_slots.shape_info(spec.element_type, spec.shape)
@@ -837,6 +1170,7 @@ class Descriptor:
     self.words[FREE] = _FREE
     self.words[DONATE] = self.donate.ctypes.data
     self.words[DONATES] = 1 if donated else 0
+    self.words[PARAM_INFO] = self.param_info.ctypes.data
     self.address = int(self.words.ctypes.data)
 
   def arm(self, armed: bool) -> None:
@@ -887,18 +1221,40 @@ def _adopt(address: int) -> Optional[tuple[str, Any]]:
   if (record[handles.TAG_WORD] != handles.tag(runtime.BUFFER) or
       record[w["owner"]] != native_slots.OWNER_NATIVE):
     return None
-  descriptor = _DESCRIPTORS.get(record[w["descriptor"]])
-  if descriptor is None:
-    return None
+  made_by = record[w["descriptor"]]
+  if made_by:
+    descriptor = _DESCRIPTORS.get(made_by)
+    if descriptor is None:
+      return None
+    client, memory = descriptor.client, descriptor.memory
+    spec = descriptor.specs[record[w["output"]]]
+  else:  # Made by the native transfer: its record has the rest.
+    memory = handles.TABLE.get_unlocked(record[w["memory"]], runtime.MEMORY)
+    if memory is None:
+      return None
+    client = memory.device.client
+    rank = record[w["rank"]]
+    dims = tuple((ctypes.c_int64 * max(1, rank)).from_address(
+        record[w["dims"]])[:rank])
+    spec = runtime.BufferSpec(abi_types.BufferType(record[w["element_type"]]),
+                              dims)
   external_refs = _state["claim"](address)  # Python's from here on.
   if external_refs < 0:
     return None
-  spec = descriptor.specs[record[w["output"]]]
+  if not made_by:
+    # Python's buffers share one dims array per shape; the record's own
+    # copy goes.
+    own_dims = record[w["dims"]]
+    record[w["shape_key"]], record[w["dims"]] = native_slots.shape_info(
+        spec.element_type, spec.shape)
+    _LIBC.free(own_dims)
   data = record[w["data"]]
   array = (_owned_array(data, spec) if data else
            np.empty(0, spec.dtype))
-  buffer = runtime.Buffer.ready_of(descriptor.client, descriptor.memory,
-                                   spec, array)
+  # Native code counted its bytes in the device's statistics (until its
+  # memory moved to a result).
+  buffer = runtime.Buffer.ready_of(client, memory, spec, array, counted=True)
+  buffer._accounted = spec.nbytes if data else 0  # pylint: disable=protected-access
   buffer.handle = address
   buffer._external_refs = external_refs  # pylint: disable=protected-access
   if record[w["state"]] != native_slots.BUFFER_READY:

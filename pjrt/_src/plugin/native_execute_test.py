@@ -215,8 +215,10 @@ def test_donating_a_python_buffer_natively_deletes_it(client):
   warm = client.buffer_from_numpy(np.ones(4, np.float32))
   exe.execute([warm])[0].close()  # Arms the native path.
   x = client.buffer_from_numpy(np.full(4, 3.0, np.float32))
+  x.to_numpy()  # Reading it from Python makes it a Python buffer.
+  assert _word(x.handle, "owner") == native_slots.OWNER_PYTHON
   (y,) = exe.execute([x])
-  assert _is_native(y.handle) and not _is_native(x.handle)
+  assert _is_native(y.handle)
   assert x.is_deleted
   np.testing.assert_array_equal(y.to_numpy(), np.full(4, 6.0))
   with pytest.raises(support.InvalidArgumentError, match="deleted"):
@@ -301,4 +303,42 @@ def test_external_references_carry_over_to_python(client):
   np.testing.assert_array_equal(y.to_numpy(), np.ones(4))
   y.close()
   x.close()
+  exe.close()
+
+
+@pytest.mark.parametrize("array", [
+    np.arange(12, dtype=np.float32).reshape(3, 4),
+    np.array(2.5, np.float64),                     # a scalar
+    np.zeros((0, 3), np.int32),                    # empty
+    np.array([True, False, True]),
+    np.arange(24, dtype=np.int16).reshape(2, 3, 4)[:, ::2],  # strided
+])
+def test_host_transfers_round_trip(client, array):
+  x = client.buffer_from_numpy(array)
+  if array.flags.c_contiguous:
+    assert _is_native(x.handle)  # Made by the native transfer.
+    assert _word(x.handle, "shape_key") == 0
+  np.testing.assert_array_equal(x.to_numpy(), array)
+  x.close()
+
+
+def test_memory_statistics_count_native_buffers(client):
+  exe = client.compile(_ADD_ONE)
+  device = client.devices()[0]
+
+  def in_use():
+    return testing.call(client, "Device_MemoryStats",
+                        device=device.handle).bytes_in_use
+
+  before = in_use()
+  x = client.buffer_from_numpy(np.zeros(4, np.float32))
+  assert _is_native(x.handle) and in_use() == before + 16
+  exe.execute([x])[0].close()
+  (y,) = exe.execute([x])
+  assert _is_native(y.handle) and in_use() == before + 32
+  y.to_numpy()  # Adopting it does not count it again.
+  assert in_use() == before + 32
+  y.close()
+  x.close()
+  assert in_use() == before
   exe.close()

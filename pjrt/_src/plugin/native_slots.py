@@ -36,7 +36,8 @@ from pjrt._src.plugin import native
 
 # Words of the mirror records (handles.py: word 0 is 0, word 1 the tag).
 EXECUTABLE_WORDS = ("num_replicas", "num_partitions", "num_outputs")
-MEMORY_WORDS = ("kind_address", "kind_size")
+MEMORY_WORDS = ("kind_address", "kind_size", "device")
+DEVICE_WORDS = ("client", "default_memory", "stats")
 # A buffer's data address and shape key (`shape_key`) are valid while its
 # state is BUFFER_READY; `holds` counts native executions reading it and
 # `owner` says who frees it (native_execute.py: a buffer that native code

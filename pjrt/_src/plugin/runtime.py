@@ -126,6 +126,11 @@ class Worker:
 # Devices and memories.
 
 
+# fn(stats address, bytes, allocations): the native, atomic counter update
+# of Device.stats (native_execute.py installs it; None: Python counts).
+ACCOUNT: list = [None]
+
+
 class DeviceDescription:
   """What PJRT_DeviceDescription_* report about one device."""
 
@@ -171,32 +176,36 @@ class Device:
     self.c = CStrings()
     self.handle = 0
     self._stats_lock = threading.Lock()
-    self._bytes_in_use = 0
-    self._peak_bytes_in_use = 0
-    self._num_allocs = 0
+    # bytes in use, peak bytes in use, allocations: native code (the native
+    # Execute and transfer) counts its buffers here too, atomically, and
+    # Python does through the same function where it is built
+    # (`ACCOUNT`, set by native_execute.py).
+    self.stats = handles.immortal((ctypes.c_int64 * 4)())
     # Executions enqueued and not finished: [(launch_id, job)].
     self._pending: list[tuple[int, Any]] = []
 
   # -- Memory statistics. -----------------------------------------------------
 
   def account(self, nbytes: int, allocation: bool) -> None:
+    native_account = ACCOUNT[0]
+    if native_account is not None:
+      native_account(ctypes.addressof(self.stats), nbytes, int(allocation))
+      return
+    stats = self.stats
     with self._stats_lock:
-      self._bytes_in_use += nbytes
-      self._peak_bytes_in_use = max(self._peak_bytes_in_use,
-                                    self._bytes_in_use)
-      if allocation:
-        self._num_allocs += 1
+      stats[0] += nbytes
+      stats[1] = max(stats[1], stats[0])
+      stats[2] += int(allocation)
 
   def memory_stats(self) -> dict[str, int]:
-    with self._stats_lock:
-      return {"bytes_in_use": self._bytes_in_use,
-              "peak_bytes_in_use": self._peak_bytes_in_use,
-              "num_allocs": self._num_allocs}
+    stats = self.stats
+    return {"bytes_in_use": stats[0], "peak_bytes_in_use": stats[1],
+            "num_allocs": stats[2]}
 
   def clear_memory_stats(self) -> None:
     with self._stats_lock:
-      self._peak_bytes_in_use = self._bytes_in_use
-      self._num_allocs = 0
+      self.stats[1] = self.stats[0]
+      self.stats[2] = 0
 
   # -- Pending executions (for PJRT_Device_PoisonExecution). ------------------
 
@@ -267,6 +276,14 @@ class Client:
                                                     device.description)
       for memory in device.memories:
         memory.handle = handles.TABLE.add(MEMORY, memory)
+      # The device's record names its client and default memory, for the
+      # native BufferFromHostBuffer (native_slots.DEVICE_WORDS).
+      for name, value in (("client", self.handle),
+                          ("default_memory", device.default_memory.handle),
+                          ("stats", ctypes.addressof(device.stats))):
+        handles.TABLE.update(device.handle, device,
+                             native_slots.word(native_slots.DEVICE_WORDS,
+                                               name), value)
 
   def destroy(self) -> None:
     """Stops the workers and releases every handle the client owns."""
@@ -338,7 +355,7 @@ class Buffer:
     self._init_state(future, array)
 
   def _init_state(self, future: events.Future,
-                  array: np.ndarray | None) -> None:
+                  array: np.ndarray | None, counted: bool = False) -> None:
     self.future = future
     self._array = array
     self._deleted_flag = False
@@ -349,7 +366,8 @@ class Buffer:
     self._c: CStrings | None = None
     self.handle = 0
     self._accounted = self.nbytes if future.status is None else 0
-    self.device.account(self._accounted, allocation=True)
+    if not counted:
+      self.device.account(self._accounted, allocation=True)
 
   @property
   def c(self) -> CStrings:
@@ -395,9 +413,11 @@ class Buffer:
 
   @classmethod
   def ready_of(cls, client: Client, memory: Memory, spec: "BufferSpec",
-               array: np.ndarray) -> "Buffer":
+               array: np.ndarray, counted: bool = False) -> "Buffer":
     """A ready buffer of a precomputed type holding `array` (C-contiguous,
-    of the spec's dtype and shape): an inline execution's output."""
+    of the spec's dtype and shape): an inline execution's output.
+    `counted`: its bytes are in the device's statistics already (a native
+    buffer that Python adopts)."""
     buffer = cls.__new__(cls)
     buffer.client = client
     buffer.memory = memory
@@ -407,7 +427,7 @@ class Buffer:
     buffer.shape = spec.shape
     buffer.minor_to_major = spec.minor_to_major
     buffer.nbytes = spec.nbytes
-    buffer._init_state(events.DONE, array)  # pylint: disable=protected-access
+    buffer._init_state(events.DONE, array, counted)  # pylint: disable=protected-access
     return buffer
 
   def fulfill(self, array: np.ndarray) -> None:
@@ -625,7 +645,7 @@ def _memory_mirror(memory: Memory) -> tuple[int, ...]:
   """Words of a memory's handle record (native_slots.MEMORY_WORDS)."""
   if memory.kind_c is None:  # (address, size), made once.
     memory.kind_c = memory.c.string("kind", memory.kind)
-  return memory.kind_c
+  return memory.kind_c + (memory.device.handle,)
 
 
 handles.register_mirror(BUFFER, Buffer.mirror)
