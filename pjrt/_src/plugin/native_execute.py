@@ -1123,6 +1123,22 @@ def build(fallbacks: dict[str, int], required: dict[str, int],
     return dict(_state["slots"])
 
 
+def native_buffer_count() -> int:
+  """Live buffers that native code owns (for tests and leak checks)."""
+  if "words" not in _state:
+    return 0
+  start = handles.TABLE.native_start
+  used = (_state["words"][_NEXT] - start) // handles.RECORD_SIZE
+  if used <= 0:
+    return 0
+  records = np.ctypeslib.as_array(
+      (ctypes.c_int64 * (used * handles.RECORD_WORDS)).from_address(start)
+  ).reshape(used, handles.RECORD_WORDS)
+  return int(np.count_nonzero(
+      (records[:, handles.TAG_WORD] == handles.tag(runtime.BUFFER)) &
+      (records[:, _WORD["owner"]] == native_slots.OWNER_NATIVE)))
+
+
 def enabled() -> bool:
   """Whether the native Execute is installed."""
   return "slots" in _state
