@@ -176,6 +176,48 @@ ENTRY e {
   ct.run_and_compare(text, rtol=1e-5)
 
 
+@pytest.mark.parametrize("rows,row", [(300, 3), (50, 10), (7, 32),
+                                      (2, 1)])
+def test_short_rows_with_fused_producers(rows, row):
+  # Gumbel-argmax (categorical sampling) and a sum with an elementwise
+  # output: the short-row path's tiles, the multi-output store and the
+  # variadic fold.
+  text = f"""
+HloModule m
+amax {{
+  a = f32[] parameter(0)
+  ai = s32[] parameter(1)
+  b = f32[] parameter(2)
+  bi = s32[] parameter(3)
+  gt = pred[] compare(a, b), direction=GT
+  eq = pred[] compare(a, b), direction=EQ
+  lt = pred[] compare(ai, bi), direction=LT
+  tie = pred[] and(eq, lt)
+  take = pred[] or(gt, tie)
+  v = f32[] select(take, a, b)
+  i = s32[] select(take, ai, bi)
+  ROOT t = (f32[], s32[]) tuple(v, i)
+}}
+add {{ a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b) }}
+ENTRY e {{
+  x = f32[{rows},{row}] parameter(0)
+  l = f32[{rows},{row}] log(x)
+  g = f32[{rows},{row}] negate(l)
+  io = s32[{rows},{row}] iota(), iota_dimension=1
+  z = f32[] constant(-inf)
+  zi = s32[] constant(0)
+  r = (f32[{rows}], s32[{rows}]) reduce(g, io, z, zi), dimensions={{1}}, to_apply=amax
+  zero = f32[] constant(0)
+  s = f32[{rows}] reduce(l, zero), dimensions={{1}}, to_apply=add
+  r1 = s32[{rows}] get-tuple-element(r), index=1
+  ROOT t = (s32[{rows}], f32[{rows}], f32[{rows},{row}]) tuple(r1, s, g)
+}}"""
+  x = np.random.default_rng(3).random((rows, row)).astype(np.float32) + 0.1
+  ct.run_and_compare(text, [x], rtol=1e-5, atol=1e-5)
+
+
 def test_reduce_with_call_in_reducer_uses_scalar_path():
   text = """
 HloModule m
