@@ -240,8 +240,8 @@ class _Emitter:
     row = math.prod(self.dims[d] for d in self.red)
     if n_out == 0:
       return 0
-    if (sorted(self.red) == [last] and row <= SHORT_ROW and n_out > 1 and
-        self._vector_plan(row) is None):
+    if (sorted(self.red) == [last] and 0 < row <= SHORT_ROW and n_out > 1
+        and self._vector_plan(row) is None):
       return self._emit_short_rows(last, n_out, row)
     c = max(1, min(n_out, -(-TARGET_UNIT_ELEMENTS // max(1, row))))
     extent = -(-n_out // c)

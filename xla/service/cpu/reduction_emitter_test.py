@@ -177,7 +177,7 @@ ENTRY e {
 
 
 @pytest.mark.parametrize("rows,row", [(300, 3), (50, 10), (7, 32),
-                                      (2, 1)])
+                                      (2, 1), (5, 0)])
 def test_short_rows_with_fused_producers(rows, row):
   # Gumbel-argmax (categorical sampling) and a sum with an elementwise
   # output: the short-row path's tiles, the multi-output store and the
