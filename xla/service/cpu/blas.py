@@ -45,6 +45,7 @@ from llvmlite import ir
 
 from xla import xla_data
 from xla.service.cpu import kernel_api
+from xla.service.cpu import native_ir
 
 PrimitiveType = xla_data.PrimitiveType
 
@@ -208,52 +209,25 @@ def get_num_threads() -> Optional[int]:
 
 # The native pin: a spin lock, the depth, the saved count, and OpenBLAS's
 # get / set thread-count functions, in one int64 array (`pin_state`).
-_PIN_IR = r"""
-define internal i64 @word(ptr %p, i64 %i) {
-  %q = getelementptr i64, ptr %p, i64 %i
-  %v = load i64, ptr %q
-  ret i64 %v
-}
-
-define internal ptr @pword(ptr %p, i64 %i) {
-  %v = call i64 @word(ptr %p, i64 %i)
-  %q = inttoptr i64 %v to ptr
-  ret ptr %q
-}
-
-define internal void @lock(ptr %w) {
-entry:
-  br label %try
-try:
-  %r = cmpxchg ptr %w, i64 0, i64 1 acquire monotonic
-  %ok = extractvalue { i64, i1 } %r, 1
-  br i1 %ok, label %done, label %try
-done:
-  ret void
-}
-
-define internal void @unlock(ptr %w) {
-  store atomic i64 0, ptr %w release, align 8
-  ret void
-}
-
-define void @xla_cpu_blas_pin(ptr %s) {
+_PIN_LOCK, _PIN_DEPTH, _PIN_SAVED, _PIN_GET, _PIN_SET = range(5)
+_PIN_IR = native_ir.WORDS + native_ir.SPIN_LOCK + f"""
+define void @xla_cpu_blas_pin(ptr %s) {{
 entry:
   call void @lock(ptr %s)
-  %dp = getelementptr i64, ptr %s, i64 1
+  %dp = getelementptr i64, ptr %s, i64 {_PIN_DEPTH}
   %depth = load i64, ptr %dp
   %first = icmp eq i64 %depth, 0
   br i1 %first, label %save, label %count
 save:
-  %get = call ptr @pword(ptr %s, i64 3)
+  %get = call ptr @pword(ptr %s, i64 {_PIN_GET})
   %prev = call i32 %get()
   %prev64 = sext i32 %prev to i64
-  %sp = getelementptr i64, ptr %s, i64 2
+  %sp = getelementptr i64, ptr %s, i64 {_PIN_SAVED}
   store i64 %prev64, ptr %sp
   %one = icmp eq i32 %prev, 1
   br i1 %one, label %count, label %set
 set:
-  %setf = call ptr @pword(ptr %s, i64 4)
+  %setf = call ptr @pword(ptr %s, i64 {_PIN_SET})
   call void %setf(i32 1)
   br label %count
 count:
@@ -261,12 +235,12 @@ count:
   store i64 %d1, ptr %dp
   call void @unlock(ptr %s)
   ret void
-}
+}}
 
-define void @xla_cpu_blas_unpin(ptr %s) {
+define void @xla_cpu_blas_unpin(ptr %s) {{
 entry:
   call void @lock(ptr %s)
-  %dp = getelementptr i64, ptr %s, i64 1
+  %dp = getelementptr i64, ptr %s, i64 {_PIN_DEPTH}
   %depth = load i64, ptr %dp
   %none = icmp eq i64 %depth, 0
   br i1 %none, label %out, label %dec
@@ -276,20 +250,19 @@ dec:
   %last = icmp eq i64 %d1, 0
   br i1 %last, label %restore, label %out
 restore:
-  %saved = call i64 @word(ptr %s, i64 2)
+  %saved = call i64 @word(ptr %s, i64 {_PIN_SAVED})
   %same = icmp eq i64 %saved, 1
   br i1 %same, label %out, label %set
 set:
-  %setf = call ptr @pword(ptr %s, i64 4)
+  %setf = call ptr @pword(ptr %s, i64 {_PIN_SET})
   %n = trunc i64 %saved to i32
   call void %setf(i32 %n)
   br label %out
 out:
   call void @unlock(ptr %s)
   ret void
-}
+}}
 """
-_PIN_DEPTH, _PIN_GET, _PIN_SET = 1, 3, 4
 _PIN_BUILD_LOCK = threading.Lock()
 _PIN: dict = {}
 

@@ -41,6 +41,7 @@ from typing import Any, Optional
 import numpy as np
 
 from xla.service.cpu import blas
+from xla.service.cpu import native_ir
 from xla.service.cpu import native_runner
 
 # Plan words.
@@ -50,43 +51,33 @@ from xla.service.cpu import native_runner
 PLAN_WORDS = 18
 # Kinds of a per-call slot's source.
 PARAM, OUTPUT, ARENA = 0, 1, 2
+# Words per record: per-call slots (slot, kind, index, offset), copies
+# (output, slot, bytes).
+DYNAMIC_WORDS, COPY_WORDS = 4, 3
 ALIGNMENT = 64
 # The pointer table lives on the caller's stack: 8 bytes a slot.
 MAX_SLOTS = 4096
 
 
-_IR = r"""
-declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
-
-define internal i64 @word(ptr %p, i64 %i) {
-  %q = getelementptr i64, ptr %p, i64 %i
-  %v = load i64, ptr %q
-  ret i64 %v
-}
-
-define internal ptr @pword(ptr %p, i64 %i) {
-  %v = call i64 @word(ptr %p, i64 %i)
-  %q = inttoptr i64 %v to ptr
-  ret ptr %q
-}
-
-define i32 @xla_cpu_execute(ptr %x, ptr %args, ptr %outs) {
+_IR = (native_ir.WORDS + "\ndeclare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)\n" +
+       f"""
+define i32 @xla_cpu_execute(ptr %x, ptr %args, ptr %outs) {{
 entry:
-  %nslots = call i64 @word(ptr %x, i64 0)
-  %template = call ptr @pword(ptr %x, i64 1)
+  %nslots = call i64 @word(ptr %x, i64 {SLOTS})
+  %template = call ptr @pword(ptr %x, i64 {TEMPLATE})
   %table = alloca i64, i64 %nslots, align 16
   %tbytes = shl i64 %nslots, 3
   call void @llvm.memcpy.p0.p0.i64(ptr %table, ptr %template, i64 %tbytes, i1 false)
-  %abytes = call i64 @word(ptr %x, i64 7)
+  %abytes = call i64 @word(ptr %x, i64 {ARENA_BYTES})
   %needs = icmp ne i64 %abytes, 0
   br i1 %needs, label %take, label %fill
 take:
-  %cache = getelementptr i64, ptr %x, i64 8
+  %cache = getelementptr i64, ptr %x, i64 {ARENA_CACHE}
   %cached = atomicrmw xchg ptr %cache, i64 0 acq_rel
   %hit = icmp ne i64 %cached, 0
   br i1 %hit, label %fill, label %allocate
 allocate:
-  %allocf = call ptr @pword(ptr %x, i64 13)
+  %allocf = call ptr @pword(ptr %x, i64 {ALLOC})
   %round = add i64 %abytes, 63
   %rounded = and i64 %round, -64
   %fresh = call i64 %allocf(i64 64, i64 %rounded)
@@ -96,15 +87,15 @@ fail:
   ret i32 1
 fill:
   %arena = phi i64 [ 0, %entry ], [ %cached, %take ], [ %fresh, %allocate ]
-  %ndyn = call i64 @word(ptr %x, i64 2)
-  %dyn = call ptr @pword(ptr %x, i64 3)
+  %ndyn = call i64 @word(ptr %x, i64 {NUM_DYNAMIC})
+  %dyn = call ptr @pword(ptr %x, i64 {DYNAMIC})
   br label %dloop
 dloop:
   %j = phi i64 [ 0, %fill ], [ %j1, %dset ]
   %dmore = icmp ult i64 %j, %ndyn
   br i1 %dmore, label %dbody, label %run
 dbody:
-  %r0 = shl i64 %j, 2
+  %r0 = mul i64 %j, {DYNAMIC_WORDS}
   %slot = call i64 @word(ptr %dyn, i64 %r0)
   %r1 = add i64 %r0, 1
   %kind = call i64 @word(ptr %dyn, i64 %r1)
@@ -112,8 +103,8 @@ dbody:
   %index = call i64 @word(ptr %dyn, i64 %r2)
   %r3 = add i64 %r0, 3
   %offset = call i64 @word(ptr %dyn, i64 %r3)
-  switch i64 %kind, label %darena [ i64 0, label %dparam
-                                     i64 1, label %dout ]
+  switch i64 %kind, label %darena [ i64 {PARAM}, label %dparam
+                                     i64 {OUTPUT}, label %dout ]
 dparam:
   %pbase = call i64 @word(ptr %args, i64 %index)
   br label %dset
@@ -130,34 +121,34 @@ dset:
   %j1 = add i64 %j, 1
   br label %dloop
 run:
-  %pin = call ptr @pword(ptr %x, i64 11)
+  %pin = call ptr @pword(ptr %x, i64 {BLAS_PIN})
   %pins = icmp ne ptr %pin, null
   br i1 %pins, label %dopin, label %call
 dopin:
-  %pinf = call ptr @pword(ptr %x, i64 15)
+  %pinf = call ptr @pword(ptr %x, i64 {PIN_FN})
   call void %pinf(ptr %pin)
   br label %call
 call:
-  %runner = call ptr @pword(ptr %x, i64 12)
-  %program = call ptr @pword(ptr %x, i64 4)
-  %count = call i64 @word(ptr %x, i64 5)
-  %pool = call ptr @pword(ptr %x, i64 6)
+  %runner = call ptr @pword(ptr %x, i64 {RUNNER})
+  %program = call ptr @pword(ptr %x, i64 {PROGRAM})
+  %count = call i64 @word(ptr %x, i64 {PROGRAM_COUNT})
+  %pool = call ptr @pword(ptr %x, i64 {POOL})
   call void %runner(ptr %table, ptr %program, i64 %count, ptr %pool)
   br i1 %pins, label %dounpin, label %copies
 dounpin:
-  %unpinf = call ptr @pword(ptr %x, i64 16)
+  %unpinf = call ptr @pword(ptr %x, i64 {UNPIN_FN})
   call void %unpinf(ptr %pin)
   br label %copies
 copies:
-  %ncopies = call i64 @word(ptr %x, i64 9)
-  %cp = call ptr @pword(ptr %x, i64 10)
+  %ncopies = call i64 @word(ptr %x, i64 {NUM_COPIES})
+  %cp = call ptr @pword(ptr %x, i64 {COPIES})
   br label %cloop
 cloop:
   %c = phi i64 [ 0, %copies ], [ %c1, %cbody ]
   %cmore = icmp ult i64 %c, %ncopies
   br i1 %cmore, label %cbody, label %release
 cbody:
-  %q0 = mul i64 %c, 3
+  %q0 = mul i64 %c, {COPY_WORDS}
   %out = call i64 @word(ptr %cp, i64 %q0)
   %q1 = add i64 %q0, 1
   %cslot = call i64 @word(ptr %cp, i64 %q1)
@@ -172,18 +163,19 @@ release:
   %hasarena = icmp ne i64 %arena, 0
   br i1 %hasarena, label %give, label %done
 give:
-  %cache2 = getelementptr i64, ptr %x, i64 8
+  %cache2 = getelementptr i64, ptr %x, i64 {ARENA_CACHE}
   %swap = cmpxchg ptr %cache2, i64 0, i64 %arena acq_rel monotonic
-  %kept = extractvalue { i64, i1 } %swap, 1
+  %kept = extractvalue {{ i64, i1 }} %swap, 1
   br i1 %kept, label %done, label %drop
 drop:
-  %freef = call ptr @pword(ptr %x, i64 14)
+  %freef = call ptr @pword(ptr %x, i64 {FREE})
   call void %freef(i64 %arena)
   br label %done
 done:
   ret i32 0
-}
-"""
+}}
+""")
+
 
 _LOCK = threading.Lock()
 _BUILT: dict[str, Any] = {}
@@ -227,14 +219,14 @@ class NativePlan:
   """
 
   def __init__(self, words: np.ndarray, keep: list, output_bytes: list[int],
-               num_params: int):
+               donate_to: list[int]):
     self.words = words
     self.address = int(words.__array_interface__["data"][0])
     self.entry = execute_address()
     self._keep = keep
     self.output_bytes = output_bytes
-    self.num_params = num_params
-    self.donate_to = [-1] * num_params
+    self.num_params = len(donate_to)
+    self.donate_to = donate_to
     weakref.finalize(self, _free_cached_arena, words)
 
 
@@ -322,13 +314,13 @@ def plan_for(*, slots: list, params: list, allocations: list,
   words = np.zeros(PLAN_WORDS, np.int64)
   words[SLOTS] = len(template)
   words[TEMPLATE] = keep[0].__array_interface__["data"][0]
-  words[NUM_DYNAMIC] = len(dynamic) // 4
+  words[NUM_DYNAMIC] = len(dynamic) // DYNAMIC_WORDS
   words[DYNAMIC] = keep[1].__array_interface__["data"][0]
   words[PROGRAM] = keep[2].__array_interface__["data"][0]
   words[PROGRAM_COUNT] = len(program)
   words[POOL] = pool_address
   words[ARENA_BYTES] = arena_bytes
-  words[NUM_COPIES] = len(copies) // 3
+  words[NUM_COPIES] = len(copies) // COPY_WORDS
   words[COPIES] = keep[3].__array_interface__["data"][0]
   if blas_pin:
     words[BLAS_PIN] = blas_pin
@@ -336,9 +328,7 @@ def plan_for(*, slots: list, params: list, allocations: list,
   words[RUNNER] = ctypes.cast(native_runner.runner(), ctypes.c_void_p).value
   words[ALLOC] = ALIGNED_ALLOC_ADDRESS
   words[FREE] = FREE_ADDRESS
-  plan = NativePlan(words, keep, output_bytes, len(params))
-  plan.donate_to = donate_to
-  return plan
+  return NativePlan(words, keep, output_bytes, donate_to)
 
 
 def pool_address(pool: Any) -> int:
