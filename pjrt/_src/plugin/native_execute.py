@@ -269,6 +269,31 @@ done:
 """
 
 
+def _slot_ir(slot: str, fallback: int, required: int, body: str) -> str:
+  """The fast path `fast_<slot>(args)`: the guards every slot shares (args
+  not NULL, struct_size at least `required`), then `body` from label %a2
+  on, which returns 0 or branches to %slow: the slot's regular entry,
+  `fallback`, called with the same args."""
+  return f"""
+define i64 @fast_{slot}(i64 %args) {{
+entry:
+  %ap = inttoptr i64 %args to ptr
+  %nonnull = icmp ne i64 %args, 0
+  br i1 %nonnull, label %a1, label %slow
+a1:
+  %size = call i64 @at(ptr %ap, i64 0)
+  %big = icmp uge i64 %size, {required}
+  br i1 %big, label %a2, label %slow
+a2:
+{body}
+slow:
+  %fallback = inttoptr i64 {fallback} to ptr
+  %res = tail call i64 %fallback(i64 %args)
+  ret i64 %res
+}}
+"""
+
+
 def _execute_ir(fallback: int, required: int, allocator: int,
                 ready_event: int) -> str:
   slot = "LoadedExecutable_Execute"
@@ -281,17 +306,7 @@ def _execute_ir(fallback: int, required: int, allocator: int,
   recv = abi.PJRT_ExecuteOptions.num_recv_ops.offset
   buffer_tag = handles.tag(runtime.BUFFER)
   w = _WORD
-  return f"""
-define i64 @fast_{slot}(i64 %args) {{
-entry:
-  %ap = inttoptr i64 %args to ptr
-  %nonnull = icmp ne i64 %args, 0
-  br i1 %nonnull, label %a1, label %slow
-a1:
-  %size = call i64 @at(ptr %ap, i64 0)
-  %big = icmp uge i64 %size, {required}
-  br i1 %big, label %a2, label %slow
-a2:
+  body = f"""
   %exe = call i64 @at(ptr %ap, i64 {o["executable"] // 8})
   %exe_ok = call i1 @is_record(i64 %exe, i64 {handles.tag(LOADED_EXECUTABLE)})
   br i1 %exe_ok, label %a3, label %slow
@@ -588,13 +603,8 @@ setev:
   br label %done
 done:
   ret i64 0
-
-slow:
-  %fallback = inttoptr i64 {fallback} to ptr
-  %res = tail call i64 %fallback(i64 %args)
-  ret i64 %res
-}}
-
+"""
+  return _slot_ir(slot, fallback, required, body) + f"""
 define internal i1 @same_shape(ptr %hp, ptr %info, i64 %i, i64 %want) {{
 entry:
   %hkey = call i64 @at(ptr %hp, i64 {w["shape_key"]})
@@ -778,29 +788,14 @@ def _buffer_slot_ir(slot: str, fallback: int, required: int, body: str
   """A fast path for a slot taking one buffer: guards, then `body` (with
   %h and %hp the buffer; it branches to %slow or returns 0)."""
   field = _offset(slot, "buffer") // 8
-  return f"""
-define i64 @fast_{slot}(i64 %args) {{
-entry:
-  %ap = inttoptr i64 %args to ptr
-  %nonnull = icmp ne i64 %args, 0
-  br i1 %nonnull, label %a1, label %slow
-a1:
-  %size = call i64 @at(ptr %ap, i64 0)
-  %big = icmp uge i64 %size, {required}
-  br i1 %big, label %a2, label %slow
-a2:
+  return _slot_ir(slot, fallback, required, f"""
   %h = call i64 @at(ptr %ap, i64 {field})
   %ok = call i1 @is_record(i64 %h, i64 {handles.tag(runtime.BUFFER)})
   br i1 %ok, label %a3, label %slow
 a3:
   %hp = inttoptr i64 %h to ptr
 {body}
-slow:
-  %fallback = inttoptr i64 {fallback} to ptr
-  %res = tail call i64 %fallback(i64 %args)
-  ret i64 %res
-}}
-"""
+""")
 
 
 def _destroy_ir(fallback: int, required: int, allocator: int) -> str:
@@ -875,17 +870,7 @@ def _host_buffer_ir(fallback: int, required: int, allocator: int,
         for n in native_slots.DEVICE_WORDS}
   mw = {n: native_slots.word(native_slots.MEMORY_WORDS, n)
         for n in native_slots.MEMORY_WORDS}
-  return f"""
-define i64 @fast_{slot}(i64 %args) {{
-entry:
-  %ap = inttoptr i64 %args to ptr
-  %nonnull = icmp ne i64 %args, 0
-  br i1 %nonnull, label %a1, label %slow
-a1:
-  %size = call i64 @at(ptr %ap, i64 0)
-  %big = icmp uge i64 %size, {required}
-  br i1 %big, label %a2, label %slow
-a2:
+  return _slot_ir(slot, fallback, required, f"""
   %client = call i64 @at(ptr %ap, i64 {o["client"]})
   %client_ok = call i1 @is_record(i64 %client, i64 {handles.tag("PJRT_Client")})
   %memory_arg = call i64 @at(ptr %ap, i64 {o["memory"]})
@@ -1051,12 +1036,7 @@ publish:
   call void @put(ptr %ap, i64 {o["done_with_host_buffer"]}, i64 {ready_event})
   call void @device_account(i64 %dev, i64 %nbytes, i64 1)
   ret i64 0
-slow:
-  %fallback = inttoptr i64 {fallback} to ptr
-  %res = tail call i64 %fallback(i64 %args)
-  ret i64 %res
-}}
-"""
+""")
 
 
 def _allocator() -> Any:
