@@ -15,6 +15,25 @@ add { a = f32[] parameter(0)
 """
 
 
+# Argmax over (value, index) pairs, the lower index winning ties.
+_AMAX = """
+amax {
+  a = f32[] parameter(0)
+  ai = s32[] parameter(1)
+  b = f32[] parameter(2)
+  bi = s32[] parameter(3)
+  gt = pred[] compare(a, b), direction=GT
+  eq = pred[] compare(a, b), direction=EQ
+  lt = pred[] compare(ai, bi), direction=LT
+  tie = pred[] and(eq, lt)
+  take = pred[] or(gt, tie)
+  v = f32[] select(take, a, b)
+  i = s32[] select(take, ai, bi)
+  ROOT t = (f32[], s32[]) tuple(v, i)
+}
+"""
+
+
 def _reduce_module(dims, reduced, et="f32", op="add", init="0",
                    prologue=""):
   out = [d for i, d in enumerate(dims) if i not in reduced]
@@ -99,23 +118,7 @@ def test_nan_propagates_in_vector_max():
 
 
 def test_argmax_variadic():
-  text = """
-HloModule m
-amax {
-  a = f32[] parameter(0)
-  ai = s32[] parameter(1)
-  b = f32[] parameter(2)
-  bi = s32[] parameter(3)
-  gt = pred[] compare(a, b), direction=GT
-  eq = pred[] compare(a, b), direction=EQ
-  lt = pred[] compare(ai, bi), direction=LT
-  tie = pred[] and(eq, lt)
-  take = pred[] or(gt, tie)
-  v = f32[] select(take, a, b)
-  i = s32[] select(take, ai, bi)
-  ROOT t = (f32[], s32[]) tuple(v, i)
-}
-ENTRY e {
+  text = "\nHloModule m\n" + _AMAX + """ENTRY e {
   x = f32[20,300] parameter(0)
   io = s32[20,300] iota(), iota_dimension=1
   z = f32[] constant(-inf)
@@ -182,22 +185,7 @@ def test_short_rows_with_fused_producers(rows, row):
   # Gumbel-argmax (categorical sampling) and a sum with an elementwise
   # output: the short-row path's tiles, the multi-output store and the
   # variadic fold.
-  text = f"""
-HloModule m
-amax {{
-  a = f32[] parameter(0)
-  ai = s32[] parameter(1)
-  b = f32[] parameter(2)
-  bi = s32[] parameter(3)
-  gt = pred[] compare(a, b), direction=GT
-  eq = pred[] compare(a, b), direction=EQ
-  lt = pred[] compare(ai, bi), direction=LT
-  tie = pred[] and(eq, lt)
-  take = pred[] or(gt, tie)
-  v = f32[] select(take, a, b)
-  i = s32[] select(take, ai, bi)
-  ROOT t = (f32[], s32[]) tuple(v, i)
-}}
+  text = "\nHloModule m\n" + _AMAX + f"""
 add {{ a = f32[] parameter(0)
   b = f32[] parameter(1)
   ROOT c = f32[] add(a, b) }}
