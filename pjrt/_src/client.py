@@ -45,7 +45,7 @@ class _Owned:
   def __init__(self, client: "Client", handle: int):
     self._client = client
     self._handle = handle
-    client._children.add(self)  # pylint: disable=protected-access
+    client.own(self)
 
   @property
   def handle(self) -> int:
@@ -736,6 +736,11 @@ class Client:
     if self.closed:
       raise support.FailedPreconditionError("the client is closed")
     return self._handle
+
+  def own(self, child: "_Owned") -> None:
+    """Records a plugin object of this client, which `close` destroys if
+    it is still alive (held weakly: a dropped object frees itself)."""
+    self._children.add(child)
 
   def close(self) -> None:
     """Destroys live buffers and executables, then the client (idempotent)."""

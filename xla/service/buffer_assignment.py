@@ -140,6 +140,16 @@ class BufferAssignment:
     self._group: dict[int, LogicalBuffer] = {}  # HloBuffer id -> group
     self.heap_size = 0
 
+  def run(self) -> "BufferAssignment":
+    """Fills in the assignment: the flattened timeline, live ranges,
+    in-place reuse, then the allocations. Returns self."""
+    self._flatten(self.module.entry_computation)
+    self._live_ranges()
+    for instr in self.sequence:
+      self._try_in_place(instr)
+    self._allocate()
+    return self
+
   # -- timeline and liveness ----------------------------------------------------
 
   def _flatten(self, comp) -> None:
@@ -342,13 +352,7 @@ def assign_buffers(module: HloModule,
     if not schedule.is_computation_scheduled(comp):
       raise support.FailedPreconditionError(
           f"computation {comp.name} has no schedule")
-  result = BufferAssignment(module, analysis, schedule, alignment)
-  result._flatten(module.entry_computation)  # pylint: disable=protected-access
-  result._live_ranges()  # pylint: disable=protected-access
-  for instr in result.sequence:
-    result._try_in_place(instr)  # pylint: disable=protected-access
-  result._allocate()  # pylint: disable=protected-access
-  return result
+  return BufferAssignment(module, analysis, schedule, alignment).run()
 
 
 def peak_memory_report(module: HloModule, use_module_order: bool = False,

@@ -160,7 +160,7 @@ class _Table:
     self.tsize = buf.u16(vtable + 2, f"{what} table size")
     self.vtable, self.nfields = vtable, (vsize - 4) // 2
 
-  def _field(self, slot: int) -> int:
+  def field(self, slot: int) -> int:
     """The position of field `slot`, or 0 when absent."""
     if slot >= self.nfields:
       return 0
@@ -170,19 +170,19 @@ class _Table:
     return self.pos + off if off else 0
 
   def scalar(self, slot: int, kind: str, default=0):
-    at = self._field(slot)
+    at = self.field(slot)
     if not at:
       return default
     return getattr(self.buf, kind)(at, f"{self.what} field {slot}")
 
   def string(self, slot: int, name: str, default=""):
-    at = self._field(slot)
+    at = self.field(slot)
     if not at:
       return default
     return self.buf.string(self.buf.follow(at, name), name)
 
   def vector(self, slot: int, elem_size: int, name: str) -> tuple:
-    at = self._field(slot)
+    at = self.field(slot)
     if not at:
       return 0, 0
     return self.buf.vector(self.buf.follow(at, name), elem_size, name)
@@ -210,7 +210,7 @@ class _Table:
                    f"{name}[{i}]") for i in range(n)]
 
   def table(self, slot: int, name: str) -> Optional["_Table"]:
-    at = self._field(slot)
+    at = self.field(slot)
     return _Table(self.buf, self.buf.follow(at, name), name) if at else None
 
 
@@ -290,7 +290,7 @@ def read_jax_exported(blob) -> JaxExported:
     raise buf.error("too short for a FlatBuffer")
   root = buf.follow(0, "root table offset")
   exp = _Table(buf, root, "Exported")
-  if exp.nfields <= _F_MLIR_MODULE or not exp._field(_F_MLIR_MODULE):  # pylint: disable=protected-access
+  if exp.nfields <= _F_MLIR_MODULE or not exp.field(_F_MLIR_MODULE):
     raise buf.error("the Exported table has no mlir_module_serialized")
   try:
     return _exported(exp, 0)

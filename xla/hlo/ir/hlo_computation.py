@@ -7,7 +7,7 @@ it returns. Operands of an instruction must belong to the same computation.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Iterator, Optional
 
 import support
 from xla import shape_util
@@ -39,6 +39,11 @@ class HloComputation:
   def instructions(self) -> tuple[HloInstruction, ...]:
     """All instructions, in the order they were added."""
     return tuple(self._instructions.values())
+
+  def iter_instructions(self) -> Iterator[HloInstruction]:
+    """The instructions in the order they were added, without the copy
+    `instructions` makes; the computation must not change meanwhile."""
+    return iter(self._instructions.values())
 
   @property
   def instruction_count(self) -> int:

@@ -151,7 +151,7 @@ class HloModule:
     def callees_of(comp: HloComputation) -> list[HloComputation]:
       found = callees.get(id(comp))
       if found is None:
-        found = [callee for instr in comp._instructions.values()  # pylint: disable=protected-access
+        found = [callee for instr in comp.iter_instructions()
                  for callee in instr.called_computations()]
         callees[id(comp)] = found
       return found
@@ -238,7 +238,7 @@ class HloModule:
     module.origin_recovery_table = self.origin_recovery_table
     comp_map: dict[int, HloComputation] = {}
     for comp in self.computations_in_stable_order():
-      comp_map[id(comp)] = _clone_computation(comp, comp_map)
+      comp_map[id(comp)] = clone_computation(comp, comp_map)
     for comp in self._computations:
       module.add_computation(comp_map[id(comp)],
                              is_entry=comp is self.entry_computation)
@@ -254,7 +254,7 @@ def _remap(value, comp_map):
   return value
 
 
-def _clone_computation(comp: HloComputation, comp_map) -> HloComputation:
+def clone_computation(comp: HloComputation, comp_map) -> HloComputation:
   """Copies `comp`; the computations it calls must already be in comp_map."""
   clone = HloComputation(comp.name)
   clone.execution_thread = comp.execution_thread

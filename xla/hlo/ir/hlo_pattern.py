@@ -94,13 +94,15 @@ class Pattern:
     captures[self.name] = instr
     return True
 
-  def _try(self, instr, captures: Captures) -> bool:
+  def match_into(self, instr, captures: Captures) -> bool:
+    """Whether `instr` matches, adding what it captures to `captures`
+    (the step a pattern takes for each of its operand patterns)."""
     return self._matches(instr, captures) and self._bind(instr, captures)
 
   def match(self, instr) -> Optional[Captures]:
     """The captures if `instr` matches, else None."""
     captures: Captures = {}
-    return captures if self._try(instr, captures) else None
+    return captures if self.match_into(instr, captures) else None
 
 
 class _Any(Pattern):
@@ -130,7 +132,7 @@ class _Op(Pattern):
       if instr.operand_count != len(self.operands):
         return False
       for p, o in zip(self.operands, instr.operands):
-        if not p._try(o, captures):  # pylint: disable=protected-access
+        if not p.match_into(o, captures):
           return False
     return self.where is None or bool(self.where(instr))
 

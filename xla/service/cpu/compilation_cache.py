@@ -84,6 +84,12 @@ class CompilationCache:
       while len(self._order) > self.max_entries:
         self._memory.pop(self._order.pop(0), None)
 
+  def count_miss(self) -> None:
+    """Counts a lookup that found the program in neither the memory nor
+    the disk cache (the caller then compiles it)."""
+    with self._lock:
+      self.stats["misses"] += 1
+
   def clear(self) -> None:
     with self._lock:
       self._memory.clear()

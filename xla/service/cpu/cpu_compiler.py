@@ -505,8 +505,7 @@ def _compile(hlo_module, options: Optional[CpuCompileOptions]
         stats["cache"] = "disk"
         cc.CACHE.put(key, art)
   if art is None:
-    with cc.CACHE._lock:  # pylint: disable=protected-access
-      cc.CACHE.stats["misses"] += 1
+    cc.CACHE.count_miss()
     art, module = compile_artifact(hlo_module, options, stats)
     cc.CACHE.put(key, art)
     if options.cache_dir and all(t is not None for t in art.custom_calls):

@@ -159,8 +159,7 @@ def _clone_control_flow(module, comp):
   for instr in comp.instructions:
     for callee in dfa.control_flow_callees(instr):
       comp_map[id(callee)] = _clone_control_flow(module, callee)
-  # pylint: disable-next=protected-access
-  clone = hm._clone_computation(comp, comp_map)
+  clone = hm.clone_computation(comp, comp_map)
   module.add_embedded_computation(clone)
   return clone
 
