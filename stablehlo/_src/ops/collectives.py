@@ -9,6 +9,7 @@ derived from the group size, reduction bodies).
 
 from __future__ import annotations
 
+import functools
 import numpy as np
 
 from stablehlo._src.ir import attributes as a
@@ -21,13 +22,8 @@ _COLL = frozenset({r.COLLECTIVE})
 _SIDE = frozenset({r.SIDE_EFFECT})
 
 
-def _reg(name, verify, checks, operands, results=("results*",),
-         attributes=None, regions=(), infer=None, traits=_COLL, spec=True):
-  r.register(r.OpDef(
-      name="stablehlo." + name, spec=name if spec else None,
-      operands=operands, results=results, attributes=attributes or {},
-      regions=regions, verify=verify, infer=infer,
-      checks=tuple(f"{name}_{x}" for x in checks), traits=traits))
+# This family's defaults for `registry.define_op`.
+_define_op = functools.partial(r.define_op, results=("results*",), traits=_COLL)
 
 
 def _groups(ctx, name="replica_groups"):
@@ -108,11 +104,12 @@ def _verify_all_gather(ctx):
     ctx.check_result_shape(i, want, "c6", f"result #{i}")
 
 
-_reg("all_gather", _verify_all_gather, ("c1", "c2", "c4", "c5", "c6"),
-     ("operands*",), attributes={"all_gather_dim": "i64",
-                                 "replica_groups": "dense<i64>",
-                                 "channel_handle?": "#stablehlo.channel_handle",
-                                 "use_global_device_ids?": "unit"})
+_define_op("stablehlo.all_gather", _verify_all_gather,
+           ("c1", "c2", "c4", "c5", "c6"), ("operands*",),
+           attributes={"all_gather_dim": "i64",
+                       "replica_groups": "dense<i64>",
+                       "channel_handle?": "#stablehlo.channel_handle",
+                       "use_global_device_ids?": "unit"})
 
 
 def _verify_all_reduce(ctx):
@@ -136,12 +133,12 @@ def _verify_all_reduce(ctx):
               f"must be the computation's {tu.fmt_elem(es[0])}")
 
 
-_reg("all_reduce", _verify_all_reduce,
-     ("c1", "c3", "c4", "c5", "c6", "c7"), ("operands*",),
-     attributes={"replica_groups": "dense<i64>",
-                 "channel_handle?": "#stablehlo.channel_handle",
-                 "use_global_device_ids?": "unit"},
-     regions=("computation",))
+_define_op("stablehlo.all_reduce", _verify_all_reduce,
+           ("c1", "c3", "c4", "c5", "c6", "c7"), ("operands*",),
+           attributes={"replica_groups": "dense<i64>",
+                       "channel_handle?": "#stablehlo.channel_handle",
+                       "use_global_device_ids?": "unit"},
+           regions=("computation",))
 
 
 def _verify_all_to_all(ctx):
@@ -178,11 +175,11 @@ def _verify_all_to_all(ctx):
     ctx.check_result_shape(i, want, "c9", f"result #{i}")
 
 
-_reg("all_to_all", _verify_all_to_all,
-     ("c1", "c2", "c3", "c4", "c5", "c7", "c8", "c9"), ("operands*",),
-     attributes={"split_dimension": "i64", "concat_dimension": "i64",
-                 "split_count": "i64", "replica_groups": "dense<i64>",
-                 "channel_handle?": "#stablehlo.channel_handle"})
+_define_op("stablehlo.all_to_all", _verify_all_to_all,
+           ("c1", "c2", "c3", "c4", "c5", "c7", "c8", "c9"), ("operands*",),
+           attributes={"split_dimension": "i64", "concat_dimension": "i64",
+                       "split_count": "i64", "replica_groups": "dense<i64>",
+                       "channel_handle?": "#stablehlo.channel_handle"})
 
 
 def _verify_reduce_scatter(ctx):
@@ -208,13 +205,14 @@ def _verify_reduce_scatter(ctx):
             f"{tu.fmt_elem(es[0])}")
 
 
-_reg("reduce_scatter", _verify_reduce_scatter,
-     ("c1", "c2", "c3", "c5", "c6", "c7", "c8", "c9"), ("operand",),
-     results=("result",),
-     attributes={"scatter_dimension": "i64", "replica_groups": "dense<i64>",
-                 "channel_handle?": "#stablehlo.channel_handle",
-                 "use_global_device_ids?": "unit"},
-     regions=("computation",))
+_define_op("stablehlo.reduce_scatter", _verify_reduce_scatter,
+           ("c1", "c2", "c3", "c5", "c6", "c7", "c8", "c9"), ("operand",),
+           results=("result",),
+           attributes={"scatter_dimension": "i64",
+                       "replica_groups": "dense<i64>",
+                       "channel_handle?": "#stablehlo.channel_handle",
+                       "use_global_device_ids?": "unit"},
+           regions=("computation",))
 
 
 def _verify_collective_broadcast(ctx):
@@ -244,11 +242,11 @@ def _verify_collective_broadcast(ctx):
             f"{len(outs)}")
 
 
-_reg("collective_broadcast", _verify_collective_broadcast,
-     ("c1", "c2", "c3", "c4", "c5"), ("operands*",),
-     attributes={"replica_groups": "dense<i64>",
-                 "channel_handle?": "#stablehlo.channel_handle",
-                 "has_dynamic_root?": "bool"})
+_define_op("stablehlo.collective_broadcast", _verify_collective_broadcast,
+           ("c1", "c2", "c3", "c4", "c5"), ("operands*",),
+           attributes={"replica_groups": "dense<i64>",
+                       "channel_handle?": "#stablehlo.channel_handle",
+                       "has_dynamic_root?": "bool"})
 
 
 def _check_pairs(ctx, ids=("c1", "c2", "c3", "c4")):
@@ -274,11 +272,11 @@ def _verify_collective_permute(ctx):
               ["operand", "result"])
 
 
-_reg("collective_permute", _verify_collective_permute,
-     ("c1", "c2", "c3", "c4", "c5"), ("operand",), results=("result",),
-     attributes={"source_target_pairs": "dense<i64>",
-                 "channel_handle?": "#stablehlo.channel_handle"},
-     infer=lambda ctx: [ctx.operand_types[0]])
+_define_op("stablehlo.collective_permute", _verify_collective_permute,
+           ("c1", "c2", "c3", "c4", "c5"), ("operand",), results=("result",),
+           attributes={"source_target_pairs": "dense<i64>",
+                       "channel_handle?": "#stablehlo.channel_handle"},
+           infer=lambda ctx: [ctx.operand_types[0]])
 
 
 def _verify_collective_reduce(ctx):
@@ -294,12 +292,12 @@ def _verify_collective_reduce(ctx):
     c.check_reducer(ctx, "c4", 0, "computation", [tu.element_type(data[0])])
 
 
-_reg("collective_reduce", _verify_collective_reduce,
-     ("c1", "c2", "c3", "c4"), ("operands*",),
-     attributes={"replica_groups": "dense<i64>",
-                 "channel_handle?": "#stablehlo.channel_handle",
-                 "has_dynamic_root?": "bool"},
-     regions=("computation",))
+_define_op("stablehlo.collective_reduce", _verify_collective_reduce,
+           ("c1", "c2", "c3", "c4"), ("operands*",),
+           attributes={"replica_groups": "dense<i64>",
+                       "channel_handle?": "#stablehlo.channel_handle",
+                       "has_dynamic_root?": "bool"},
+           regions=("computation",))
 
 # Channel types of #stablehlo.channel_handle (as in XLA's ChannelHandle).
 _DEVICE_TO_DEVICE, _DEVICE_TO_HOST, _HOST_TO_DEVICE = 1, 2, 3
@@ -322,12 +320,12 @@ def _verify_send(ctx):
   _check_channel_type(ctx, (_DEVICE_TO_HOST,))
 
 
-_reg("send", _verify_send, ("c1", "c2", "c3", "c4", "c5"),
-     ("inputs*", "token"), results=("result",),
-     attributes={"channel_handle": "#stablehlo.channel_handle",
-                 "is_host_transfer?": "bool",
-                 "source_target_pairs?": "dense<i64>"},
-     traits=_COLL | _SIDE)
+_define_op("stablehlo.send", _verify_send, ("c1", "c2", "c3", "c4", "c5"),
+           ("inputs*", "token"), results=("result",),
+           attributes={"channel_handle": "#stablehlo.channel_handle",
+                       "is_host_transfer?": "bool",
+                       "source_target_pairs?": "dense<i64>"},
+           traits=_COLL | _SIDE)
 
 
 def _verify_recv(ctx):
@@ -337,11 +335,12 @@ def _verify_recv(ctx):
   _check_channel_type(ctx, (_DEVICE_TO_HOST, _HOST_TO_DEVICE))
 
 
-_reg("recv", _verify_recv, ("c1", "c2", "c3", "c4", "c5"), ("token",),
-     attributes={"channel_handle": "#stablehlo.channel_handle",
-                 "is_host_transfer?": "bool",
-                 "source_target_pairs?": "dense<i64>"},
-     traits=_COLL | _SIDE)
+_define_op("stablehlo.recv", _verify_recv, ("c1", "c2", "c3", "c4", "c5"),
+           ("token",),
+           attributes={"channel_handle": "#stablehlo.channel_handle",
+                       "is_host_transfer?": "bool",
+                       "source_target_pairs?": "dense<i64>"},
+           traits=_COLL | _SIDE)
 
 # --- infeed / outfeed / tokens / ids ---------------------------------------------------
 
@@ -357,8 +356,9 @@ def _verify_infeed(ctx):
             f"token, got {tu.fmt_type(outs[-1])}")
 
 
-_reg("infeed", _verify_infeed, ("c1", "c2", "c3"), ("token",),
-     attributes={"infeed_config?": "str", "layout?": "array"}, traits=_SIDE)
+_define_op("stablehlo.infeed", _verify_infeed, ("c1", "c2", "c3"), ("token",),
+           attributes={"infeed_config?": "str", "layout?": "array"},
+           traits=_SIDE)
 
 
 def _verify_outfeed(ctx):
@@ -368,9 +368,9 @@ def _verify_outfeed(ctx):
             "result must be a token")
 
 
-_reg("outfeed", _verify_outfeed, (), ("inputs*", "token"),
-     results=("result",), attributes={"outfeed_config?": "str"},
-     traits=_SIDE)
+_define_op("stablehlo.outfeed", _verify_outfeed, (), ("inputs*", "token"),
+           results=("result",), attributes={"outfeed_config?": "str"},
+           traits=_SIDE)
 
 
 def _verify_tokens_only(ctx):
@@ -381,11 +381,11 @@ def _verify_tokens_only(ctx):
             "result must be a token")
 
 
-_reg("after_all", _verify_tokens_only, (), ("inputs*",), results=("result",),
-     traits=frozenset(), infer=lambda ctx: [t.token])
-_reg("create_token", _verify_tokens_only, (), (), results=("output",),
-     traits=frozenset({r.DEPRECATED}), spec=False,
-     infer=lambda ctx: [t.token])
+_define_op("stablehlo.after_all", _verify_tokens_only, (), ("inputs*",),
+           results=("result",), traits=frozenset(), infer=lambda ctx: [t.token])
+_define_op("stablehlo.create_token", _verify_tokens_only, (), (),
+           results=("output",), traits=frozenset({r.DEPRECATED}), spec=False,
+           infer=lambda ctx: [t.token])
 
 
 def _verify_process_id(ctx):
@@ -393,9 +393,9 @@ def _verify_process_id(ctx):
 
 
 _UI32_SCALAR = t.RankedTensorType((), t.IntegerType(32, unsigned=True))
-for _name in ("replica_id", "partition_id"):
-  _reg(_name, _verify_process_id, (), (), results=("result",),
-       traits=frozenset(), infer=lambda ctx: [_UI32_SCALAR])
+for _name in ("stablehlo.replica_id", "stablehlo.partition_id"):
+  _define_op(_name, _verify_process_id, (), (), results=("result",),
+             traits=frozenset(), infer=lambda ctx: [_UI32_SCALAR])
 
 
 def _verify_cross_replica_sum(ctx):
@@ -404,9 +404,10 @@ def _verify_cross_replica_sum(ctx):
               ["operand", "result"])
 
 
-_reg("cross-replica-sum", _verify_cross_replica_sum, (), ("operand",),
-     results=("result",), attributes={"replica_groups": "dense<i64>"},
-     traits=_COLL | {r.DEPRECATED}, spec=False)
+_define_op("stablehlo.cross-replica-sum", _verify_cross_replica_sum, (),
+           ("operand",), results=("result",),
+           attributes={"replica_groups": "dense<i64>"},
+           traits=_COLL | {r.DEPRECATED}, spec=False)
 
 # --- async_start / async_done ---------------------------------------------------------
 
@@ -459,9 +460,9 @@ def _verify_async_start(ctx):
             f"{tu.fmt_types(rts)}")
 
 
-_reg("async_start", _verify_async_start, ("c1", "c2", "c3", "c4"),
-     ("operands*",), results=("result",), regions=("body",),
-     traits=frozenset())
+_define_op("stablehlo.async_start", _verify_async_start,
+           ("c1", "c2", "c3", "c4"), ("operands*",), results=("result",),
+           regions=("body",), traits=frozenset())
 
 
 def _verify_async_done(ctx):
@@ -472,5 +473,5 @@ def _verify_async_done(ctx):
             f"{tu.fmt_type(ctx.operand_types[0])}")
 
 
-_reg("async_done", _verify_async_done, ("c1",), ("operand",),
-     results=("result",), traits=frozenset())
+_define_op("stablehlo.async_done", _verify_async_done, ("c1",), ("operand",),
+           results=("result",), traits=frozenset())

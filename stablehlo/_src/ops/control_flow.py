@@ -4,20 +4,15 @@ sort, map, and control flow (case, if, while, optimization_barrier, return).
 
 from __future__ import annotations
 
+import functools
 from stablehlo._src.ir import types as t
 from stablehlo._src.ops import common as c
 from stablehlo._src.ops import registry as r
 from stablehlo._src.ops import typeutil as tu
 
 
-def _reg(name, verify, checks, operands, results=("results*",),
-         attributes=None, regions=None, infer=None, traits=frozenset(),
-         spec=True):
-  r.register(r.OpDef(
-      name="stablehlo." + name, spec=name if spec else None,
-      operands=operands, results=results, attributes=attributes or {},
-      regions=regions, verify=verify, infer=infer,
-      checks=tuple(f"{name}_{x}" for x in checks), traits=traits))
+# This family's defaults for `registry.define_op`.
+_define_op = functools.partial(r.define_op, results=("results*",), regions=None)
 
 
 # --- reduce ------------------------------------------------------------------------
@@ -67,9 +62,10 @@ def _infer_reduce(ctx):
   return out
 
 
-_reg("reduce", _verify_reduce, tuple(f"c{i}" for i in range(1, 9)),
-     ("inputs*",), attributes={"dimensions": "i64[]"}, regions=("body",),
-     infer=_infer_reduce)
+_define_op("stablehlo.reduce", _verify_reduce,
+           tuple(f"c{i}" for i in range(1, 9)), ("inputs*",),
+           attributes={"dimensions": "i64[]"}, regions=("body",),
+           infer=_infer_reduce)
 
 # --- reduce_window -----------------------------------------------------------------------
 
@@ -130,11 +126,11 @@ def _verify_reduce_window(ctx):
               f"must be the body's {tu.fmt_elem(es[i])}")
 
 
-_reg("reduce_window", _verify_reduce_window,
-     tuple(f"c{i}" for i in range(1, 17)), ("inputs*",),
-     attributes={"window_dimensions": "i64[]", "window_strides?": "i64[]",
-                 "base_dilations?": "i64[]", "window_dilations?": "i64[]",
-                 "padding?": "dense<i64>"}, regions=("body",))
+_define_op("stablehlo.reduce_window", _verify_reduce_window,
+           tuple(f"c{i}" for i in range(1, 17)), ("inputs*",),
+           attributes={"window_dimensions": "i64[]", "window_strides?": "i64[]",
+                       "base_dilations?": "i64[]", "window_dilations?": "i64[]",
+                       "padding?": "dense<i64>"}, regions=("body",))
 
 # --- select_and_scatter -------------------------------------------------------------
 
@@ -171,11 +167,12 @@ def _verify_select_and_scatter(ctx):
             f"{tu.fmt_elem(es[0])}")
 
 
-_reg("select_and_scatter", _verify_select_and_scatter,
-     tuple(f"c{i}" for i in range(1, 13)),
-     ("operand", "source", "init_value"), results=("result",),
-     attributes={"window_dimensions?": "i64[]", "window_strides?": "i64[]",
-                 "padding?": "dense<i64>"}, regions=("select", "scatter"))
+_define_op("stablehlo.select_and_scatter", _verify_select_and_scatter,
+           tuple(f"c{i}" for i in range(1, 13)),
+           ("operand", "source", "init_value"), results=("result",),
+           attributes={"window_dimensions?": "i64[]",
+                       "window_strides?": "i64[]", "padding?": "dense<i64>"},
+           regions=("select", "scatter"))
 
 # --- sort / map ------------------------------------------------------------------------
 
@@ -200,9 +197,9 @@ def _verify_sort(ctx):
   c.check_region(ctx, "c5", 0, "comparator", args, [tu.tensor((), t.i1)])
 
 
-_reg("sort", _verify_sort, ("c1", "c2", "c3", "c4", "c5"), ("inputs*",),
-     attributes={"dimension?": "i64", "is_stable?": "bool"},
-     regions=("comparator",), infer=lambda ctx: list(ctx.operand_types))
+_define_op("stablehlo.sort", _verify_sort, ("c1", "c2", "c3", "c4", "c5"),
+           ("inputs*",), attributes={"dimension?": "i64", "is_stable?": "bool"},
+           regions=("comparator",), infer=lambda ctx: list(ctx.operand_types))
 
 
 def _verify_map(ctx):
@@ -221,9 +218,9 @@ def _verify_map(ctx):
                  [tu.tensor((), tu.element_type(y))])
 
 
-_reg("map", _verify_map, ("c1", "c2", "c3", "c4"), ("inputs*",),
-     results=("result",), attributes={"dimensions": "i64[]"},
-     regions=("computation",), traits=frozenset({r.DEPRECATED}))
+_define_op("stablehlo.map", _verify_map, ("c1", "c2", "c3", "c4"), ("inputs*",),
+           results=("result",), attributes={"dimensions": "i64[]"},
+           regions=("computation",), traits=frozenset({r.DEPRECATED}))
 
 # --- case / if / while ----------------------------------------------------------------
 
@@ -254,8 +251,8 @@ def _verify_case(ctx):
   _check_branches(ctx, 0, "c2", "c3", "c4")
 
 
-_reg("case", _verify_case, ("c1", "c2", "c3", "c4"), ("index",),
-     regions=("branches*",))
+_define_op("stablehlo.case", _verify_case, ("c1", "c2", "c3", "c4"), ("index",),
+           regions=("branches*",))
 
 
 def _verify_if(ctx):
@@ -263,8 +260,8 @@ def _verify_if(ctx):
   _check_branches(ctx, 0, "c1", "c2", "c3")
 
 
-_reg("if", _verify_if, ("c1", "c2", "c3"), ("pred",),
-     regions=("true_branch", "false_branch"))
+_define_op("stablehlo.if", _verify_if, ("c1", "c2", "c3"), ("pred",),
+           regions=("true_branch", "false_branch"))
 
 
 def _verify_while(ctx):
@@ -277,8 +274,8 @@ def _verify_while(ctx):
             f"types {tu.fmt_types(ins)}")
 
 
-_reg("while", _verify_while, ("c1", "c2", "c3"), ("operand*",),
-     regions=("cond", "body"), infer=lambda ctx: list(ctx.operand_types))
+_define_op("stablehlo.while", _verify_while, ("c1", "c2", "c3"), ("operand*",),
+           regions=("cond", "body"), infer=lambda ctx: list(ctx.operand_types))
 
 
 def _verify_optimization_barrier(ctx):
@@ -289,8 +286,8 @@ def _verify_optimization_barrier(ctx):
             f"types {tu.fmt_types(ins)}")
 
 
-_reg("optimization_barrier", _verify_optimization_barrier, ("c1",),
-     ("operand*",), infer=lambda ctx: list(ctx.operand_types))
+_define_op("stablehlo.optimization_barrier", _verify_optimization_barrier,
+           ("c1",), ("operand*",), infer=lambda ctx: list(ctx.operand_types))
 
 
 def _verify_return(ctx):
@@ -299,5 +296,5 @@ def _verify_return(ctx):
             "must be the last op of its block")
 
 
-_reg("return", _verify_return, (), ("results*",), results=(),
-     traits=frozenset({r.TERMINATOR}), spec=False)
+_define_op("stablehlo.return", _verify_return, (), ("results*",), results=(),
+           traits=frozenset({r.TERMINATOR}), spec=False)

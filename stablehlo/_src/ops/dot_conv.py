@@ -22,15 +22,6 @@ from stablehlo._src.ops import typeutil as tu
 _PRECISIONS = ("DEFAULT", "HIGH", "HIGHEST")
 
 
-def _reg(name, verify, checks, operands, attributes=None, infer=None,
-         traits=frozenset(), spec=True):
-  r.register(r.OpDef(
-      name="stablehlo." + name, spec=name if spec else None,
-      operands=operands, results=("result",), attributes=attributes or {},
-      verify=verify, infer=infer,
-      checks=tuple(f"{name}_{x}" for x in checks), traits=traits))
-
-
 def _check_precision(ctx, cid):
   pc = tu.enum_list(ctx.attr("precision_config"))
   ctx.check(len(pc) in (0, 2), cid, lambda: f"precision_config {list(pc)} "
@@ -162,12 +153,13 @@ def _infer_dot_general(ctx):
   return [t.RankedTensorType(shape, lhs.element_type)]
 
 
-_reg("dot_general", _verify_dot_general, tuple(f"c{i}" for i in range(1, 25)),
-     ("lhs", "rhs"),
-     attributes={"dot_dimension_numbers": "#stablehlo.dot",
-                 "precision_config?": "enum[]",
-                 "algorithm?": "#stablehlo.dot_algorithm"},
-     infer=_infer_dot_general)
+r.define_op("stablehlo.dot_general", _verify_dot_general,
+            tuple(f"c{i}" for i in range(1, 25)),
+            ("lhs", "rhs"),
+            attributes={"dot_dimension_numbers": "#stablehlo.dot",
+                        "precision_config?": "enum[]",
+                        "algorithm?": "#stablehlo.dot_algorithm"},
+            infer=_infer_dot_general)
 
 
 def _verify_dot(ctx):
@@ -184,15 +176,15 @@ def _verify_dot(ctx):
   ctx.check_result_shape(0, sl[:-1] + sr[1:], "dot_schema")
 
 
-_reg("dot", _verify_dot, (), ("lhs", "rhs"),
-     attributes={"precision_config?": "enum[]"},
-     traits=frozenset({r.DEPRECATED}), spec=False)
-_reg("einsum", None, (), ("lhs", "rhs"),
-     attributes={"einsum_config": "str"}, traits=frozenset({r.DEPRECATED}),
-     spec=False)
-_reg("unary_einsum", None, (), ("operand",),
-     attributes={"einsum_config": "str"}, traits=frozenset({r.DEPRECATED}),
-     spec=False)
+r.define_op("stablehlo.dot", _verify_dot, (), ("lhs", "rhs"),
+            attributes={"precision_config?": "enum[]"},
+            traits=frozenset({r.DEPRECATED}), spec=False)
+r.define_op("stablehlo.einsum", None, (), ("lhs", "rhs"),
+            attributes={"einsum_config": "str"},
+            traits=frozenset({r.DEPRECATED}), spec=False)
+r.define_op("stablehlo.unary_einsum", None, (), ("operand",),
+            attributes={"einsum_config": "str"},
+            traits=frozenset({r.DEPRECATED}), spec=False)
 
 # --- convolution / dynamic_conv ------------------------------------------------------
 
@@ -335,9 +327,10 @@ _CONV_ATTRS = {"window_strides?": "i64[]", "padding?": "dense<i64>",
                "feature_group_count": "i64", "batch_group_count": "i64",
                "precision_config?": "enum[]"}
 
-_reg("convolution", lambda ctx: _verify_conv(ctx, _conv_padding_attr(ctx)),
-     tuple(f"c{i}" for i in range(1, 35)), ("lhs", "rhs"),
-     attributes=_CONV_ATTRS)
+r.define_op("stablehlo.convolution",
+            lambda ctx: _verify_conv(ctx, _conv_padding_attr(ctx)),
+            tuple(f"c{i}" for i in range(1, 35)), ("lhs", "rhs"),
+            attributes=_CONV_ATTRS)
 
 
 def _verify_dynamic_conv(ctx):
@@ -358,6 +351,8 @@ def _verify_dynamic_conv(ctx):
   _verify_conv(ctx, padding, check_stride_count=False)
 
 
-_reg("dynamic_conv", _verify_dynamic_conv,
-     tuple(f"c{i}" for i in range(1, 35) if i != 2), ("lhs", "rhs", "padding"),
-     attributes={k: v for k, v in _CONV_ATTRS.items() if k != "padding?"})
+r.define_op("stablehlo.dynamic_conv", _verify_dynamic_conv,
+            tuple(f"c{i}" for i in range(1, 35) if i != 2),
+            ("lhs", "rhs", "padding"),
+            attributes={k: v for k, v in _CONV_ATTRS.items()
+                        if k != "padding?"})

@@ -6,6 +6,7 @@ Spec sections are named after the ops (docs/spec.md, "Ops").
 
 from __future__ import annotations
 
+import functools
 from stablehlo._src.ir import types as t
 from stablehlo._src.ops import common as c
 from stablehlo._src.ops import registry as r
@@ -15,13 +16,8 @@ _EW = frozenset({r.ELEMENTWISE})
 _EWC = frozenset({r.ELEMENTWISE, r.COMMUTATIVE})
 
 
-def _reg(name, verify, checks, operands, results=("result",), attributes=None,
-         traits=_EW, infer=None, summary=""):
-  r.register(r.OpDef(
-      name="stablehlo." + name, spec=name, operands=operands,
-      results=results, attributes=attributes or {}, verify=verify,
-      infer=infer, checks=tuple(f"{name}_{x}" for x in checks),
-      traits=traits, summary=summary))
+# This family's defaults for `registry.define_op`.
+_define_op = functools.partial(r.define_op, traits=_EW)
 
 
 def _infer_same_as_operand(ctx):
@@ -32,24 +28,24 @@ def _infer_same_as_operand(ctx):
 
 _UNARY_BASELINE = {
     # op: allowed element kinds (spec input table)
-    "cbrt": "float|complex|quant",
-    "ceil": "float|quant",
-    "cosine": "float|complex|quant",
-    "exponential": "float|complex|quant",
-    "exponential_minus_one": "float|complex|quant",
-    "floor": "float|quant",
-    "log": "float|complex|quant",
-    "log_plus_one": "float|complex|quant",
-    "logistic": "float|complex|quant",
-    "negate": "int|float|complex|quant",
-    "round_nearest_afz": "float|quant",
-    "round_nearest_even": "float|quant",
-    "rsqrt": "float|complex|quant",
-    "sign": "sint|float|complex|quant",
-    "sine": "float|complex|quant",
-    "sqrt": "float|complex|quant",
-    "tan": "float|complex|quant",
-    "tanh": "float|complex|quant",
+    "stablehlo.cbrt": "float|complex|quant",
+    "stablehlo.ceil": "float|quant",
+    "stablehlo.cosine": "float|complex|quant",
+    "stablehlo.exponential": "float|complex|quant",
+    "stablehlo.exponential_minus_one": "float|complex|quant",
+    "stablehlo.floor": "float|quant",
+    "stablehlo.log": "float|complex|quant",
+    "stablehlo.log_plus_one": "float|complex|quant",
+    "stablehlo.logistic": "float|complex|quant",
+    "stablehlo.negate": "int|float|complex|quant",
+    "stablehlo.round_nearest_afz": "float|quant",
+    "stablehlo.round_nearest_even": "float|quant",
+    "stablehlo.rsqrt": "float|complex|quant",
+    "stablehlo.sign": "sint|float|complex|quant",
+    "stablehlo.sine": "float|complex|quant",
+    "stablehlo.sqrt": "float|complex|quant",
+    "stablehlo.tan": "float|complex|quant",
+    "stablehlo.tanh": "float|complex|quant",
 }
 
 
@@ -64,21 +60,21 @@ def _unary_baseline(kinds):
 
 
 for _name, _kinds in _UNARY_BASELINE.items():
-  _reg(_name, _unary_baseline(_kinds), ("c1",), ("operand",),
-       infer=_infer_same_as_operand)
+  _define_op(_name, _unary_baseline(_kinds), ("c1",), ("operand",),
+             infer=_infer_same_as_operand)
 
 # --- unary / binary ops: type(x) = type(result) -----------------------------------
 
 _SAME_TYPE = {
-    "count_leading_zeros": (("operand",), "int"),
-    "popcnt": (("operand",), "int"),
-    "not": (("operand",), "bool|int"),
-    "and": (("lhs", "rhs"), "bool|int"),
-    "or": (("lhs", "rhs"), "bool|int"),
-    "xor": (("lhs", "rhs"), "bool|int"),
-    "shift_left": (("lhs", "rhs"), "int"),
-    "shift_right_arithmetic": (("lhs", "rhs"), "int"),
-    "shift_right_logical": (("lhs", "rhs"), "int"),
+    "stablehlo.count_leading_zeros": (("operand",), "int"),
+    "stablehlo.popcnt": (("operand",), "int"),
+    "stablehlo.not": (("operand",), "bool|int"),
+    "stablehlo.and": (("lhs", "rhs"), "bool|int"),
+    "stablehlo.or": (("lhs", "rhs"), "bool|int"),
+    "stablehlo.xor": (("lhs", "rhs"), "bool|int"),
+    "stablehlo.shift_left": (("lhs", "rhs"), "int"),
+    "stablehlo.shift_right_arithmetic": (("lhs", "rhs"), "int"),
+    "stablehlo.shift_right_logical": (("lhs", "rhs"), "int"),
 }
 
 
@@ -93,21 +89,22 @@ def _same_type(names, kinds):
 
 
 for _name, (_ops, _kinds) in _SAME_TYPE.items():
-  _reg(_name, _same_type(_ops, _kinds), ("c1",), _ops,
-       traits=_EWC if _name in ("and", "or", "xor") else _EW,
-       infer=_infer_same_as_operand)
+  _define_op(_name, _same_type(_ops, _kinds), ("c1",), _ops,
+             traits=(_EWC if _name in ("stablehlo.and", "stablehlo.or",
+                                       "stablehlo.xor") else _EW),
+             infer=_infer_same_as_operand)
 
 # --- binary ops: baseline_type(lhs) = baseline_type(rhs) = baseline_type(result)
 
 _BINARY_BASELINE = {
-    "atan2": ("float|complex|quant", _EW),
-    "divide": ("int|float|complex|quant", _EW),
-    "maximum": ("any", _EWC),
-    "minimum": ("any", _EWC),
-    "multiply": ("any", _EWC),
-    "power": ("int|float|complex|quant", _EW),
-    "remainder": ("int|float|complex|quant", _EW),
-    "subtract": ("int|float|complex|quant", _EW),
+    "stablehlo.atan2": ("float|complex|quant", _EW),
+    "stablehlo.divide": ("int|float|complex|quant", _EW),
+    "stablehlo.maximum": ("any", _EWC),
+    "stablehlo.minimum": ("any", _EWC),
+    "stablehlo.multiply": ("any", _EWC),
+    "stablehlo.power": ("int|float|complex|quant", _EW),
+    "stablehlo.remainder": ("int|float|complex|quant", _EW),
+    "stablehlo.subtract": ("int|float|complex|quant", _EW),
 }
 
 
@@ -122,8 +119,8 @@ def _binary_baseline(kinds):
 
 
 for _name, (_kinds, _traits) in _BINARY_BASELINE.items():
-  _reg(_name, _binary_baseline(_kinds), ("c1",), ("lhs", "rhs"),
-       traits=_traits, infer=_infer_same_as_operand)
+  _define_op(_name, _binary_baseline(_kinds), ("c1",), ("lhs", "rhs"),
+             traits=_traits, infer=_infer_same_as_operand)
 
 
 def _verify_add(ctx):
@@ -157,8 +154,9 @@ def _verify_add(ctx):
             f"{tu.fmt_types([lhs, rhs, res])}")
 
 
-_reg("add", _verify_add, ("c1", "c2", "c3", "c4", "c5", "c6", "c7"),
-     ("lhs", "rhs"), traits=_EWC, infer=_infer_same_as_operand)
+_define_op("stablehlo.add", _verify_add,
+           ("c1", "c2", "c3", "c4", "c5", "c6", "c7"), ("lhs", "rhs"),
+           traits=_EWC, infer=_infer_same_as_operand)
 
 # --- ops with their own element-type rules ---------------------------------------
 
@@ -183,7 +181,8 @@ def _infer_abs(ctx):
   return [t.RankedTensorType(x.shape, _part_type(x.element_type))]
 
 
-_reg("abs", _verify_abs, ("c1", "c2"), ("operand",), infer=_infer_abs)
+_define_op("stablehlo.abs", _verify_abs, ("c1", "c2"), ("operand",),
+           infer=_infer_abs)
 
 
 def _real_imag(ctx):
@@ -196,8 +195,8 @@ def _real_imag(ctx):
             f"{tu.fmt_elem(tu.element_type(y))} must be {tu.fmt_elem(want)}")
 
 
-for _name in ("real", "imag"):
-  _reg(_name, _real_imag, ("c1", "c2"), ("operand",), infer=_infer_abs)
+for _name in ("stablehlo.real", "stablehlo.imag"):
+  _define_op(_name, _real_imag, ("c1", "c2"), ("operand",), infer=_infer_abs)
 
 
 def _verify_complex(ctx):
@@ -219,8 +218,8 @@ def _infer_complex(ctx):
   return [t.RankedTensorType(x.shape, t.ComplexType(x.element_type))]
 
 
-_reg("complex", _verify_complex, ("c1", "c2", "c3"), ("lhs", "rhs"),
-     infer=_infer_complex)
+_define_op("stablehlo.complex", _verify_complex, ("c1", "c2", "c3"),
+           ("lhs", "rhs"), infer=_infer_complex)
 
 
 def _verify_is_finite(ctx):
@@ -234,8 +233,8 @@ def _infer_bool(ctx):
   return [t.RankedTensorType(ctx.operand_types[0].shape, t.i1)]
 
 
-_reg("is_finite", _verify_is_finite, ("c1",), ("x",), results=("y",),
-     infer=_infer_bool)
+_define_op("stablehlo.is_finite", _verify_is_finite, ("c1",), ("x",),
+           results=("y",), infer=_infer_bool)
 
 _DIRECTIONS = ("EQ", "NE", "GE", "GT", "LE", "LT")
 _COMPARE_TYPES = ("FLOAT", "TOTALORDER", "SIGNED", "UNSIGNED")
@@ -275,9 +274,10 @@ def _verify_compare(ctx):
             f"{' or '.join(ok)})")
 
 
-_reg("compare", _verify_compare, ("c1", "c2", "c3"), ("lhs", "rhs"),
-     attributes={"comparison_direction": "enum", "compare_type?": "enum"},
-     infer=_infer_bool)
+_define_op("stablehlo.compare", _verify_compare, ("c1", "c2", "c3"),
+           ("lhs", "rhs"),
+           attributes={"comparison_direction": "enum", "compare_type?": "enum"},
+           infer=_infer_bool)
 
 
 def _verify_select(ctx):
@@ -295,8 +295,8 @@ def _infer_select(ctx):
   return [ctx.operand_types[1]]
 
 
-_reg("select", _verify_select, ("c1", "c2"), ("pred", "on_true", "on_false"),
-     infer=_infer_select)
+_define_op("stablehlo.select", _verify_select, ("c1", "c2"),
+           ("pred", "on_true", "on_false"), infer=_infer_select)
 
 
 def _verify_clamp(ctx):
@@ -310,8 +310,8 @@ def _verify_clamp(ctx):
   c.same_baseline(ctx, "c4", [x, res], ["operand", "result"])
 
 
-_reg("clamp", _verify_clamp, ("c1", "c2", "c3", "c4"),
-     ("min", "operand", "max"), infer=_infer_select)
+_define_op("stablehlo.clamp", _verify_clamp, ("c1", "c2", "c3", "c4"),
+           ("min", "operand", "max"), infer=_infer_select)
 
 
 def _verify_convert(ctx):
@@ -320,7 +320,7 @@ def _verify_convert(ctx):
                ["operand", "result"])
 
 
-_reg("convert", _verify_convert, ("c1",), ("operand",))
+_define_op("stablehlo.convert", _verify_convert, ("c1",), ("operand",))
 
 
 def _verify_reduce_precision(ctx):
@@ -333,10 +333,10 @@ def _verify_reduce_precision(ctx):
   ctx.check(mb >= 0, "c3", f"mantissa_bits must be >= 0, got {mb}")
 
 
-_reg("reduce_precision", _verify_reduce_precision, ("c1", "c2", "c3"),
-     ("operand",), results=("output",),
-     attributes={"exponent_bits": "i32", "mantissa_bits": "i32"},
-     infer=_infer_same_as_operand)
+_define_op("stablehlo.reduce_precision", _verify_reduce_precision,
+           ("c1", "c2", "c3"), ("operand",), results=("output",),
+           attributes={"exponent_bits": "i32", "mantissa_bits": "i32"},
+           infer=_infer_same_as_operand)
 
 
 def _verify_bitcast_convert(ctx):
@@ -366,5 +366,5 @@ def _verify_bitcast_convert(ctx):
               (sx[-1] is None or sx[-1] * bx == by), "c1", msg)
 
 
-_reg("bitcast_convert", _verify_bitcast_convert, ("c1", "c2"), ("operand",),
-     traits=frozenset())
+_define_op("stablehlo.bitcast_convert", _verify_bitcast_convert, ("c1", "c2"),
+           ("operand",), traits=frozenset())

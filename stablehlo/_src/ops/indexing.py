@@ -9,15 +9,6 @@ from stablehlo._src.ops import registry as r
 from stablehlo._src.ops import typeutil as tu
 
 
-def _reg(name, verify, checks, operands, results=("result",), attributes=None,
-         regions=(), infer=None, traits=frozenset(), spec=True):
-  r.register(r.OpDef(
-      name="stablehlo." + name, spec=name if spec else None,
-      operands=operands, results=results, attributes=attributes or {},
-      regions=regions, verify=verify, infer=infer,
-      checks=tuple(f"{name}_{x}" for x in checks), traits=traits))
-
-
 def _batch_sizes(indices_shape, ivd):
   return tuple(d for k, d in enumerate(indices_shape) if k != ivd)
 
@@ -148,11 +139,12 @@ def _infer_gather(ctx):
       dn.int("index_vector_dim")), x.element_type)]
 
 
-_reg("gather", _verify_gather, tuple(f"c{i}" for i in range(1, 24)),
-     ("operand", "start_indices"),
-     attributes={"dimension_numbers": "#stablehlo.gather",
-                 "slice_sizes": "i64[]", "indices_are_sorted?": "bool"},
-     infer=_infer_gather)
+r.define_op("stablehlo.gather", _verify_gather,
+            tuple(f"c{i}" for i in range(1, 24)),
+            ("operand", "start_indices"),
+            attributes={"dimension_numbers": "#stablehlo.gather",
+                        "slice_sizes": "i64[]", "indices_are_sorted?": "bool"},
+            infer=_infer_gather)
 
 _DYN_GATHER_IDS = dict(rank="c1", ivd="c2", sim_size="c3", offset_sorted="c4",
                        offset_range="c5", collapsed_sorted="c6",
@@ -173,11 +165,11 @@ def _verify_dynamic_gather(ctx):
                 batching_supported=False)
 
 
-_reg("dynamic_gather", _verify_dynamic_gather,
-     tuple(f"c{i}" for i in range(1, 15)),
-     ("operand", "start_indices", "slice_sizes"),
-     attributes={"dimension_numbers": "#stablehlo.gather",
-                 "indices_are_sorted?": "bool"})
+r.define_op("stablehlo.dynamic_gather", _verify_dynamic_gather,
+            tuple(f"c{i}" for i in range(1, 15)),
+            ("operand", "start_indices", "slice_sizes"),
+            attributes={"dimension_numbers": "#stablehlo.gather",
+                        "indices_are_sorted?": "bool"})
 
 # --- scatter ------------------------------------------------------------------------
 
@@ -271,11 +263,13 @@ def _verify_scatter(ctx):
               f"must be the computation's {tu.fmt_elem(es[i])}")
 
 
-_reg("scatter", _verify_scatter, tuple(f"c{i}" for i in range(1, 26)),
-     ("inputs*",), results=("results*",),
-     attributes={"scatter_dimension_numbers": "#stablehlo.scatter",
-                 "indices_are_sorted?": "bool", "unique_indices?": "bool"},
-     regions=("update_computation",))
+r.define_op("stablehlo.scatter", _verify_scatter,
+            tuple(f"c{i}" for i in range(1, 26)),
+            ("inputs*",), results=("results*",),
+            attributes={"scatter_dimension_numbers": "#stablehlo.scatter",
+                        "indices_are_sorted?": "bool",
+                        "unique_indices?": "bool"},
+            regions=("update_computation",))
 
 
 def _verify_torch_index_select(ctx):
@@ -289,6 +283,7 @@ def _verify_torch_index_select(ctx):
             f"[0, dim {dim}]")
 
 
-_reg("torch_index_select", _verify_torch_index_select, (),
-     ("operand", "index"), attributes={"dim": "i64", "batch_dims": "i64"},
-     traits=frozenset({r.DEPRECATED}), spec=False)
+r.define_op("stablehlo.torch_index_select", _verify_torch_index_select, (),
+            ("operand", "index"),
+            attributes={"dim": "i64", "batch_dims": "i64"},
+            traits=frozenset({r.DEPRECATED}), spec=False)

@@ -11,15 +11,6 @@ from stablehlo._src.ops import registry as r
 from stablehlo._src.ops import typeutil as tu
 
 
-def _reg(name, verify, checks, operands, results=("result",), attributes=None,
-         regions=(), infer=None, traits=frozenset(), spec=True):
-  r.register(r.OpDef(
-      name="stablehlo." + name, spec=name if spec else None,
-      operands=operands, results=results, attributes=attributes or {},
-      regions=regions, verify=verify, infer=infer,
-      checks=tuple(f"{name}_{x}" for x in checks), traits=traits))
-
-
 # --- constant ----------------------------------------------------------------------
 
 
@@ -40,9 +31,9 @@ def _verify_constant(ctx):
             f"output type {tu.fmt_type(y)}")
 
 
-_reg("constant", _verify_constant, ("c1",), (), results=("output",),
-     attributes={"value": "elements"},
-     infer=lambda ctx: [ctx.attr("value").type])
+r.define_op("stablehlo.constant", _verify_constant, ("c1",), (),
+            results=("output",), attributes={"value": "elements"},
+            infer=lambda ctx: [ctx.attr("value").type])
 
 # --- rng ---------------------------------------------------------------------------------
 
@@ -68,9 +59,9 @@ def _verify_rng(ctx):
               f"result rank {ry} must be the size of shape ({n})")
 
 
-_reg("rng", _verify_rng, ("c1", "c2", "c3"), ("a", "b", "shape"),
-     attributes={"rng_distribution": "enum"},
-     traits=frozenset({r.DEPRECATED}))
+r.define_op("stablehlo.rng", _verify_rng, ("c1", "c2", "c3"),
+            ("a", "b", "shape"), attributes={"rng_distribution": "enum"},
+            traits=frozenset({r.DEPRECATED}))
 
 
 def _verify_rng_bit_generator(ctx):
@@ -87,9 +78,10 @@ def _verify_rng_bit_generator(ctx):
               f"{' or '.join(map(str, allowed))} elements, got {n}")
 
 
-_reg("rng_bit_generator", _verify_rng_bit_generator, ("c1", "c2"),
-     ("initial_state",), results=("output_state", "output"),
-     attributes={"rng_algorithm": "enum"})
+r.define_op("stablehlo.rng_bit_generator", _verify_rng_bit_generator,
+            ("c1", "c2"), ("initial_state",),
+            results=("output_state", "output"),
+            attributes={"rng_algorithm": "enum"})
 
 # --- fft -------------------------------------------------------------------------------
 
@@ -140,8 +132,9 @@ def _verify_fft(ctx):
       ctx.check_result_shape(0, want, "c5")
 
 
-_reg("fft", _verify_fft, ("c1", "c2", "c3", "c4", "c5"), ("operand",),
-     attributes={"fft_type": "enum", "fft_length": "i64[]"})
+r.define_op("stablehlo.fft", _verify_fft, ("c1", "c2", "c3", "c4", "c5"),
+            ("operand",),
+            attributes={"fft_type": "enum", "fft_length": "i64[]"})
 
 # --- linear algebra --------------------------------------------------------------------
 
@@ -157,8 +150,9 @@ def _verify_cholesky(ctx):
               f"dims of a must be equal, got {tu.fmt_shape(s)}")
 
 
-_reg("cholesky", _verify_cholesky, ("c1", "c2", "c3"), ("a",),
-     attributes={"lower?": "bool"}, infer=lambda ctx: [ctx.operand_types[0]])
+r.define_op("stablehlo.cholesky", _verify_cholesky, ("c1", "c2", "c3"), ("a",),
+            attributes={"lower?": "bool"},
+            infer=lambda ctx: [ctx.operand_types[0]])
 
 
 def _verify_triangular_solve(ctx):
@@ -182,11 +176,11 @@ def _verify_triangular_solve(ctx):
   c.same_baseline(ctx, "c4", [b_, y], ["b", "result"])
 
 
-_reg("triangular_solve", _verify_triangular_solve,
-     ("c1", "c2", "c3", "c4"), ("a", "b"),
-     attributes={"left_side": "bool", "lower": "bool",
-                 "unit_diagonal": "bool", "transpose_a": "enum"},
-     infer=lambda ctx: [ctx.operand_types[1]])
+r.define_op("stablehlo.triangular_solve", _verify_triangular_solve,
+            ("c1", "c2", "c3", "c4"), ("a", "b"),
+            attributes={"left_side": "bool", "lower": "bool",
+                        "unit_diagonal": "bool", "transpose_a": "enum"},
+            infer=lambda ctx: [ctx.operand_types[1]])
 
 # --- batch norm -------------------------------------------------------------------------
 
@@ -225,11 +219,11 @@ def _verify_bn_inference(ctx):
   c.same_baseline(ctx, "c7", [x, y], ["operand", "result"])
 
 
-_reg("batch_norm_inference", _verify_bn_inference,
-     tuple(f"c{i}" for i in range(1, 8)),
-     ("operand", "scale", "offset", "mean", "variance"),
-     attributes={"epsilon": "f32", "feature_index": "i64"},
-     infer=lambda ctx: [ctx.operand_types[0]])
+r.define_op("stablehlo.batch_norm_inference", _verify_bn_inference,
+            tuple(f"c{i}" for i in range(1, 8)),
+            ("operand", "scale", "offset", "mean", "variance"),
+            attributes={"epsilon": "f32", "feature_index": "i64"},
+            infer=lambda ctx: [ctx.operand_types[0]])
 
 
 def _verify_bn_training(ctx):
@@ -248,10 +242,10 @@ def _verify_bn_training(ctx):
   c.same_baseline(ctx, "c7", [out, x], ["output", "operand"])
 
 
-_reg("batch_norm_training", _verify_bn_training,
-     tuple(f"c{i}" for i in range(1, 8)), ("operand", "scale", "offset"),
-     results=("output", "batch_mean", "batch_var"),
-     attributes={"epsilon": "f32", "feature_index": "i64"})
+r.define_op("stablehlo.batch_norm_training", _verify_bn_training,
+            tuple(f"c{i}" for i in range(1, 8)), ("operand", "scale", "offset"),
+            results=("output", "batch_mean", "batch_var"),
+            attributes={"epsilon": "f32", "feature_index": "i64"})
 
 
 def _verify_bn_grad(ctx):
@@ -271,10 +265,11 @@ def _verify_bn_grad(ctx):
   _check_feature_sizes(ctx, x, fi, [(scale, "scale", "c5")])
 
 
-_reg("batch_norm_grad", _verify_bn_grad, tuple(f"c{i}" for i in range(1, 6)),
-     ("operand", "scale", "mean", "variance", "grad_output"),
-     results=("grad_operand", "grad_scale", "grad_offset"),
-     attributes={"epsilon": "f32", "feature_index": "i64"})
+r.define_op("stablehlo.batch_norm_grad", _verify_bn_grad,
+            tuple(f"c{i}" for i in range(1, 6)),
+            ("operand", "scale", "mean", "variance", "grad_output"),
+            results=("grad_operand", "grad_scale", "grad_offset"),
+            attributes={"epsilon": "f32", "feature_index": "i64"})
 
 # --- tuples ----------------------------------------------------------------------------
 
@@ -286,9 +281,9 @@ def _verify_tuple(ctx):
             f"{tu.fmt_type(y)} must be {tu.fmt_type(want)}")
 
 
-_reg("tuple", _verify_tuple, ("c1",), ("val*",),
-     infer=lambda ctx: [t.TupleType(tuple(ctx.operand_types))],
-     traits=frozenset({r.DEPRECATED}))
+r.define_op("stablehlo.tuple", _verify_tuple, ("c1",), ("val*",),
+            infer=lambda ctx: [t.TupleType(tuple(ctx.operand_types))],
+            traits=frozenset({r.DEPRECATED}))
 
 
 def _verify_get_tuple_element(ctx):
@@ -304,10 +299,10 @@ def _verify_get_tuple_element(ctx):
             f"{tu.fmt_type(y)} must be {tu.fmt_type(x.types[i])}")
 
 
-_reg("get_tuple_element", _verify_get_tuple_element, ("c1", "c2"),
-     ("operand",), attributes={"index": "i32"},
-     infer=lambda ctx: [ctx.operand_types[0].types[ctx.int("index")]],
-     traits=frozenset({r.DEPRECATED}))
+r.define_op("stablehlo.get_tuple_element", _verify_get_tuple_element,
+            ("c1", "c2"), ("operand",), attributes={"index": "i32"},
+            infer=lambda ctx: [ctx.operand_types[0].types[ctx.int("index")]],
+            traits=frozenset({r.DEPRECATED}))
 
 # --- custom_call / composite --------------------------------------------------------------
 
@@ -322,14 +317,15 @@ def _verify_custom_call(ctx):
     ctx.check(v is not None, "custom_call_schema", "bad api_version")
 
 
-_reg("custom_call", _verify_custom_call, (), ("inputs*",),
-     results=("results*",),
-     attributes={"call_target_name": "str", "has_side_effect?": "bool",
-                 "backend_config?": "str|dict", "api_version?": "i32",
-                 "called_computations?": "symbol[]",
-                 "output_operand_aliases?": "array",
-                 "operand_layouts?": "array", "result_layouts?": "array"},
-     traits=frozenset({r.SIDE_EFFECT}))
+r.define_op("stablehlo.custom_call", _verify_custom_call, (), ("inputs*",),
+            results=("results*",),
+            attributes={"call_target_name": "str", "has_side_effect?": "bool",
+                        "backend_config?": "str|dict", "api_version?": "i32",
+                        "called_computations?": "symbol[]",
+                        "output_operand_aliases?": "array",
+                        "operand_layouts?": "array",
+                        "result_layouts?": "array"},
+            traits=frozenset({r.SIDE_EFFECT}))
 
 
 def enclosing_symbol(op: core.Operation, name: str):
@@ -394,7 +390,7 @@ def _verify_composite(ctx):
             f"{tu.fmt_types(ft.results)}")
 
 
-_reg("composite", _verify_composite, ("c1", "c2", "c3", "c4"), ("inputs*",),
-     results=("results*",),
-     attributes={"name": "str", "composite_attributes?": "dict",
-                 "decomposition": "symbol", "version?": "i32"})
+r.define_op("stablehlo.composite", _verify_composite, ("c1", "c2", "c3", "c4"),
+            ("inputs*",), results=("results*",),
+            attributes={"name": "str", "composite_attributes?": "dict",
+                        "decomposition": "symbol", "version?": "i32"})

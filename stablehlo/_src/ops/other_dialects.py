@@ -4,6 +4,7 @@ the conformance corpora (check.*, interpreter.*)."""
 
 from __future__ import annotations
 
+import functools
 from stablehlo._src.ir import attributes as a
 from stablehlo._src.ir import types as t
 from stablehlo._src.ops import common as c
@@ -12,12 +13,8 @@ from stablehlo._src.ops import registry as r
 from stablehlo._src.ops import typeutil as tu
 
 
-def _reg(name, verify=None, operands=None, results=None, attributes=None,
-         regions=(), traits=frozenset(), summary="", infer=None):
-  r.register(r.OpDef(name=name, operands=operands, results=results,
-                     attributes=attributes or {}, regions=regions,
-                     verify=verify, traits=traits, summary=summary,
-                     infer=infer))
+# This family's defaults for `registry.define_op`.
+_define_op = functools.partial(r.define_op, results=None, spec=False)
 
 
 def _same_types(ctx, xs, ys, what):
@@ -29,11 +26,11 @@ def _same_types(ctx, xs, ys, what):
 
 # --- builtin ------------------------------------------------------------------------
 
-_reg("builtin.module", None, operands=(), results=(),
-     attributes={"sym_name?": "str"}, regions=("body",),
-     summary="top-level container of functions and globals")
-_reg("builtin.unrealized_conversion_cast", None, operands=("inputs*",),
-     results=("outputs*",), summary="a cast left by partial conversions")
+_define_op("builtin.module", None, operands=(), results=(),
+           attributes={"sym_name?": "str"}, regions=("body",),
+           summary="top-level container of functions and globals")
+_define_op("builtin.unrealized_conversion_cast", None, operands=("inputs*",),
+           results=("outputs*",), summary="a cast left by partial conversions")
 
 # --- func -----------------------------------------------------------------------------
 
@@ -51,11 +48,11 @@ def _verify_func(ctx):
               "function inputs")
 
 
-_reg("func.func", _verify_func, operands=(), results=(),
-     attributes={"sym_name": "str", "function_type": "type",
-                 "sym_visibility?": "str", "arg_attrs?": "array",
-                 "res_attrs?": "array"}, regions=("body?",),
-     summary="a function (spec 'Programs')")
+_define_op("func.func", _verify_func, operands=(), results=(),
+           attributes={"sym_name": "str", "function_type": "type",
+                       "sym_visibility?": "str", "arg_attrs?": "array",
+                       "res_attrs?": "array"}, regions=("body?",),
+           summary="a function (spec 'Programs')")
 
 
 def _verify_func_return(ctx):
@@ -70,8 +67,8 @@ def _verify_func_return(ctx):
                 "returned types must match the function results")
 
 
-_reg("func.return", _verify_func_return, operands=("operands*",),
-     results=(), traits=frozenset({r.TERMINATOR}))
+_define_op("func.return", _verify_func_return, operands=("operands*",),
+           results=(), traits=frozenset({r.TERMINATOR}))
 
 
 def _verify_call(ctx):
@@ -88,8 +85,8 @@ def _verify_call(ctx):
       _same_types(ctx, ctx.result_types, ft.results, f"results of @{callee}")
 
 
-_reg("func.call", _verify_call, operands=("operands*",), results=("results*",),
-     attributes={"callee": "symbol"})
+_define_op("func.call", _verify_call, operands=("operands*",),
+           results=("results*",), attributes={"callee": "symbol"})
 
 # --- chlo ----------------------------------------------------------------------------
 
@@ -123,23 +120,23 @@ def _chlo_predicate(ctx):
 
 
 for _n in _CHLO_UNARY:
-  _reg("chlo." + _n, _chlo_same_type, operands=("operand",),
-       results=("result",), traits=frozenset({r.ELEMENTWISE}),
-       infer=lambda ctx: [ctx.operand_types[0]])
+  _define_op("chlo." + _n, _chlo_same_type, operands=("operand",),
+             results=("result",), traits=frozenset({r.ELEMENTWISE}),
+             infer=lambda ctx: [ctx.operand_types[0]])
 for _n in _CHLO_PREDICATES:
-  _reg("chlo." + _n, _chlo_predicate, operands=("operand",),
-       results=("result",), traits=frozenset({r.ELEMENTWISE}))
+  _define_op("chlo." + _n, _chlo_predicate, operands=("operand",),
+             results=("result",), traits=frozenset({r.ELEMENTWISE}))
 for _n in _CHLO_BINARY:
-  _reg("chlo." + _n, _chlo_same_type, operands=("lhs", "rhs"),
-       results=("result",), traits=frozenset({r.ELEMENTWISE}),
-       infer=lambda ctx: [ctx.operand_types[0]])
+  _define_op("chlo." + _n, _chlo_same_type, operands=("lhs", "rhs"),
+             results=("result",), traits=frozenset({r.ELEMENTWISE}),
+             infer=lambda ctx: [ctx.operand_types[0]])
 for _n in _CHLO_BROADCAST:
-  _reg("chlo." + _n, None, operands=None, results=("result",),
-       attributes={"broadcast_dimensions?": "i64[]"})
-_reg("chlo.constant", None, operands=(), results=("output",),
-     attributes={"value": "elements"})
-_reg("chlo.constant_like", None, operands=("operand",), results=("result",),
-     attributes={"value": "attr"})
+  _define_op("chlo." + _n, None, operands=None, results=("result",),
+             attributes={"broadcast_dimensions?": "i64[]"})
+_define_op("chlo.constant", None, operands=(), results=("output",),
+           attributes={"value": "elements"})
+_define_op("chlo.constant_like", None, operands=("operand",),
+           results=("result",), attributes={"value": "attr"})
 
 
 def _verify_top_k(ctx):
@@ -161,8 +158,8 @@ def _verify_top_k(ctx):
             "values must have the operand's element type")
 
 
-_reg("chlo.top_k", _verify_top_k, operands=("operand",),
-     results=("values", "indices"), attributes={"k": "i64"})
+_define_op("chlo.top_k", _verify_top_k, operands=("operand",),
+           results=("values", "indices"), attributes={"k": "i64"})
 
 
 def _verify_ragged_dot(ctx):
@@ -181,11 +178,11 @@ def _verify_ragged_dot(ctx):
                dn.ints("rhs_group_dimensions"), tu.rank_of(rhs))
 
 
-_reg("chlo.ragged_dot", _verify_ragged_dot, operands=("lhs", "rhs",
-                                                      "group_sizes"),
-     results=("result",),
-     attributes={"ragged_dot_dimension_numbers": "#chlo.ragged_dot",
-                 "precision_config?": "enum[]"})
+_define_op("chlo.ragged_dot", _verify_ragged_dot, operands=("lhs", "rhs",
+                                                            "group_sizes"),
+           results=("result",),
+           attributes={"ragged_dot_dimension_numbers": "#chlo.ragged_dot",
+                       "precision_config?": "enum[]"})
 
 
 def _verify_scan(ctx):
@@ -196,8 +193,9 @@ def _verify_scan(ctx):
     c.check_axes(ctx, "chlo.scan_schema", "dimension", (dim,), rank)
 
 
-_reg("chlo.scan", _verify_scan, operands=("inputs*",), results=("results*",),
-     attributes={"dimension": "i64"}, regions=("body",))
+_define_op("chlo.scan", _verify_scan, operands=("inputs*",),
+           results=("results*",), attributes={"dimension": "i64"},
+           regions=("body",))
 
 # --- ml_program -----------------------------------------------------------------------
 
@@ -237,17 +235,17 @@ def _verify_global_store(ctx):
     _same_types(ctx, ctx.operand_types, [gt], "stored type")
 
 
-_reg("ml_program.global", _verify_global, operands=(), results=(),
-     attributes={"sym_name": "str", "type": "type", "is_mutable?": "unit",
-                 "value?": "elements", "sym_visibility?": "str"})
-_reg("ml_program.global_load", _verify_global_load, operands=(),
-     results=("result",), attributes={"global": "symbol"},
-     traits=frozenset({r.SIDE_EFFECT}))
-_reg("ml_program.global_load_const", _verify_global_load, operands=(),
-     results=("result",), attributes={"global": "symbol"})
-_reg("ml_program.global_store", _verify_global_store, operands=("value",),
-     results=(), attributes={"global": "symbol"},
-     traits=frozenset({r.SIDE_EFFECT}))
+_define_op("ml_program.global", _verify_global, operands=(), results=(),
+           attributes={"sym_name": "str", "type": "type", "is_mutable?": "unit",
+                       "value?": "elements", "sym_visibility?": "str"})
+_define_op("ml_program.global_load", _verify_global_load, operands=(),
+           results=("result",), attributes={"global": "symbol"},
+           traits=frozenset({r.SIDE_EFFECT}))
+_define_op("ml_program.global_load_const", _verify_global_load, operands=(),
+           results=("result",), attributes={"global": "symbol"})
+_define_op("ml_program.global_store", _verify_global_store, operands=("value",),
+           results=(), attributes={"global": "symbol"},
+           traits=frozenset({r.SIDE_EFFECT}))
 
 # --- check.* / interpreter.* (conformance corpora) -----------------------------------
 
@@ -271,22 +269,24 @@ def _verify_expect_const(ctx):
 
 _SIDE = frozenset({r.SIDE_EFFECT})
 for _n in ("expect_eq", "expect_almost_eq", "expect_close"):
-  _reg("check." + _n, _verify_expect_pair, operands=("lhs", "rhs"),
-       results=(), attributes={"tolerance?": "f64",
-                               "max_ulp_difference?": "i64",
-                               "min_ulp_difference?": "i64"}, traits=_SIDE)
+  _define_op("check." + _n, _verify_expect_pair, operands=("lhs", "rhs"),
+             results=(), attributes={"tolerance?": "f64",
+                                     "max_ulp_difference?": "i64",
+                                     "min_ulp_difference?": "i64"},
+             traits=_SIDE)
 for _n in ("expect_eq_const", "expect_almost_eq_const"):
-  _reg("check." + _n, _verify_expect_const, operands=("operand",),
-       results=(), attributes={"value": "elements", "tolerance?": "f64"},
-       traits=_SIDE)
-_reg("check.expect_serialized_eq", None, operands=("operand",), results=(),
-     attributes={"probe_id": "str", "iteration?": "i32"}, traits=_SIDE)
-_reg("interpreter.run_parallel", None, operands=("inputs*",),
-     results=("results*",), attributes={"programs": "array",
-                                        "infeed?": "array"},
-     traits=_SIDE)
-_reg("interpreter.probe", None, operands=("operand",), results=("result",),
-     attributes={"probe_id": "str"}, traits=_SIDE,
-     infer=lambda ctx: [ctx.operand_types[0]])
-_reg("interpreter.print", None, operands=("operand",), results=(),
-     traits=_SIDE)
+  _define_op("check." + _n, _verify_expect_const, operands=("operand",),
+             results=(), attributes={"value": "elements", "tolerance?": "f64"},
+             traits=_SIDE)
+_define_op("check.expect_serialized_eq", None, operands=("operand",),
+           results=(), attributes={"probe_id": "str", "iteration?": "i32"},
+           traits=_SIDE)
+_define_op("interpreter.run_parallel", None, operands=("inputs*",),
+           results=("results*",), attributes={"programs": "array",
+                                              "infeed?": "array"},
+           traits=_SIDE)
+_define_op("interpreter.probe", None, operands=("operand",),
+           results=("result",), attributes={"probe_id": "str"}, traits=_SIDE,
+           infer=lambda ctx: [ctx.operand_types[0]])
+_define_op("interpreter.print", None, operands=("operand",), results=(),
+           traits=_SIDE)

@@ -4,18 +4,16 @@ types), which the module verifier applies to all op operands / results."""
 
 from __future__ import annotations
 
+import functools
 from stablehlo._src.ir import types as t
 from stablehlo._src.ops import common as c
 from stablehlo._src.ops import registry as r
 from stablehlo._src.ops import typeutil as tu
 
 
-def _reg(name, verify, checks, infer=None):
-  r.register(r.OpDef(
-      name="stablehlo." + name, spec=name, operands=("operand",),
-      results=("result",), verify=verify, infer=infer,
-      checks=tuple(f"{name}_{x}" for x in checks),
-      traits=frozenset({r.ELEMENTWISE})))
+# This family's defaults for `registry.define_op`.
+_define_op = functools.partial(r.define_op, operands=("operand",),
+                               traits=frozenset({r.ELEMENTWISE}))
 
 
 def quantized_type_problem(e: t.QuantizedType, shape=None):
@@ -65,7 +63,7 @@ def _verify_uniform_quantize(ctx):
             f"{tu.fmt_elem(ey.expressed_type)} must be {tu.fmt_elem(want)}")
 
 
-_reg("uniform_quantize", _verify_uniform_quantize, ("c1", "c2"))
+_define_op("stablehlo.uniform_quantize", _verify_uniform_quantize, ("c1", "c2"))
 
 
 def _verify_uniform_dequantize(ctx):
@@ -84,5 +82,5 @@ def _infer_dequantize(ctx):
   return [t.RankedTensorType(x.shape, x.element_type.expressed_type)]
 
 
-_reg("uniform_dequantize", _verify_uniform_dequantize, ("c1", "c2"),
-     infer=_infer_dequantize)
+_define_op("stablehlo.uniform_dequantize", _verify_uniform_dequantize,
+           ("c1", "c2"), infer=_infer_dequantize)

@@ -9,10 +9,14 @@ registration against the same name, never by editing this file:
   registry.set_pretty("stablehlo.add", "binary")        # text package
   registry.register_interpreter("stablehlo.add", fn)    # interpreter
   registry.register_hlo_lowering("stablehlo.add", fn)   # xla import
-  registry.register_cpu_codegen("stablehlo.add", fn)    # xla CPU backend
+
+The `hlo_evaluator` and `cpu_codegen` slots are filled by xla (see
+xla/tools/op_locations.py) with the pieces of the HLO opcode the op
+lowers to.
 
 The per-family modules (`elementwise`, `shape_ops`, ...) register the ops
-when imported; `get` / `all_ops` import them all on first use.
+with `define_op` when imported; `get` / `all_ops` import them all on first
+use.
 """
 
 from __future__ import annotations
@@ -122,15 +126,28 @@ def register(opdef: OpDef) -> OpDef:
   return opdef
 
 
-def define(name: str, **kwargs) -> Callable:
-  """Decorator form: `@define("stablehlo.slice", spec="slice", ...)` on the
-  verifier function registers an OpDef with it as `verify`."""
+def define_op(name: str, verify: Optional[Callable[[Any], None]] = None,
+              checks: Iterable[str] = (), operands: Optional[tuple] = None, *,
+              results: Optional[tuple] = ("result",),
+              attributes: Optional[dict] = None, regions: Optional[tuple] = (),
+              infer: Optional[Callable[[Any], list]] = None,
+              traits: frozenset = frozenset(), spec: bool = True,
+              summary: str = "") -> OpDef:
+  """Registers the op `name`, its full name ("stablehlo.slice"), and
+  returns its OpDef: the one way the family modules define an op, so that
+  a search for the full name finds its definition.
 
-  def wrap(fn):
-    register(OpDef(name=name, verify=fn, **kwargs))
-    return fn
-
-  return wrap
+  `checks` are the verifier's constraint ids without the op's prefix
+  ("c3" is recorded as "slice_c3"); `spec=True` names the op's spec
+  section after its short name, False marks an op outside the spec. The
+  other arguments are OpDef's fields."""
+  d = OpDef(name=name, operands=operands, results=results,
+            attributes=attributes or {}, regions=regions, verify=verify,
+            infer=infer, traits=traits, summary=summary)
+  short = d.short_name
+  d.spec = short if spec else None
+  d.checks = tuple(f"{short}_{x}" for x in checks)
+  return register(d)
 
 
 def _ensure_loaded() -> None:
@@ -196,10 +213,6 @@ def register_interpreter(name: str, kernel: Any) -> None:
 
 def register_hlo_lowering(name: str, lowering: Any) -> None:
   set_slot(name, "hlo_lowering", lowering)
-
-
-def register_cpu_codegen(name: str, emitter: Any) -> None:
-  set_slot(name, "cpu_codegen", emitter)
 
 
 def mark_unsupported(name: str, slot: str, reason: str) -> None:

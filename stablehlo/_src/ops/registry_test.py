@@ -1,5 +1,7 @@
 """Tests for the op registry and the spec constraint table."""
 
+import inspect
+
 import pytest
 
 import support
@@ -44,6 +46,16 @@ def test_spec_ops_have_verifiers_and_coverage():
     total += len(sc.CONSTRAINTS[name])
   assert total == 453
   assert checked >= 400
+
+
+def test_a_search_for_the_full_name_finds_the_definition():
+  # define_op takes the full name, so the family module that defines a
+  # StableHLO op spells it out ("stablehlo.slice", not "slice").
+  for d in registry.all_ops():
+    if d.dialect != "stablehlo" or d.verify is None:
+      continue
+    source = inspect.getsource(inspect.getmodule(d.verify))
+    assert f'"{d.name}"' in source, (d.name, d.verify.__module__)
 
 
 def test_lookup_and_errors():

@@ -11,15 +11,6 @@ from stablehlo._src.ops import registry as r
 from stablehlo._src.ops import typeutil as tu
 
 
-def _reg(name, verify, checks, operands, results=("result",), attributes=None,
-         infer=None, traits=frozenset(), spec=True):
-  r.register(r.OpDef(
-      name="stablehlo." + name, spec=name if spec else None,
-      operands=operands, results=results, attributes=attributes or {},
-      verify=verify, infer=infer,
-      checks=tuple(f"{name}_{x}" for x in checks), traits=traits))
-
-
 def _same_elem_modulo_axis(e1, e2, *, scales_may_differ: bool) -> bool:
   """Element types equal, except per-axis quantization parameters
   (quantization dimension; also scales / zero points if allowed)."""
@@ -74,9 +65,9 @@ def _verify_broadcast_in_dim(ctx):
   _check_broadcast(ctx, ctx.ints("broadcast_dimensions"))
 
 
-_reg("broadcast_in_dim", _verify_broadcast_in_dim,
-     ("c1", "c2", "c3", "c4", "c5", "c6"), ("operand",),
-     attributes={"broadcast_dimensions": "i64[]"})
+r.define_op("stablehlo.broadcast_in_dim", _verify_broadcast_in_dim,
+            ("c1", "c2", "c3", "c4", "c5", "c6"), ("operand",),
+            attributes={"broadcast_dimensions": "i64[]"})
 
 
 def _verify_dynamic_broadcast_in_dim(ctx):
@@ -98,11 +89,13 @@ def _verify_dynamic_broadcast_in_dim(ctx):
   c.check_axes(ctx, "c10", "known_nonexpanding_dimensions", nonexp, rx)
 
 
-_reg("dynamic_broadcast_in_dim", _verify_dynamic_broadcast_in_dim,
-     tuple(f"c{i}" for i in range(1, 11)), ("operand", "output_dimensions"),
-     attributes={"broadcast_dimensions": "i64[]",
-                 "known_expanding_dimensions?": "i64[]",
-                 "known_nonexpanding_dimensions?": "i64[]"})
+r.define_op("stablehlo.dynamic_broadcast_in_dim",
+            _verify_dynamic_broadcast_in_dim,
+            tuple(f"c{i}" for i in range(1, 11)),
+            ("operand", "output_dimensions"),
+            attributes={"broadcast_dimensions": "i64[]",
+                        "known_expanding_dimensions?": "i64[]",
+                        "known_nonexpanding_dimensions?": "i64[]"})
 
 
 def _verify_broadcast(ctx):
@@ -116,9 +109,9 @@ def _verify_broadcast(ctx):
             "operand and result element types differ")
 
 
-_reg("broadcast", _verify_broadcast, (), ("operand",),
-     attributes={"broadcast_sizes": "i64[]"},
-     traits=frozenset({r.DEPRECATED}), spec=False)
+r.define_op("stablehlo.broadcast", _verify_broadcast, (), ("operand",),
+            attributes={"broadcast_sizes": "i64[]"},
+            traits=frozenset({r.DEPRECATED}), spec=False)
 
 # --- reshape / dynamic_reshape ---------------------------------------------------------
 
@@ -152,7 +145,8 @@ def _verify_reshape(ctx):
             "reshape_schema", "result of reshape must have a static shape")
 
 
-_reg("reshape", _verify_reshape, ("c1", "c2", "c3"), ("operand",))
+r.define_op("stablehlo.reshape", _verify_reshape, ("c1", "c2", "c3"),
+            ("operand",))
 
 
 def _verify_dynamic_reshape(ctx):
@@ -165,8 +159,8 @@ def _verify_dynamic_reshape(ctx):
               f"{so[0]} entries, result rank is {ry}")
 
 
-_reg("dynamic_reshape", _verify_dynamic_reshape, ("c1", "c2", "c3", "c4"),
-     ("operand", "output_shape"))
+r.define_op("stablehlo.dynamic_reshape", _verify_dynamic_reshape,
+            ("c1", "c2", "c3", "c4"), ("operand", "output_shape"))
 
 # --- transpose / reverse -------------------------------------------------------------
 
@@ -194,8 +188,9 @@ def _infer_transpose(ctx):
   return [t.RankedTensorType(tuple(x.shape[p] for p in perm), x.element_type)]
 
 
-_reg("transpose", _verify_transpose, ("c1", "c2", "c3", "c4"), ("operand",),
-     attributes={"permutation": "i64[]"}, infer=_infer_transpose)
+r.define_op("stablehlo.transpose", _verify_transpose, ("c1", "c2", "c3", "c4"),
+            ("operand",), attributes={"permutation": "i64[]"},
+            infer=_infer_transpose)
 
 
 def _verify_reverse(ctx):
@@ -206,9 +201,9 @@ def _verify_reverse(ctx):
   c.check_axes(ctx, "c3", "dimensions", dims, tu.rank_of(y))
 
 
-_reg("reverse", _verify_reverse, ("c1", "c2", "c3"), ("operand",),
-     attributes={"dimensions": "i64[]"},
-     infer=lambda ctx: [ctx.operand_types[0]])
+r.define_op("stablehlo.reverse", _verify_reverse, ("c1", "c2", "c3"),
+            ("operand",), attributes={"dimensions": "i64[]"},
+            infer=lambda ctx: [ctx.operand_types[0]])
 
 # --- slice / dynamic_slice / dynamic_update_slice -------------------------------------
 
@@ -245,9 +240,10 @@ def _verify_slice(ctx):
   ctx.check_result_shape(0, _infer_slice(ctx)[0].shape, "c5")
 
 
-_reg("slice", _verify_slice, ("c1", "c2", "c3", "c4", "c5"), ("operand",),
-     attributes={"start_indices": "i64[]", "limit_indices": "i64[]",
-                 "strides": "i64[]"}, infer=_infer_slice)
+r.define_op("stablehlo.slice", _verify_slice, ("c1", "c2", "c3", "c4", "c5"),
+            ("operand",),
+            attributes={"start_indices": "i64[]", "limit_indices": "i64[]",
+                        "strides": "i64[]"}, infer=_infer_slice)
 
 
 def _check_start_indices(ctx, indices, rank, size_cid, same_cid, extra=None):
@@ -277,10 +273,11 @@ def _verify_dynamic_slice(ctx):
   ctx.check_result_shape(0, sizes, "c5")
 
 
-_reg("dynamic_slice", _verify_dynamic_slice, ("c1", "c2", "c3", "c4", "c5"),
-     ("operand", "start_indices*"), attributes={"slice_sizes": "i64[]"},
-     infer=lambda ctx: [t.RankedTensorType(
-         ctx.ints("slice_sizes"), ctx.operand_types[0].element_type)])
+r.define_op("stablehlo.dynamic_slice", _verify_dynamic_slice,
+            ("c1", "c2", "c3", "c4", "c5"), ("operand", "start_indices*"),
+            attributes={"slice_sizes": "i64[]"},
+            infer=lambda ctx: [t.RankedTensorType(
+                ctx.ints("slice_sizes"), ctx.operand_types[0].element_type)])
 
 
 def _verify_dynamic_update_slice(ctx):
@@ -301,10 +298,10 @@ def _verify_dynamic_update_slice(ctx):
               f"{tu.fmt_shape(sx)}")
 
 
-_reg("dynamic_update_slice", _verify_dynamic_update_slice,
-     ("c1", "c2", "c3", "c4", "c5", "c6"),
-     ("operand", "update", "start_indices*"),
-     infer=lambda ctx: [ctx.operand_types[0]])
+r.define_op("stablehlo.dynamic_update_slice", _verify_dynamic_update_slice,
+            ("c1", "c2", "c3", "c4", "c5", "c6"),
+            ("operand", "update", "start_indices*"),
+            infer=lambda ctx: [ctx.operand_types[0]])
 
 
 def _verify_real_dynamic_slice(ctx):
@@ -315,9 +312,9 @@ def _verify_real_dynamic_slice(ctx):
     c.check_tensor(ctx, ty, f"index operand #{i + 1}", "int|index", rank=1)
 
 
-_reg("real_dynamic_slice", _verify_real_dynamic_slice, (),
-     ("operand", "start_indices", "limit_indices", "strides"),
-     traits=frozenset({r.DEPRECATED}), spec=False)
+r.define_op("stablehlo.real_dynamic_slice", _verify_real_dynamic_slice, (),
+            ("operand", "start_indices", "limit_indices", "strides"),
+            traits=frozenset({r.DEPRECATED}), spec=False)
 
 # --- pad / dynamic_pad ---------------------------------------------------------------
 
@@ -358,10 +355,11 @@ def _infer_pad(ctx):
       ctx.ints("interior_padding")), x.element_type)]
 
 
-_reg("pad", _verify_pad, ("c1", "c2", "c3", "c4"),
-     ("operand", "padding_value"),
-     attributes={"edge_padding_low": "i64[]", "edge_padding_high": "i64[]",
-                 "interior_padding": "i64[]"}, infer=_infer_pad)
+r.define_op("stablehlo.pad", _verify_pad, ("c1", "c2", "c3", "c4"),
+            ("operand", "padding_value"),
+            attributes={"edge_padding_low": "i64[]",
+                        "edge_padding_high": "i64[]",
+                        "interior_padding": "i64[]"}, infer=_infer_pad)
 
 
 def _verify_dynamic_pad(ctx):
@@ -384,9 +382,9 @@ def _verify_dynamic_pad(ctx):
               f"{rx}")
 
 
-_reg("dynamic_pad", _verify_dynamic_pad, ("c1", "c2", "c4"),
-     ("operand", "padding_value", "edge_padding_low", "edge_padding_high",
-      "interior_padding"))
+r.define_op("stablehlo.dynamic_pad", _verify_dynamic_pad, ("c1", "c2", "c4"),
+            ("operand", "padding_value", "edge_padding_low",
+             "edge_padding_high", "interior_padding"))
 
 # --- concatenate --------------------------------------------------------------------
 
@@ -430,8 +428,9 @@ def _infer_concatenate(ctx):
   return [t.RankedTensorType(tuple(shape), ins[0].element_type)]
 
 
-_reg("concatenate", _verify_concatenate, ("c1", "c2", "c3", "c4", "c5", "c6"),
-     ("inputs*",), attributes={"dimension": "i64"}, infer=_infer_concatenate)
+r.define_op("stablehlo.concatenate", _verify_concatenate,
+            ("c1", "c2", "c3", "c4", "c5", "c6"), ("inputs*",),
+            attributes={"dimension": "i64"}, infer=_infer_concatenate)
 
 # --- iota / dynamic_iota / get_dimension_size --------------------------------------
 
@@ -443,8 +442,8 @@ def _verify_iota(ctx):
   c.check_axes(ctx, "c1", "iota_dimension", (dim,), tu.rank_of(y))
 
 
-_reg("iota", _verify_iota, ("c1",), (), results=("output",),
-     attributes={"iota_dimension": "i64"})
+r.define_op("stablehlo.iota", _verify_iota, ("c1",), (), results=("output",),
+            attributes={"iota_dimension": "i64"})
 
 
 def _verify_dynamic_iota(ctx):
@@ -460,8 +459,8 @@ def _verify_dynamic_iota(ctx):
               f"output_shape ({n})")
 
 
-_reg("dynamic_iota", _verify_dynamic_iota, ("c1", "c2"), ("output_shape",),
-     attributes={"iota_dimension": "i64"})
+r.define_op("stablehlo.dynamic_iota", _verify_dynamic_iota, ("c1", "c2"),
+            ("output_shape",), attributes={"iota_dimension": "i64"})
 
 
 def _verify_get_dimension_size(ctx):
@@ -471,9 +470,9 @@ def _verify_get_dimension_size(ctx):
   c.check_tensor(ctx, ctx.result_types[0], "result", "int", rank=0)
 
 
-_reg("get_dimension_size", _verify_get_dimension_size, ("c1",),
-     ("operand",), attributes={"dimension": "i64"},
-     infer=lambda ctx: [t.RankedTensorType((), t.i32)])
+r.define_op("stablehlo.get_dimension_size", _verify_get_dimension_size, ("c1",),
+            ("operand",), attributes={"dimension": "i64"},
+            infer=lambda ctx: [t.RankedTensorType((), t.i32)])
 
 
 def _verify_set_dimension_size(ctx):
@@ -482,6 +481,6 @@ def _verify_set_dimension_size(ctx):
                tu.rank_of(ctx.operand_types[0]))
 
 
-_reg("set_dimension_size", _verify_set_dimension_size, (),
-     ("operand", "size"), attributes={"dimension": "i64"},
-     traits=frozenset({r.DEPRECATED}), spec=False)
+r.define_op("stablehlo.set_dimension_size", _verify_set_dimension_size, (),
+            ("operand", "size"), attributes={"dimension": "i64"},
+            traits=frozenset({r.DEPRECATED}), spec=False)
