@@ -39,14 +39,6 @@ TESTDATA_ALMOST_EQ_TOLERANCE = 1e-3
 TESTDATA_MAX_ULP = 3
 
 
-def _finfo(dt):
-  try:
-    import ml_dtypes  # local: only needed for narrow floats
-    return ml_dtypes.finfo(dt)
-  except (TypeError, ValueError):
-    return None
-
-
 def _as_float64(x: np.ndarray) -> np.ndarray:
   return x.astype(np.float64)
 
