@@ -38,11 +38,9 @@ ALLOWED = {
 }
 
 # Narrow exceptions: (glob on the repo-relative path, extra layers allowed).
-# Only the CPU plugin puts our compiler behind the PJRT ABI.
+# Only the CPU plugin puts our compiler behind the PJRT ABI: it lives in
+# pjrt/_src/plugin/, and of it only the execution backends import //xla.
 EXCEPTIONS = (
-    ("pjrt/plugins/cpu/*", {"xla"}),
-    # The CPU plugin's execution backends (the plugin lives in
-    # pjrt/_src/plugin/; only this module of it imports //xla).
     ("pjrt/_src/plugin/backends.py", {"xla"}),
 )
 
