@@ -149,21 +149,25 @@ def _check(op, mask, what, actual, expected):
   return []
 
 
+@registry.interpreter_kernel("check.expect_eq")
 def _expect_eq(ctx, op, args):
   return _check(op, eq_mask(args[0], args[1]), "exact", args[0], args[1])
 
 
+@registry.interpreter_kernel("check.expect_eq_const")
 def _expect_eq_const(ctx, op, args):
   exp = runtime.from_attr(op.attr("value"), ctx.module)
   return _check(op, eq_mask(args[0], exp), "exact", args[0], exp)
 
 
+@registry.interpreter_kernel("check.expect_almost_eq")
 def _expect_almost_eq(ctx, op, args):
   tol = _float_attr(op, "tolerance", DEFAULT_TOLERANCE)
   return _check(op, almost_eq_mask(args[0], args[1], tol),
                 f"tolerance {tol:g}", args[0], args[1])
 
 
+@registry.interpreter_kernel("check.expect_almost_eq_const")
 def _expect_almost_eq_const(ctx, op, args):
   tol = _float_attr(op, "tolerance", DEFAULT_TOLERANCE)
   exp = runtime.from_attr(op.attr("value"), ctx.module)
@@ -171,6 +175,7 @@ def _expect_almost_eq_const(ctx, op, args):
                 args[0], exp)
 
 
+@registry.interpreter_kernel("check.expect_close")
 def _expect_close(ctx, op, args):
   hi = _int_attr(op, "max_ulp_difference", 0)
   lo = _int_attr(op, "min_ulp_difference", 0)
@@ -183,6 +188,7 @@ def _probe_key(op) -> str:
   return v.value if isinstance(v, a.StringAttr) else str(v)
 
 
+@registry.interpreter_kernel("interpreter.probe")
 def _probe(ctx, op, args):
   """interpreter.probe: records the value under its probe id (one record
   per execution), and writes it to --probe-output-dir when set."""
@@ -198,6 +204,7 @@ def _probe(ctx, op, args):
   return args[0]
 
 
+@registry.interpreter_kernel("check.expect_serialized_eq")
 def _expect_serialized_eq(ctx, op, args):
   key = _probe_key(op)
   it = _int_attr(op, "iteration", _int_attr(op, "iter", 0))
@@ -229,6 +236,7 @@ def _printed_name(ctx, op, value):
   return state.values.get(id(value), value.name_hint)
 
 
+@registry.interpreter_kernel("interpreter.print")
 def _print(ctx, op, args):
   ty = op.operands[0].type
   name = _printed_name(ctx, op, op.operands[0])
@@ -276,16 +284,6 @@ def _cc_eq(ctx, op, args):
   return np.asarray(ok, dtype=np.bool_)
 
 
-registry.register_interpreter("check.expect_eq", _expect_eq)
-registry.register_interpreter("check.expect_eq_const", _expect_eq_const)
-registry.register_interpreter("check.expect_almost_eq", _expect_almost_eq)
-registry.register_interpreter("check.expect_almost_eq_const",
-                              _expect_almost_eq_const)
-registry.register_interpreter("check.expect_close", _expect_close)
-registry.register_interpreter("check.expect_serialized_eq",
-                              _expect_serialized_eq)
-registry.register_interpreter("interpreter.probe", _probe)
-registry.register_interpreter("interpreter.print", _print)
 program.register_custom_call("check.expect_close", _cc_expect_close)
 program.register_custom_call("check.expect_eq", _cc_expect_eq)
 program.register_custom_call("check.expect_almost_eq", _cc_expect_almost_eq)

@@ -1,6 +1,8 @@
 """Every registered op has an interpreter kernel, or a recorded reason why
 not (shown in the status table)."""
 
+import inspect
+
 from stablehlo._src import interpreter  # noqa: F401  (registers kernels)
 from stablehlo._src.ops import registry
 
@@ -17,3 +19,15 @@ def test_all_spec_ops_have_kernels():
   without = [d.name for d in spec_ops if d.interpreter is None]
   # Only ops the spec itself marks deprecated-and-removed may lack one.
   assert set(without) <= {"stablehlo.torch_index_select"}, without
+
+
+def test_a_search_for_the_full_name_finds_the_kernel():
+  # Kernels register under their full name (a decorator at the def, or a
+  # register_interpreter call for one a factory builds), so the module
+  # that registers an op's kernel spells the op's name.
+  for d in registry.all_ops():
+    if d.interpreter is None:
+      continue
+    module = inspect.getmodule(d.interpreter)
+    assert f'"{d.name}"' in inspect.getsource(module), (d.name,
+                                                         module.__name__)

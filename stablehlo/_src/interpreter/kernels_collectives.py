@@ -246,11 +246,13 @@ def _split(x: np.ndarray, n: int, axis: int, what: str) -> list:
 # --- process ids --------------------------------------------------------------
 
 
+@registry.interpreter_kernel("stablehlo.replica_id")
 def _replica_id(ctx, op, args):
   """spec: replica_id - the replica_id of the current process."""
   return np.asarray(_process(ctx).replica_id, dtype=np.uint32)
 
 
+@registry.interpreter_kernel("stablehlo.partition_id")
 def _partition_id(ctx, op, args):
   """spec: partition_id - the partition_id of the current process."""
   return np.asarray(_process(ctx).partition_id, dtype=np.uint32)
@@ -259,6 +261,7 @@ def _partition_id(ctx, op, args):
 # --- collectives --------------------------------------------------------------
 
 
+@registry.interpreter_kernel("stablehlo.all_gather")
 def _all_gather(ctx, op, args):
   """spec: all_gather - results...@process = concatenate(operands...@group,
   all_gather_dim) over the process group, in group order."""
@@ -272,6 +275,7 @@ def _all_gather(ctx, op, args):
           for i in range(len(args))]
 
 
+@registry.interpreter_kernel("stablehlo.all_reduce")
 def _all_reduce(ctx, op, args):
   """spec: all_reduce - results...@process = computation folded over
   operands...@process_group."""
@@ -285,6 +289,7 @@ def _all_reduce(ctx, op, args):
                 op.operands[i].type) for i in range(len(args))]
 
 
+@registry.interpreter_kernel("stablehlo.reduce_scatter")
 def _reduce_scatter(ctx, op, args):
   """spec: reduce_scatter - all_reduce within the group, split the result
   along scatter_dimension into len(group) parts; process i of the group
@@ -301,6 +306,7 @@ def _reduce_scatter(ctx, op, args):
   return np.array(parts[group.index(proc.id)], copy=True)
 
 
+@registry.interpreter_kernel("stablehlo.all_to_all")
 def _all_to_all(ctx, op, args):
   """spec: all_to_all - split each operand along split_dimension into
   split_count parts; receiver i concatenates part i of every sender (in
@@ -335,6 +341,7 @@ def _root_index(op, root, j: int, size: int) -> int:
   return r
 
 
+@registry.interpreter_kernel("stablehlo.collective_broadcast")
 def _collective_broadcast(ctx, op, args):
   """spec: collective_broadcast - results[j]@process = operands[j]@source
   where source = group[0] (or group[root[j]] with has_dynamic_root);
@@ -355,6 +362,7 @@ def _collective_broadcast(ctx, op, args):
   return out
 
 
+@registry.interpreter_kernel("stablehlo.collective_reduce")
 def _collective_reduce(ctx, op, args):
   """spec: collective_reduce - the computation folded over the group's
   operands, kept only on the root (group[0], or group[root[j]] with
@@ -400,6 +408,7 @@ def _pair_ids(op, proc: pg.Process, pairs) -> list:
   return proc.grid.cross_replica([[s, d] for s, d in pairs])
 
 
+@registry.interpreter_kernel("stablehlo.collective_permute")
 def _collective_permute(ctx, op, args):
   """spec: collective_permute - result@target = operand@source for each
   (source, target) pair of the process groups; a process that is no
@@ -425,6 +434,7 @@ def _collective_permute(ctx, op, args):
   return np.array(result, copy=True)
 
 
+@registry.interpreter_kernel("stablehlo.cross-replica-sum")
 def _cross_replica_sum(ctx, op, args):
   """The deprecated `cross-replica-sum`: all_reduce with `add` over
   cross_replica(replica_groups)."""
@@ -447,6 +457,7 @@ def _cross_replica_sum(ctx, op, args):
 # --- send / recv --------------------------------------------------------------
 
 
+@registry.interpreter_kernel("stablehlo.send")
 def _send(ctx, op, args):
   """spec: send - puts `inputs` into channel `channel_id` (a FIFO; a
   `recv` on that channel takes them). With `source_target_pairs` (device
@@ -465,6 +476,7 @@ def _send(ctx, op, args):
   return args[-1]
 
 
+@registry.interpreter_kernel("stablehlo.recv")
 def _recv(ctx, op, args):
   """spec: recv - takes the oldest values sent on channel `channel_id`,
   waiting for a `send`. With `source_target_pairs`, receives from the
@@ -496,6 +508,7 @@ def _recv(ctx, op, args):
 # --- infeed / outfeed ---------------------------------------------------------
 
 
+@registry.interpreter_kernel("stablehlo.infeed")
 def _infeed(ctx, op, args):
   """spec: infeed - reads one value per payload result from the infeed.
   Under run_parallel the infeed is the `infeed` attribute: functions of no
@@ -523,6 +536,7 @@ def _infeed(ctx, op, args):
   return out + [args[0]]
 
 
+@registry.interpreter_kernel("stablehlo.outfeed")
 def _outfeed(ctx, op, args):
   """spec: outfeed - writes `inputs` to the outfeed (recorded in the grid's
   `outfeed` as (ProcessId, values)); returns the token."""
@@ -698,6 +712,7 @@ def _in_process(e: BaseException, pid) -> BaseException:
   return e
 
 
+@registry.interpreter_kernel("interpreter.run_parallel")
 def _run_parallel(ctx, op, args):
   """interpreter.run_parallel: runs `programs` as a num_replicas x
   num_partitions process grid, one thread per process; `inputs` and
@@ -720,26 +735,6 @@ def _run_parallel(ctx, op, args):
   timeout = pg.DEFAULT_BARRIER_TIMEOUT_S
   return run_programs(ctx, programs, args, infeed, timeout)
 
-
-_KERNELS = {
-    "stablehlo.replica_id": _replica_id,
-    "stablehlo.partition_id": _partition_id,
-    "stablehlo.all_gather": _all_gather,
-    "stablehlo.all_reduce": _all_reduce,
-    "stablehlo.reduce_scatter": _reduce_scatter,
-    "stablehlo.all_to_all": _all_to_all,
-    "stablehlo.collective_broadcast": _collective_broadcast,
-    "stablehlo.collective_reduce": _collective_reduce,
-    "stablehlo.collective_permute": _collective_permute,
-    "stablehlo.cross-replica-sum": _cross_replica_sum,
-    "stablehlo.send": _send,
-    "stablehlo.recv": _recv,
-    "stablehlo.infeed": _infeed,
-    "stablehlo.outfeed": _outfeed,
-    "interpreter.run_parallel": _run_parallel,
-}
-for _name, _fn in _KERNELS.items():
-  registry.register_interpreter(_name, _fn)
 
 # Ops that may come with another family; fill in only what is missing.
 for _name, _fn in (("stablehlo.after_all", _after_all),

@@ -27,6 +27,7 @@ def _scalar_bool(x) -> bool:
   return bool(arr.reshape(()))
 
 
+@registry.interpreter_kernel("stablehlo.while")
 def _while(ctx, op, args):
   """spec: while -
       state = operand
@@ -42,12 +43,14 @@ def _while(ctx, op, args):
   return state
 
 
+@registry.interpreter_kernel("stablehlo.if")
 def _if(ctx, op, args):
   """spec: if - runs `true_branch` if `pred`, else `false_branch`."""
   branch = op.regions[0] if _scalar_bool(args[0]) else op.regions[1]
   return list(ctx.run_region(branch, []))
 
 
+@registry.interpreter_kernel("stablehlo.case")
 def _case(ctx, op, args):
   """spec: case - runs branches[index], or the last branch when `index` is
   out of range."""
@@ -73,6 +76,7 @@ def _scan_counts(op) -> tuple[int, int]:
       "chlo.scan needs operandSegmentSizes to tell inputs from inits")
 
 
+@registry.interpreter_kernel("chlo.scan")
 def _scan(ctx, op, args):
   """chlo.scan (XLA operation semantics "Scan"): for each position k along
   `dimension` (from the end if `is_reverse`),
@@ -140,9 +144,3 @@ def _static_dim(ty, dim):
   raise support.UnimplementedError(
       "chlo.scan without inputs needs a static scan dimension in its result "
       "type or scan_dim_size")
-
-
-registry.register_interpreter("stablehlo.while", _while)
-registry.register_interpreter("stablehlo.if", _if)
-registry.register_interpreter("stablehlo.case", _case)
-registry.register_interpreter("chlo.scan", _scan)

@@ -33,9 +33,6 @@ import support
 BOOL, SINT, UINT, FLOAT, COMPLEX = C.BOOL, C.SINT, C.UINT, C.FLOAT, C.COMPLEX
 
 
-def _reg(name: str, kernel) -> None:
-  registry.register_interpreter("stablehlo." + name, kernel)
-
 
 def _unsupported(op, et):
   return support.InvalidArgumentError(
@@ -88,6 +85,7 @@ def int_div_rem(x, y, et):
   return C.finish_int(q, et), C.finish_int(r, et)
 
 
+@registry.interpreter_kernel("stablehlo.divide")
 def _divide(ctx, op, args):
   """spec: divide."""
   x, y = args
@@ -105,6 +103,7 @@ def _divide(ctx, op, args):
   raise _unsupported(op, et)
 
 
+@registry.interpreter_kernel("stablehlo.remainder")
 def _remainder(ctx, op, args):
   """spec: remainder - the sign of the dividend; floats by fmod (exact)."""
   x, y = args
@@ -151,6 +150,7 @@ def int_power(x, y, et):
   return C.from_bits(result, et)
 
 
+@registry.interpreter_kernel("stablehlo.power")
 def _power(ctx, op, args):
   """spec: power."""
   x, y = args
@@ -207,6 +207,7 @@ def _fmaxmin(x, y, et, is_max):
   return r if native else C.round_float(r, et)
 
 
+@registry.interpreter_kernel("stablehlo.clamp")
 def _clamp(ctx, op, args):
   """spec: clamp = min(max(operand, min), max); min / max may be
   scalars."""
@@ -215,6 +216,7 @@ def _clamp(ctx, op, args):
   return max_min(max_min(x, lo, et, True), hi, et, False)
 
 
+@registry.interpreter_kernel("stablehlo.negate")
 def _negate(ctx, op, args):
   x = args[0]
   et = C.result_et(op)
@@ -228,6 +230,7 @@ def _negate(ctx, op, args):
   raise _unsupported(op, et)
 
 
+@registry.interpreter_kernel("stablehlo.abs")
 def _abs(ctx, op, args):
   """spec: abs - integers wrap (|INT_MIN| = INT_MIN); complex -> the
   modulus in the component type."""
@@ -245,6 +248,7 @@ def _abs(ctx, op, args):
   raise _unsupported(op, et)
 
 
+@registry.interpreter_kernel("stablehlo.sign")
 def _sign(ctx, op, args):
   """spec: sign."""
   x = args[0]
@@ -326,6 +330,7 @@ def _shift(how: str):
   return kernel
 
 
+@registry.interpreter_kernel("stablehlo.popcnt")
 def _popcnt(ctx, op, args):
   et = C.result_et(op)
   if C.kind(et) not in (SINT, UINT):
@@ -346,6 +351,7 @@ def bit_length(u: np.ndarray) -> np.ndarray:
   return n + (u != 0)
 
 
+@registry.interpreter_kernel("stablehlo.count_leading_zeros")
 def _count_leading_zeros(ctx, op, args):
   et = C.result_et(op)
   if C.kind(et) not in (SINT, UINT):
@@ -393,6 +399,7 @@ def compare(x, y, et, direction: str, compare_type) -> np.ndarray:
   return fn(x, y)
 
 
+@registry.interpreter_kernel("stablehlo.compare")
 def _compare(ctx, op, args):
   et = C.operand_et(op)
   direction = tu.enum_value(op.attr("comparison_direction"))
@@ -400,6 +407,7 @@ def _compare(ctx, op, args):
   return np.asarray(compare(args[0], args[1], et, direction, ctype))
 
 
+@registry.interpreter_kernel("stablehlo.select")
 def _select(ctx, op, args):
   pred, on_true, on_false = args
   return np.where(pred, on_true, on_false)
@@ -408,6 +416,7 @@ def _select(ctx, op, args):
 # --- complex parts ------------------------------------------------------------
 
 
+@registry.interpreter_kernel("stablehlo.complex")
 def _complex(ctx, op, args):
   re, im = np.broadcast_arrays(args[0], args[1])
   out = np.empty(re.shape, C.dtype(C.result_et(op)))
@@ -416,6 +425,7 @@ def _complex(ctx, op, args):
   return out
 
 
+@registry.interpreter_kernel("stablehlo.real")
 def _real(ctx, op, args):
   x = args[0]
   if C.kind(C.operand_et(op)) == COMPLEX:
@@ -423,6 +433,7 @@ def _real(ctx, op, args):
   return x
 
 
+@registry.interpreter_kernel("stablehlo.imag")
 def _imag(ctx, op, args):
   x = args[0]
   if C.kind(C.operand_et(op)) == COMPLEX:
@@ -430,6 +441,7 @@ def _imag(ctx, op, args):
   return np.zeros(np.shape(x), C.dtype(C.result_et(op)))
 
 
+@registry.interpreter_kernel("stablehlo.is_finite")
 def _is_finite(ctx, op, args):
   return np.isfinite(C.upcast(args[0], C.operand_et(op)))
 
@@ -490,6 +502,7 @@ def atan2_complex(y, x):
   return -1j * np.log((x + 1j * y) / np.sqrt(x * x + y * y))
 
 
+@registry.interpreter_kernel("stablehlo.atan2")
 def _atan2(ctx, op, args):
   et = C.result_et(op)
   if C.kind(et) not in (FLOAT, COMPLEX):
@@ -522,6 +535,7 @@ def _batchable(region) -> bool:
   return True
 
 
+@registry.interpreter_kernel("stablehlo.map")
 def _map(ctx, op, args):
   """spec: map - the region applied elementwise. A region of elementwise
   ops runs once on the whole arrays (the kernels are shape-agnostic); any
@@ -542,53 +556,49 @@ def _map(ctx, op, args):
 
 # --- registration -------------------------------------------------------------
 
-_reg("add", _arith(np.add, np.logical_or))
-_reg("subtract", _arith(np.subtract))
-_reg("multiply", _arith(np.multiply, np.logical_and))
-_reg("divide", _divide)
-_reg("remainder", _remainder)
-_reg("power", _power)
-_reg("maximum", _max_min(True))
-_reg("minimum", _max_min(False))
-_reg("clamp", _clamp)
-_reg("negate", _negate)
-_reg("abs", _abs)
-_reg("sign", _sign)
-_reg("and", _bitwise(np.bitwise_and, np.logical_and))
-_reg("or", _bitwise(np.bitwise_or, np.logical_or))
-_reg("xor", _bitwise(np.bitwise_xor, np.logical_xor))
-_reg("not", _bitwise(np.invert, np.logical_not))
-_reg("shift_left", _shift("left"))
-_reg("shift_right_logical", _shift("logical"))
-_reg("shift_right_arithmetic", _shift("arithmetic"))
-_reg("popcnt", _popcnt)
-_reg("count_leading_zeros", _count_leading_zeros)
-_reg("compare", _compare)
-_reg("select", _select)
-_reg("complex", _complex)
-_reg("real", _real)
-_reg("imag", _imag)
-_reg("is_finite", _is_finite)
-_reg("atan2", _atan2)
-_reg("map", _map)
-_reg("exponential", _unary(np.exp, C.complex_exp))
-_reg("exponential_minus_one", _unary(
+registry.register_interpreter("stablehlo.add", _arith(np.add, np.logical_or))
+registry.register_interpreter("stablehlo.subtract", _arith(np.subtract))
+registry.register_interpreter("stablehlo.multiply",
+                              _arith(np.multiply, np.logical_and))
+registry.register_interpreter("stablehlo.maximum", _max_min(True))
+registry.register_interpreter("stablehlo.minimum", _max_min(False))
+registry.register_interpreter("stablehlo.and",
+                              _bitwise(np.bitwise_and, np.logical_and))
+registry.register_interpreter("stablehlo.or",
+                              _bitwise(np.bitwise_or, np.logical_or))
+registry.register_interpreter("stablehlo.xor",
+                              _bitwise(np.bitwise_xor, np.logical_xor))
+registry.register_interpreter("stablehlo.not",
+                              _bitwise(np.invert, np.logical_not))
+registry.register_interpreter("stablehlo.shift_left", _shift("left"))
+registry.register_interpreter("stablehlo.shift_right_logical",
+                              _shift("logical"))
+registry.register_interpreter("stablehlo.shift_right_arithmetic",
+                              _shift("arithmetic"))
+registry.register_interpreter("stablehlo.exponential",
+                              _unary(np.exp, C.complex_exp))
+registry.register_interpreter("stablehlo.exponential_minus_one",
+                              _unary(
     np.expm1, lambda z: C.fix_complex_expm1(z, expm1_complex(z))))
-_reg("log", _unary(np.log, C.complex_log))
-_reg("log_plus_one", _unary(
-    np.log1p, lambda z: C.fix_complex_log1p(z, log1p_complex(z))))
-_reg("logistic", _unary(_logistic_real, _logistic_real))
-_reg("sine", _unary(np.sin, C.complex_sin))
-_reg("cosine", _unary(np.cos, C.complex_cos))
-_reg("tan", _unary(np.tan, C.complex_tan))
-_reg("tanh", _unary(np.tanh, C.complex_tanh))
-_reg("sqrt", _unary(np.sqrt, C.complex_sqrt))
-_reg("rsqrt", _unary(lambda v: 1.0 / np.sqrt(v), lambda z: 1.0 / np.sqrt(z)))
-_reg("cbrt", _unary(np.cbrt, _cbrt_complex))
-_reg("floor", _unary(np.floor))
-_reg("ceil", _unary(np.ceil))
-_reg("round_nearest_even", _unary(np.rint))
-_reg("round_nearest_afz", _unary(round_afz))
+registry.register_interpreter("stablehlo.log", _unary(np.log, C.complex_log))
+registry.register_interpreter("stablehlo.log_plus_one",
+                              _unary(
+             np.log1p, lambda z: C.fix_complex_log1p(z, log1p_complex(z))))
+registry.register_interpreter("stablehlo.logistic",
+                              _unary(_logistic_real, _logistic_real))
+registry.register_interpreter("stablehlo.sine", _unary(np.sin, C.complex_sin))
+registry.register_interpreter("stablehlo.cosine", _unary(np.cos, C.complex_cos))
+registry.register_interpreter("stablehlo.tan", _unary(np.tan, C.complex_tan))
+registry.register_interpreter("stablehlo.tanh", _unary(np.tanh, C.complex_tanh))
+registry.register_interpreter("stablehlo.sqrt", _unary(np.sqrt, C.complex_sqrt))
+registry.register_interpreter("stablehlo.rsqrt",
+                              _unary(lambda v: 1.0 / np.sqrt(v),
+                                     lambda z: 1.0 / np.sqrt(z)))
+registry.register_interpreter("stablehlo.cbrt", _unary(np.cbrt, _cbrt_complex))
+registry.register_interpreter("stablehlo.floor", _unary(np.floor))
+registry.register_interpreter("stablehlo.ceil", _unary(np.ceil))
+registry.register_interpreter("stablehlo.round_nearest_even", _unary(np.rint))
+registry.register_interpreter("stablehlo.round_nearest_afz", _unary(round_afz))
 
 # Sibling families: imported for their registrations.
 # pylint: disable=g-import-not-at-top,unused-import,g-bad-import-order

@@ -24,9 +24,6 @@ import support
 FLOAT, COMPLEX = C.FLOAT, C.COMPLEX
 
 
-def _reg(name: str, kernel) -> None:
-  registry.register_interpreter("chlo." + name, kernel)
-
 
 def _unary(real_fn, complex_fn=None):
 
@@ -106,10 +103,12 @@ def _cosh_sinh(is_sinh: bool):
   return kernel
 
 
+@registry.interpreter_kernel("chlo.conj")
 def _conj(ctx, op, args):
   return np.conj(args[0])
 
 
+@registry.interpreter_kernel("chlo.square")
 def _square(ctx, op, args):
   return registry.lookup("stablehlo.multiply").interpreter(
       ctx, op, [args[0], args[0]])
@@ -145,6 +144,7 @@ def mulhi(x, y, et):
   return C.from_bits(hi, et)
 
 
+@registry.interpreter_kernel("chlo.mulhi")
 def _mulhi(ctx, op, args):
   et = C.result_et(op)
   if C.kind(et) not in (C.SINT, C.UINT):
@@ -172,12 +172,14 @@ def next_after(x, y, et):
   return np.where(nan, np.asarray(np.nan).astype(C.dtype(et)), out)
 
 
+@registry.interpreter_kernel("chlo.next_after")
 def _next_after(ctx, op, args):
   et = C.result_et(op)
   x, y = np.broadcast_arrays(np.asarray(args[0]), np.asarray(args[1]))
   return next_after(x, y, et)
 
 
+@registry.interpreter_kernel("chlo.constant_like")
 def _constant_like(ctx, op, args):
   """A splat of `value` shaped like the operand."""
   v = op.attr("value")
@@ -196,27 +198,27 @@ def _constant_like(ctx, op, args):
 # --- broadcasting ops ---------------------------------------------------------
 
 _BROADCAST_OF = {
-    "broadcast_add": "stablehlo.add",
-    "broadcast_and": "stablehlo.and",
-    "broadcast_atan2": "stablehlo.atan2",
-    "broadcast_complex": "stablehlo.complex",
-    "broadcast_compare": "stablehlo.compare",
-    "broadcast_divide": "stablehlo.divide",
-    "broadcast_maximum": "stablehlo.maximum",
-    "broadcast_minimum": "stablehlo.minimum",
-    "broadcast_multiply": "stablehlo.multiply",
-    "broadcast_next_after": "chlo.next_after",
-    "broadcast_or": "stablehlo.or",
-    "broadcast_polygamma": "chlo.polygamma",
-    "broadcast_power": "stablehlo.power",
-    "broadcast_remainder": "stablehlo.remainder",
-    "broadcast_select": "stablehlo.select",
-    "broadcast_shift_left": "stablehlo.shift_left",
-    "broadcast_shift_right_arithmetic": "stablehlo.shift_right_arithmetic",
-    "broadcast_shift_right_logical": "stablehlo.shift_right_logical",
-    "broadcast_subtract": "stablehlo.subtract",
-    "broadcast_xor": "stablehlo.xor",
-    "broadcast_zeta": "chlo.zeta",
+    "chlo.broadcast_add": "stablehlo.add",
+    "chlo.broadcast_and": "stablehlo.and",
+    "chlo.broadcast_atan2": "stablehlo.atan2",
+    "chlo.broadcast_complex": "stablehlo.complex",
+    "chlo.broadcast_compare": "stablehlo.compare",
+    "chlo.broadcast_divide": "stablehlo.divide",
+    "chlo.broadcast_maximum": "stablehlo.maximum",
+    "chlo.broadcast_minimum": "stablehlo.minimum",
+    "chlo.broadcast_multiply": "stablehlo.multiply",
+    "chlo.broadcast_next_after": "chlo.next_after",
+    "chlo.broadcast_or": "stablehlo.or",
+    "chlo.broadcast_polygamma": "chlo.polygamma",
+    "chlo.broadcast_power": "stablehlo.power",
+    "chlo.broadcast_remainder": "stablehlo.remainder",
+    "chlo.broadcast_select": "stablehlo.select",
+    "chlo.broadcast_shift_left": "stablehlo.shift_left",
+    "chlo.broadcast_shift_right_arithmetic": "stablehlo.shift_right_arithmetic",
+    "chlo.broadcast_shift_right_logical": "stablehlo.shift_right_logical",
+    "chlo.broadcast_subtract": "stablehlo.subtract",
+    "chlo.broadcast_xor": "stablehlo.xor",
+    "chlo.broadcast_zeta": "chlo.zeta",
 }
 
 
@@ -264,30 +266,27 @@ def _broadcasting(base: str):
 
 # --- registration -------------------------------------------------------------
 
-_reg("acos", _unary(np.arccos, np.arccos))
-_reg("acosh", _unary(np.arccosh, np.arccosh))
-_reg("asin", _unary(np.arcsin, np.arcsin))
-_reg("asinh", _unary(np.arcsinh, np.arcsinh))
-_reg("atan", _unary(np.arctan, np.arctan))
-_reg("atanh", _unary(np.arctanh, np.arctanh))
-_reg("cosh", _cosh_sinh(False))
-_reg("sinh", _cosh_sinh(True))
-_reg("tan", _unary(np.tan, C.complex_tan))
-_reg("bessel_i1e", _unary(S.bessel_i1e))
-_reg("digamma", _unary(S.digamma))
-_reg("erf", _unary(S.erf))
-_reg("erfc", _unary(S.erfc))
-_reg("erf_inv", _unary(S.erf_inv))
-_reg("lgamma", _unary(S.lgamma))
-_reg("conj", _conj)
-_reg("square", _square)
-_reg("is_inf", _predicate(np.isinf))
-_reg("is_pos_inf", _predicate(lambda v: v == np.inf))
-_reg("is_neg_inf", _predicate(lambda v: v == -np.inf))
-_reg("next_after", _next_after)
-_reg("polygamma", _binary_float(S.polygamma))
-_reg("zeta", _binary_float(S.zeta))
-_reg("mulhi", _mulhi)
-_reg("constant_like", _constant_like)
+registry.register_interpreter("chlo.acos", _unary(np.arccos, np.arccos))
+registry.register_interpreter("chlo.acosh", _unary(np.arccosh, np.arccosh))
+registry.register_interpreter("chlo.asin", _unary(np.arcsin, np.arcsin))
+registry.register_interpreter("chlo.asinh", _unary(np.arcsinh, np.arcsinh))
+registry.register_interpreter("chlo.atan", _unary(np.arctan, np.arctan))
+registry.register_interpreter("chlo.atanh", _unary(np.arctanh, np.arctanh))
+registry.register_interpreter("chlo.cosh", _cosh_sinh(False))
+registry.register_interpreter("chlo.sinh", _cosh_sinh(True))
+registry.register_interpreter("chlo.tan", _unary(np.tan, C.complex_tan))
+registry.register_interpreter("chlo.bessel_i1e", _unary(S.bessel_i1e))
+registry.register_interpreter("chlo.digamma", _unary(S.digamma))
+registry.register_interpreter("chlo.erf", _unary(S.erf))
+registry.register_interpreter("chlo.erfc", _unary(S.erfc))
+registry.register_interpreter("chlo.erf_inv", _unary(S.erf_inv))
+registry.register_interpreter("chlo.lgamma", _unary(S.lgamma))
+registry.register_interpreter("chlo.is_inf", _predicate(np.isinf))
+registry.register_interpreter("chlo.is_pos_inf",
+                              _predicate(lambda v: v == np.inf))
+registry.register_interpreter("chlo.is_neg_inf",
+                              _predicate(lambda v: v == -np.inf))
+registry.register_interpreter("chlo.polygamma", _binary_float(S.polygamma))
+registry.register_interpreter("chlo.zeta", _binary_float(S.zeta))
 for _name, _base in _BROADCAST_OF.items():
-  _reg(_name, _broadcasting(_base))
+  registry.register_interpreter(_name, _broadcasting(_base))

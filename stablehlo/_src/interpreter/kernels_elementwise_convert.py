@@ -17,6 +17,7 @@ from stablehlo._src.ops import registry
 import support
 
 
+@registry.interpreter_kernel("stablehlo.convert")
 def _convert(ctx, op, args):
   """spec: convert (the conversions are described in
   `common.convert_array`)."""
@@ -70,6 +71,7 @@ def _bitcast_bytes(x, ws: int, wd: int, dt: np.dtype) -> np.ndarray:
   return x.view(dt).reshape(x.shape[:-1]).copy()
 
 
+@registry.interpreter_kernel("stablehlo.bitcast_convert")
 def _bitcast_convert(ctx, op, args):
   return bitcast_array(args[0], C.operand_et(op), C.result_et(op))
 
@@ -114,6 +116,7 @@ def reduce_precision_array(x: np.ndarray, et, exponent_bits: int,
   return r
 
 
+@registry.interpreter_kernel("stablehlo.reduce_precision")
 def _reduce_precision(ctx, op, args):
   et = C.operand_et(op)
   if C.kind(et) != C.FLOAT:
@@ -122,9 +125,3 @@ def _reduce_precision(ctx, op, args):
   eb = int(op.attr("exponent_bits").value)
   mb = int(op.attr("mantissa_bits").value)
   return reduce_precision_array(args[0], et, eb, mb)
-
-
-registry.register_interpreter("stablehlo.convert", _convert)
-registry.register_interpreter("stablehlo.bitcast_convert", _bitcast_convert)
-registry.register_interpreter("stablehlo.reduce_precision",
-                              _reduce_precision)

@@ -342,6 +342,7 @@ def gather(operand: np.ndarray, start_indices: np.ndarray, dn_attr,
   return out
 
 
+@registry.interpreter_kernel("stablehlo.gather")
 def _gather_kernel(ctx, op, args):
   return gather(args[0], args[1], op.attr("dimension_numbers"),
                 _slice_sizes(op.attr("slice_sizes")))
@@ -355,6 +356,7 @@ def _slice_sizes(attr) -> tuple:
   return hit[2]
 
 
+@registry.interpreter_kernel("stablehlo.dynamic_gather")
 def _dynamic_gather_kernel(ctx, op, args):
   """spec: dynamic_gather - gather with `slice_sizes` as an operand."""
   sizes = [int(s) for s in as_index(args[2]).reshape(-1)]
@@ -531,6 +533,7 @@ def _apply_in_rounds(ctx, region, results, lin, updates) -> None:
       r[tgt] = o.astype(r.dtype, copy=False)
 
 
+@registry.interpreter_kernel("stablehlo.scatter")
 def _scatter_kernel(ctx, op, args):
   """spec: scatter. Out-of-bounds update elements are skipped; updates apply
   in row-major update order; the inputs are never modified (copied)."""
@@ -555,9 +558,3 @@ def _scatter_kernel(ctx, op, args):
   flat_res = [r.reshape(-1) for r in results]
   apply_updates(ctx, region, flat_res, lin, flat_upd)
   return [r.reshape(shape) for r in flat_res]
-
-
-registry.register_interpreter("stablehlo.gather", _gather_kernel)
-registry.register_interpreter("stablehlo.dynamic_gather",
-                              _dynamic_gather_kernel)
-registry.register_interpreter("stablehlo.scatter", _scatter_kernel)

@@ -184,6 +184,7 @@ def dot_general_array(lhs, rhs, lhs_ty, rhs_ty, res_et, dims) -> np.ndarray:
   return finish(out, res_et)
 
 
+@registry.interpreter_kernel("stablehlo.dot_general")
 def _dot_general(ctx, op, args):
   lhs, rhs = args
   res_et = runtime.element_type(op.results[0].type)
@@ -191,6 +192,7 @@ def _dot_general(ctx, op, args):
                            res_et, dot_dims(op))
 
 
+@registry.interpreter_kernel("stablehlo.dot")
 def _dot(ctx, op, args):
   """The deprecated `stablehlo.dot`: contracts the last lhs dim with the
   first rhs dim (rank 1 or 2 operands)."""
@@ -206,6 +208,7 @@ def _einsum_config(op) -> str:
   return cfg.value if hasattr(cfg, "value") else str(cfg)
 
 
+@registry.interpreter_kernel("stablehlo.einsum", "stablehlo.unary_einsum")
 def _einsum(ctx, op, args):
   """The deprecated `stablehlo.einsum` / `unary_einsum`: numpy's einsum on
   the operands converted to the result element type."""
@@ -353,6 +356,7 @@ def convolution_array(lhs, rhs, lhs_ty, rhs_ty, res_et,
                          to_acc(rhs, rhs_ty, res_et), cfg), res_et)
 
 
+@registry.interpreter_kernel("stablehlo.convolution")
 def _convolution(ctx, op, args):
   lhs, rhs = args
   pad = op.attr("padding")
@@ -361,6 +365,7 @@ def _convolution(ctx, op, args):
                            runtime.element_type(op.results[0].type), cfg)
 
 
+@registry.interpreter_kernel("stablehlo.dynamic_conv")
 def _dynamic_conv(ctx, op, args):
   lhs, rhs, padding = args
   cfg = ConvConfig(op, np.asarray(padding).astype(np.int64), lhs.ndim)
@@ -371,6 +376,7 @@ def _dynamic_conv(ctx, op, args):
 # --- chlo.ragged_dot ----------------------------------------------------------
 
 
+@registry.interpreter_kernel("chlo.ragged_dot")
 def _ragged_dot(ctx, op, args):
   """`chlo.ragged_dot` (ChloOps.td): a dot_general whose lhs ragged
   dimension is split into groups of `group_sizes` rows.
@@ -431,6 +437,7 @@ def _ragged_dot(ctx, op, args):
 # --- fft ----------------------------------------------------------------------
 
 
+@registry.interpreter_kernel("stablehlo.fft")
 def _fft(ctx, op, args):
   """Spec "fft" over the trailing len(fft_length) dims."""
   (x,) = args
@@ -476,6 +483,7 @@ def _float_compute_dtype(dt: np.dtype) -> np.dtype:
   return np.dtype(np.float32)
 
 
+@registry.interpreter_kernel("stablehlo.triangular_solve")
 def triangular_solve(ctx, op, args):
   """Spec "triangular_solve": solves op(a) x = b (left_side) or
   x op(a) = b by substitution, reading only the `lower` / upper triangle of
@@ -523,6 +531,7 @@ def triangular_solve(ctx, op, args):
   return np.ascontiguousarray(x).astype(res_dt)
 
 
+@registry.interpreter_kernel("stablehlo.cholesky")
 def cholesky(ctx, op, args):
   """Spec "cholesky": L with a = L L^H (lower) or U with a = U^H U
   (upper), reading only that triangle of `a`; the other triangle of the
@@ -580,6 +589,7 @@ def _bn_cast(arrays, res_dt):
   return [np.asarray(v).astype(cdt) for v in arrays], cdt
 
 
+@registry.interpreter_kernel("stablehlo.batch_norm_inference")
 def _batch_norm_inference(ctx, op, args):
   """Spec "batch_norm_inference"."""
   res_dt = runtime.numpy_dtype(op.results[0].type)
@@ -591,6 +601,7 @@ def _batch_norm_inference(ctx, op, args):
   return y.astype(res_dt)
 
 
+@registry.interpreter_kernel("stablehlo.batch_norm_training")
 def _batch_norm_training(ctx, op, args):
   """Spec "batch_norm_training": normalizes with the batch mean and
   (biased) variance over all dims but feature_index."""
@@ -607,6 +618,7 @@ def _batch_norm_training(ctx, op, args):
   return [y.astype(dts[0]), mean.astype(dts[1]), var.astype(dts[2])]
 
 
+@registry.interpreter_kernel("stablehlo.batch_norm_grad")
 def _batch_norm_grad(ctx, op, args):
   """Spec "batch_norm_grad" (XLA's batchnorm_expander formulas)."""
   res_dt = runtime.numpy_dtype(op.results[0].type)
@@ -635,6 +647,7 @@ def _batch_norm_grad(ctx, op, args):
 _RNG = np.random.default_rng()
 
 
+@registry.interpreter_kernel("stablehlo.rng")
 def _rng(ctx, op, args):
   """Spec "rng": UNIFORM draws from [a, b), NORMAL from N(a, b^2). The spec
   leaves the stream implementation-defined; ours is numpy's default
@@ -672,6 +685,7 @@ def _rng(ctx, op, args):
   return out
 
 
+@registry.interpreter_kernel("stablehlo.rng_bit_generator")
 def _rng_bit_generator(ctx, op, args):
   """Spec "rng_bit_generator" with XLA's bit streams (see `prng`)."""
   (state,) = args
@@ -688,25 +702,3 @@ def _rng_bit_generator(ctx, op, args):
   new_state, raw = prng.generate(algo, state, shape, bits)
   return [new_state.astype(runtime.numpy_dtype(op.results[0].type)),
           raw.view(dt).reshape(shape)]
-
-
-# --- registration -------------------------------------------------------------
-
-for _name, _kernel in (
-    ("stablehlo.dot_general", _dot_general),
-    ("stablehlo.dot", _dot),
-    ("stablehlo.einsum", _einsum),
-    ("stablehlo.unary_einsum", _einsum),
-    ("stablehlo.convolution", _convolution),
-    ("stablehlo.dynamic_conv", _dynamic_conv),
-    ("chlo.ragged_dot", _ragged_dot),
-    ("stablehlo.fft", _fft),
-    ("stablehlo.triangular_solve", triangular_solve),
-    ("stablehlo.cholesky", cholesky),
-    ("stablehlo.batch_norm_inference", _batch_norm_inference),
-    ("stablehlo.batch_norm_training", _batch_norm_training),
-    ("stablehlo.batch_norm_grad", _batch_norm_grad),
-    ("stablehlo.rng", _rng),
-    ("stablehlo.rng_bit_generator", _rng_bit_generator),
-):
-  registry.register_interpreter(_name, _kernel)

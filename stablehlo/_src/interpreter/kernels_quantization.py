@@ -154,6 +154,7 @@ def requantize(x: np.ndarray, src: t.QuantizedType,
 # --- uniform_quantize / uniform_dequantize kernels ----------------------------
 
 
+@registry.interpreter_kernel("stablehlo.uniform_quantize")
 def _uniform_quantize(ctx, op, args):
   (x,) = args
   dst = _qtype(op.results[0].type)
@@ -166,6 +167,7 @@ def _uniform_quantize(ctx, op, args):
   return quantize(x, dst)
 
 
+@registry.interpreter_kernel("stablehlo.uniform_dequantize")
 def _uniform_dequantize(ctx, op, args):
   (x,) = args
   src = _qtype(op.operands[0].type)
@@ -554,7 +556,3 @@ def quantized_kernel(op, kernel: Callable) -> Callable:
 
 
 evaluator.quantized_kernel_hook = quantized_kernel
-
-registry.register_interpreter("stablehlo.uniform_quantize", _uniform_quantize)
-registry.register_interpreter("stablehlo.uniform_dequantize",
-                              _uniform_dequantize)

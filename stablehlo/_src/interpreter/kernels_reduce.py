@@ -187,6 +187,7 @@ def _body_types(op, region, n: int):
 # --- reduce -------------------------------------------------------------------
 
 
+@registry.interpreter_kernel("stablehlo.reduce")
 def _reduce(ctx, op, args):
   """spec: reduce."""
   n = len(args) // 2
@@ -249,6 +250,7 @@ def _num_windows(size, window, stride, dilation) -> int:
   return (size - dw) // stride + 1
 
 
+@registry.interpreter_kernel("stablehlo.reduce_window")
 def _reduce_window(ctx, op, args):
   """spec: reduce_window. Windows are read as strided slices of the padded
   inputs (one slice per window position), folded left to right from the
@@ -372,6 +374,7 @@ def _lowest(dt: np.dtype, want_max: bool):
   return -np.inf if want_max else np.inf
 
 
+@registry.interpreter_kernel("stablehlo.select_and_scatter")
 def _select_and_scatter(ctx, op, args):
   """spec: select_and_scatter. Each window's selected element is found by
   folding `select` over the window positions in order (on all windows at
@@ -613,6 +616,7 @@ def _sort_row(ctx, comparator, row: list, batchable: bool) -> np.ndarray:
   return np.array(sorted(range(row[0].shape[0]), key=key), dtype=np.int64)
 
 
+@registry.interpreter_kernel("stablehlo.sort")
 def _sort(ctx, op, args):
   """spec: sort. Every sort is stable here (a valid order for
   `is_stable = false` as well)."""
@@ -635,6 +639,7 @@ def _sort(ctx, op, args):
 # --- chlo.top_k ---------------------------------------------------------------
 
 
+@registry.interpreter_kernel("chlo.top_k")
 def _top_k(ctx, op, args):
   """chlo.top_k: the k largest entries of the last dimension, in
   descending order, ties by lower index; floats compare by IEEE totalOrder
@@ -658,11 +663,3 @@ def _top_k(ctx, op, args):
   values = np.take_along_axis(x, idx, axis=-1)
   idt = runtime.numpy_dtype(op.results[1].type)
   return [np.ascontiguousarray(values), idx.astype(idt)]
-
-
-registry.register_interpreter("stablehlo.reduce", _reduce)
-registry.register_interpreter("stablehlo.reduce_window", _reduce_window)
-registry.register_interpreter("stablehlo.select_and_scatter",
-                              _select_and_scatter)
-registry.register_interpreter("stablehlo.sort", _sort)
-registry.register_interpreter("chlo.top_k", _top_k)

@@ -93,11 +93,13 @@ def _out_shape_like(op, operand, dims):
   return shape
 
 
+@registry.interpreter_kernel("stablehlo.broadcast_in_dim")
 def _broadcast_in_dim(ctx, op, args):
   dims = _ints(op, "broadcast_dimensions")
   return _broadcast(args[0], dims, _out_shape_like(op, args[0], dims))
 
 
+@registry.interpreter_kernel("stablehlo.dynamic_broadcast_in_dim")
 def _dynamic_broadcast_in_dim(ctx, op, args):
   """spec: dynamic_broadcast_in_dim - broadcast_in_dim to the shape in
   `output_dimensions`."""
@@ -109,6 +111,7 @@ def _dynamic_broadcast_in_dim(ctx, op, args):
   return _broadcast(args[0], dims, shape)
 
 
+@registry.interpreter_kernel("stablehlo.broadcast")
 def _broadcast_legacy(ctx, op, args):
   """Deprecated `broadcast`: result shape = broadcast_sizes ++ shape(operand),
   result[i, j] = operand[j]."""
@@ -133,6 +136,7 @@ def _reshape_to(x: np.ndarray, shape) -> np.ndarray:
   return x.reshape(shape)
 
 
+@registry.interpreter_kernel("stablehlo.reshape")
 def _reshape(ctx, op, args):
   shape = _result_dims(op)
   unknown = [i for i, s in enumerate(shape) if s is None]
@@ -150,16 +154,19 @@ def _reshape(ctx, op, args):
   return _reshape_to(args[0], shape)
 
 
+@registry.interpreter_kernel("stablehlo.dynamic_reshape")
 def _dynamic_reshape(ctx, op, args):
   """spec: dynamic_reshape - reshape to the shape in `output_shape`."""
   return _reshape_to(args[0], _shape_operand(args[1]))
 
 
+@registry.interpreter_kernel("stablehlo.transpose")
 def _transpose(ctx, op, args):
   """spec: transpose - result[i] = operand[j], j[permutation[k]] = i[k]."""
   return np.transpose(args[0], _ints(op, "permutation"))
 
 
+@registry.interpreter_kernel("stablehlo.reverse")
 def _reverse(ctx, op, args):
   """spec: reverse - index d runs backwards for each d in `dimensions`."""
   dims = _ints(op, "dimensions", ())
@@ -185,12 +192,14 @@ def _slice_checked(x: np.ndarray, start, limit, strides) -> np.ndarray:
                  zip(start, limit, strides))]
 
 
+@registry.interpreter_kernel("stablehlo.slice")
 def _slice(ctx, op, args):
   """spec: slice - result[i] = operand[start_indices + i * strides]."""
   return _slice_checked(args[0], _ints(op, "start_indices"),
                         _ints(op, "limit_indices"), _ints(op, "strides"))
 
 
+@registry.interpreter_kernel("stablehlo.real_dynamic_slice")
 def _real_dynamic_slice(ctx, op, args):
   """`real_dynamic_slice`: slice with runtime start / limit / strides."""
   return _slice_checked(args[0], _shape_operand(args[1]),
@@ -212,6 +221,7 @@ def _clamped_starts(shape, sizes, indices) -> list:
   return out
 
 
+@registry.interpreter_kernel("stablehlo.dynamic_slice")
 def _dynamic_slice(ctx, op, args):
   """spec: dynamic_slice - result[i] = operand[adjusted_start + i]."""
   x = args[0]
@@ -220,6 +230,7 @@ def _dynamic_slice(ctx, op, args):
   return x[tuple(slice(b, b + n) for b, n in zip(starts, sizes))]
 
 
+@registry.interpreter_kernel("stablehlo.dynamic_update_slice")
 def _dynamic_update_slice(ctx, op, args):
   """spec: dynamic_update_slice - the operand with `update` written at the
   adjusted start indices."""
@@ -236,6 +247,7 @@ def _dynamic_update_slice(ctx, op, args):
 # --- concatenate / pad --------------------------------------------------------
 
 
+@registry.interpreter_kernel("stablehlo.concatenate")
 def _concatenate(ctx, op, args):
   """spec: concatenate - inputs joined along `dimension` in order."""
   dim = _int(op, "dimension")
@@ -276,12 +288,14 @@ def pad_array(x: np.ndarray, value: np.ndarray, lo, hi, interior):
   return buf[tuple(crop)]
 
 
+@registry.interpreter_kernel("stablehlo.pad")
 def _pad(ctx, op, args):
   return pad_array(args[0], args[1], _ints(op, "edge_padding_low"),
                     _ints(op, "edge_padding_high"),
                     _ints(op, "interior_padding"))
 
 
+@registry.interpreter_kernel("stablehlo.dynamic_pad")
 def _dynamic_pad(ctx, op, args):
   """spec: dynamic_pad - pad with the paddings given as operands."""
   return pad_array(args[0], args[1], _shape_operand(args[2]),
@@ -329,11 +343,13 @@ def _iota_array(shape, dim: int, ty: t.Type) -> np.ndarray:
   return np.ascontiguousarray(np.broadcast_to(vals.reshape(view), shape))
 
 
+@registry.interpreter_kernel("stablehlo.iota")
 def _iota(ctx, op, args):
   ty = op.results[0].type
   return _iota_array(runtime.static_shape(ty), _int(op, "iota_dimension"), ty)
 
 
+@registry.interpreter_kernel("stablehlo.dynamic_iota")
 def _dynamic_iota(ctx, op, args):
   """spec: dynamic_iota - iota with the shape in `output_shape`."""
   return _iota_array(_shape_operand(args[0]), _int(op, "iota_dimension"),
@@ -351,12 +367,14 @@ def _axis(op, x: np.ndarray) -> int:
   return dim
 
 
+@registry.interpreter_kernel("stablehlo.get_dimension_size")
 def _get_dimension_size(ctx, op, args):
   """spec: get_dimension_size - the size of `dimension` of the operand."""
   x = args[0]
   return runtime.wrap_to(np.int64(x.shape[_axis(op, x)]), op.results[0].type)
 
 
+@registry.interpreter_kernel("stablehlo.set_dimension_size")
 def _set_dimension_size(ctx, op, args):
   """XLA's SetDimensionSize: the runtime size of `dimension` becomes `size`
   (at most the operand's). With a dynamic result dimension the runtime value
@@ -379,11 +397,13 @@ def _set_dimension_size(ctx, op, args):
 # --- tuples, tokens, barriers -------------------------------------------------
 
 
+@registry.interpreter_kernel("stablehlo.tuple")
 def _tuple(ctx, op, args):
   """spec: tuple - a tuple of the operands."""
   return tuple(args)
 
 
+@registry.interpreter_kernel("stablehlo.get_tuple_element")
 def _get_tuple_element(ctx, op, args):
   """spec: get_tuple_element - element `index` of the operand tuple."""
   tup = args[0]
@@ -395,42 +415,14 @@ def _get_tuple_element(ctx, op, args):
   return tup[index]
 
 
+@registry.interpreter_kernel("stablehlo.optimization_barrier")
 def _optimization_barrier(ctx, op, args):
   """spec: optimization_barrier - the operands, unchanged."""
   return list(args)
 
 
+@registry.interpreter_kernel("stablehlo.after_all", "stablehlo.create_token")
 def _token(ctx, op, args):
   """spec: after_all / create_token - a token; ordering has no effect in
   this sequential interpreter."""
   return runtime.TOKEN
-
-
-_KERNELS = {
-    "stablehlo.broadcast": _broadcast_legacy,
-    "stablehlo.broadcast_in_dim": _broadcast_in_dim,
-    "stablehlo.dynamic_broadcast_in_dim": _dynamic_broadcast_in_dim,
-    "stablehlo.reshape": _reshape,
-    "stablehlo.dynamic_reshape": _dynamic_reshape,
-    "stablehlo.transpose": _transpose,
-    "stablehlo.reverse": _reverse,
-    "stablehlo.slice": _slice,
-    "stablehlo.real_dynamic_slice": _real_dynamic_slice,
-    "stablehlo.dynamic_slice": _dynamic_slice,
-    "stablehlo.dynamic_update_slice": _dynamic_update_slice,
-    "stablehlo.concatenate": _concatenate,
-    "stablehlo.pad": _pad,
-    "stablehlo.dynamic_pad": _dynamic_pad,
-    "stablehlo.iota": _iota,
-    "stablehlo.dynamic_iota": _dynamic_iota,
-    "stablehlo.get_dimension_size": _get_dimension_size,
-    "stablehlo.set_dimension_size": _set_dimension_size,
-    "stablehlo.tuple": _tuple,
-    "stablehlo.get_tuple_element": _get_tuple_element,
-    "stablehlo.optimization_barrier": _optimization_barrier,
-    "stablehlo.after_all": _token,
-    "stablehlo.create_token": _token,
-}
-
-for _name, _fn in _KERNELS.items():
-  registry.register_interpreter(_name, _fn)

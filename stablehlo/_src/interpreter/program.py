@@ -42,20 +42,24 @@ def _symbol(attr) -> str:
                                      f"{attr!r}")
 
 
+@registry.interpreter_kernel("stablehlo.constant", "chlo.constant")
 def _constant(ctx, op, args):
   """spec: constant - the value of the `value` attribute."""
   return runtime.from_attr(op.attr("value"), ctx.module)
 
 
+@registry.interpreter_kernel("func.call")
 def _call(ctx, op, args):
   return list(ctx.call(_symbol(op.attr("callee")), args))
 
 
+@registry.interpreter_kernel("stablehlo.composite")
 def _composite(ctx, op, args):
   """spec: composite - semantically its decomposition function."""
   return list(ctx.call(_symbol(op.attr("decomposition")), args))
 
 
+@registry.interpreter_kernel("stablehlo.custom_call")
 def _custom_call(ctx, op, args):
   target = op.attr("call_target_name")
   name = target.value if isinstance(target, a.StringAttr) else str(target)
@@ -94,10 +98,14 @@ def _global_value(ctx, op):
   return state[name]
 
 
+@registry.interpreter_kernel(
+    "ml_program.global_load",
+    "ml_program.global_load_const")
 def _global_load(ctx, op, args):
   return _global_value(ctx, op).copy()
 
 
+@registry.interpreter_kernel("ml_program.global_store")
 def _global_store(ctx, op, args):
   name, g = _global_op(ctx, op)
   if g.attr("is_mutable") is None:
@@ -106,15 +114,6 @@ def _global_store(ctx, op, args):
   ctx.interp.globals[name] = np.array(args[0], copy=True)
   return []
 
-
-registry.register_interpreter("stablehlo.constant", _constant)
-registry.register_interpreter("chlo.constant", _constant)
-registry.register_interpreter("func.call", _call)
-registry.register_interpreter("stablehlo.composite", _composite)
-registry.register_interpreter("stablehlo.custom_call", _custom_call)
-registry.register_interpreter("ml_program.global_load", _global_load)
-registry.register_interpreter("ml_program.global_load_const", _global_load)
-registry.register_interpreter("ml_program.global_store", _global_store)
 
 # Ops the dispatch loop handles itself or that never execute, and ops
 # deliberately left out; the status table shows the reasons.

@@ -8,6 +8,7 @@ registration against the same name, never by editing this file:
 
   registry.set_pretty("stablehlo.add", "binary")        # text package
   registry.register_interpreter("stablehlo.add", fn)    # interpreter
+  @registry.interpreter_kernel("stablehlo.slice")       # the same, at a def
   registry.register_hlo_lowering("stablehlo.add", fn)   # xla import
 
 The `hlo_evaluator` and `cpu_codegen` slots are filled by xla (see
@@ -209,6 +210,19 @@ def set_pretty(name: str, syntax: str) -> None:
 
 def register_interpreter(name: str, kernel: Any) -> None:
   set_slot(name, "interpreter", kernel)
+
+
+def interpreter_kernel(*names: str) -> Callable:
+  """Decorator: registers the function it decorates as the interpreter
+  kernel of each op in `names` (full names), where the kernel is defined.
+  A kernel built by a factory registers with `register_interpreter`."""
+
+  def wrap(kernel):
+    for name in names:
+      register_interpreter(name, kernel)
+    return kernel
+
+  return wrap
 
 
 def register_hlo_lowering(name: str, lowering: Any) -> None:
