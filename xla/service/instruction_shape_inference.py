@@ -207,7 +207,7 @@ def _convolution(instr, declared):
   return si.infer_convolution_shape(
       instr.operand(0).shape, instr.operand(1).shape, instr.window,
       instr.convolution_dimension_numbers,
-      instr.attr("feature_group_count"), instr.attr("batch_group_count"),
+      instr.feature_group_count, instr.batch_group_count,
       declared.element_type if declared is not None else None)
 
 
@@ -215,7 +215,7 @@ def _convolution(instr, declared):
 def _gather(instr, declared):
   return si.infer_gather_shape(instr.operand(0).shape, instr.operand(1).shape,
                             instr.gather_dimension_numbers,
-                            instr.attr("slice_sizes"))
+                            instr.gather_slice_sizes)
 
 
 @_rule(O.kTuple)
@@ -237,9 +237,9 @@ def _gte(instr, declared):
 def _iota(instr, declared):
   declared = _need_declared(declared, instr.opcode)
   _need_array(declared, "iota result")
-  if not 0 <= instr.attr("iota_dimension") < max(declared.rank, 1) or (
+  if not 0 <= instr.iota_dimension < max(declared.rank, 1) or (
       declared.rank == 0):
-    _fail(f"iota_dimension {instr.attr('iota_dimension')} is out of range "
+    _fail(f"iota_dimension {instr.iota_dimension} is out of range "
           f"for {_s(declared)}")
   return declared.without_layout()
 
@@ -247,7 +247,7 @@ def _iota(instr, declared):
 @_rule(O.kDynamicSlice)
 def _dynamic_slice(instr, declared):
   operand = instr.operand(0).shape
-  sizes = instr.attr("dynamic_slice_sizes")
+  sizes = instr.dynamic_slice_sizes
   if len(sizes) != operand.rank:
     _fail(f"dynamic_slice_sizes {list(sizes)} must have one entry per "
           f"dimension of {_s(operand)}")
@@ -393,7 +393,7 @@ def _domain(instr, declared):
 def _topk(instr, declared):
   operand = instr.operand(0).shape
   _need_array(operand, "topk operand")
-  k = instr.attr("k")
+  k = instr.k
   if operand.rank == 0 or not 0 <= k <= operand.dimensions[-1]:
     _fail(f"topk k={k} is out of range for {_s(operand)}")
   dims = operand.dimensions[:-1] + (k,)

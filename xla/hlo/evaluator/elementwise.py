@@ -241,7 +241,7 @@ def _clz(instr, x):
 def compare(instr, x, y):
   et = _operand_et(instr)
   direction = instr.comparison_direction.name
-  ctype = instr.attr("type")
+  ctype = instr.comparison_type
   ctype = getattr(ctype, "value", ctype)
   return np.asarray(ke.compare(x, y, et, direction,
                                "TOTALORDER" if ctype == "TOTALORDER" else
@@ -289,8 +289,8 @@ def _bitcast_convert(instr, x):
 
 def _reduce_precision(instr, x):
   return kc.reduce_precision_array(x, _result_et(instr),
-                                   instr.attr("exponent_bits"),
-                                   instr.attr("mantissa_bits"))
+                                   instr.exponent_bits,
+                                   instr.mantissa_bits)
 
 
 def _round_even(instr, x):

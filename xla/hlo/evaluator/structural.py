@@ -106,7 +106,7 @@ def _starts(shape, sizes, idx):
 
 def _dynamic_slice(ev, instr, ops):
   x = ops[0]
-  sizes = instr.attr("dynamic_slice_sizes")
+  sizes = instr.dynamic_slice_sizes
   st = _starts(x.shape, sizes, ops[1:])
   return x[tuple(slice(b, b + n) for b, n in zip(st, sizes))].copy()
 
@@ -138,7 +138,7 @@ def _reverse(ev, instr, ops):
 
 def _iota(ev, instr, ops):
   dims = tuple(instr.shape.dimensions)
-  d = instr.attr("iota_dimension")
+  d = instr.iota_dimension
   shape = [1] * len(dims)
   shape[d] = dims[d]
   v = np.arange(dims[d], dtype=np.int64).reshape(shape)
@@ -372,7 +372,7 @@ def _sort_keys_fast(comp, x):
   descending = (direction == "GT") == (pa == 0)
   et = ew.sh_type(a.shape.element_type)
   k = ew.C.kind(et)
-  ctype = getattr(root.attr("type"), "value", root.attr("type"))
+  ctype = getattr(root.comparison_type, "value", root.comparison_type)
   if k == ew.C.FLOAT:
     if ctype == "TOTALORDER":
       key = ke.total_order_key(x, et)
@@ -434,7 +434,7 @@ def _only_uses_first(comp) -> bool:
 
 
 def _topk(ev, instr, ops):
-  return top_k(instr, ops[0], instr.attr("k"), instr.attr("largest"))
+  return top_k(instr, ops[0], instr.k, instr.largest)
 
 
 def top_k_custom_call(instr, ops):
@@ -463,7 +463,7 @@ def _gather(ev, instr, ops):
   dn = instr.gather_dimension_numbers
   attr = {f: getattr(dn, f) for f in kgs.GATHER_KEYS}
   return kgs.gather(ops[0], ops[1].astype(np.int64), attr,
-                    instr.attr("slice_sizes"))
+                    instr.gather_slice_sizes)
 
 
 def _scatter(ev, instr, ops):
@@ -537,8 +537,8 @@ def _convolution(ev, instr, ops):
           "output_feature_dimension": dn.output_feature_dimension,
           "output_spatial_dimensions": dn.output_spatial_dimensions,
       },
-      "feature_group_count": instr.attr("feature_group_count"),
-      "batch_group_count": instr.attr("batch_group_count"),
+      "feature_group_count": instr.feature_group_count,
+      "batch_group_count": instr.batch_group_count,
   }
   padding = np.array([[d.padding_low, d.padding_high] for d in wd],
                      np.int64).reshape(-1, 2) if wd else None

@@ -287,6 +287,49 @@ class HloInstruction:
     return self.attr("padding")
 
   @property
+  def iota_dimension(self) -> int:
+    return self.attr("iota_dimension")
+
+  @property
+  def dynamic_slice_sizes(self) -> tuple[int, ...]:
+    return tuple(self.attr("dynamic_slice_sizes"))
+
+  @property
+  def gather_slice_sizes(self) -> tuple[int, ...]:
+    return tuple(self.attr("slice_sizes"))
+
+  @property
+  def feature_group_count(self) -> int:
+    return self.attr("feature_group_count")
+
+  @property
+  def batch_group_count(self) -> int:
+    return self.attr("batch_group_count")
+
+  @property
+  def comparison_type(self):
+    """The compare's `type=` (an xla_data.ComparisonType), or None when
+    the element type's default applies."""
+    return self.attr("type")
+
+  @property
+  def exponent_bits(self) -> int:
+    return self.attr("exponent_bits")
+
+  @property
+  def mantissa_bits(self) -> int:
+    return self.attr("mantissa_bits")
+
+  @property
+  def k(self) -> int:
+    """The number of elements a top-k keeps."""
+    return self.attr("k")
+
+  @property
+  def largest(self) -> bool:
+    return bool(self.attr("largest"))
+
+  @property
   def convolution_dimension_numbers(
       self) -> xla_data.ConvolutionDimensionNumbers:
     return self.attr("dim_labels")

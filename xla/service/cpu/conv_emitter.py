@@ -142,8 +142,8 @@ def geometry(instr) -> Geometry:
   lhs, rhs, out = (instr.operand(0).shape, instr.operand(1).shape,
                    instr.shape)
   dn = instr.convolution_dimension_numbers
-  fgc = instr.attr("feature_group_count") or 1
-  bgc = instr.attr("batch_group_count") or 1
+  fgc = instr.feature_group_count or 1
+  bgc = instr.batch_group_count or 1
   if fgc > 1 and bgc > 1:
     raise support.UnimplementedError(
         "CPU convolution: feature_group_count > 1 together with "

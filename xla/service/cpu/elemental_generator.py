@@ -392,7 +392,7 @@ class ElementGenerator:
 
   def _iota(self, instr, index: Index) -> ir.Value:
     b = self.b
-    d = instr.attr("iota_dimension")
+    d = instr.iota_dimension
     v = index.multi(b)[d] if instr.shape.dimensions else le.i64(0)
     et = instr.shape.element_type
     if primitive_util.is_complex(et):

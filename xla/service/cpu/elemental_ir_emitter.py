@@ -391,7 +391,7 @@ def _int_only(fn):
 def _compare(b, c, x, y):
   instr = c.instr
   direction = instr.comparison_direction.name
-  ctype = instr.attr("type")
+  ctype = instr.comparison_type
   ctype = getattr(ctype, "value", ctype)
   return compare(b, c.operand_et(0), direction, x, y,
                  total_order=ctype == "TOTALORDER")
@@ -417,8 +417,8 @@ def _bitcast_convert(b, c, x):
 def _reduce_precision(b, c, x):
   if c.k != "float":
     raise _unsupported(c.instr)
-  return ec.reduce_precision(b, x, c.et, c.instr.attr("exponent_bits"),
-                             c.instr.attr("mantissa_bits"))
+  return ec.reduce_precision(b, x, c.et, c.instr.exponent_bits,
+                             c.instr.mantissa_bits)
 
 
 def _is_finite(b, c, x):

@@ -83,7 +83,7 @@ def emit_gather(ctx: kernel_api.KernelContext,
   sim = tuple(dn.start_index_map)
   obatch = tuple(dn.operand_batching_dims or ())
   ibatch = tuple(dn.start_indices_batching_dims or ())
-  slice_sizes = tuple(instr.attr("slice_sizes"))
+  slice_sizes = instr.gather_slice_sizes
   oshape = tuple(instr.operand(0).shape.dimensions)
   rshape = tuple(instr.shape.dimensions)
   rank = len(oshape)

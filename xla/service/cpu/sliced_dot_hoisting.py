@@ -69,7 +69,7 @@ def _row_slice(x, body, invariant) -> Optional[tuple]:
   dims = tuple(big.shape.dimensions)
   if len(dims) < 2:
     return None
-  sizes = tuple(ds.attr("dynamic_slice_sizes"))
+  sizes = ds.dynamic_slice_sizes
   if sizes != (1,) + dims[1:]:
     return None
   if tuple(x.shape.dimensions) != dims[1:]:

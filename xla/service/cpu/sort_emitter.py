@@ -381,7 +381,7 @@ def emit_topk(ctx: kernel_api.KernelContext, instr) -> kernel_api.KernelSpec:
   dims = tuple(shape.dimensions)
   if not dims:
     raise support.InvalidArgumentError(f"topk {instr.name}: scalar operand")
-  k = instr.attr("k")
+  k = instr.k
   n = dims[-1]
   _check_n(instr, n)
   if not 0 <= k <= n:
@@ -395,7 +395,7 @@ def emit_topk(ctx: kernel_api.KernelContext, instr) -> kernel_api.KernelSpec:
   if rows == 0 or k == 0:
     b.ret_void()
     return kernel_api.KernelSpec(ka.fn.name, 1, 0)
-  largest = bool(instr.attr("largest"))
+  largest = instr.largest
   idx_et = ka.result_shapes[1].element_type
   idx_ty = kernel_api.llvm_storage_type(idx_et)
   if not isinstance(idx_ty, ir.IntType):

@@ -72,7 +72,7 @@ def comparator_largest(sort) -> Optional[bool]:
   pair = (a.parameter_number, b.parameter_number)
   if pair not in ((0, 1), (1, 0)):
     return None
-  ctype = root.attr("type")
+  ctype = root.comparison_type
   if ctype is None:
     # The default type of an integer compare is its signedness.
     if et in _FLOATS:
@@ -89,7 +89,7 @@ def comparator_largest(sort) -> Optional[bool]:
 
 
 def _is_index_iota(instr, shape, dim) -> bool:
-  return (instr.opcode == O.kIota and instr.attr("iota_dimension") == dim and
+  return (instr.opcode == O.kIota and instr.iota_dimension == dim and
           instr.shape.element_type == P.S32 and
           tuple(instr.shape.dimensions) == tuple(shape.dimensions))
 
