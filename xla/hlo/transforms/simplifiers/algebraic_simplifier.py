@@ -1,9 +1,10 @@
 """Algebraic simplification
 (xla/hlo/transforms/simplifiers/algebraic_simplifier.h), a first set of
-rules. The identity/absorbing-element rules (the first four lines below)
-are pattern rules (xla.hlo.ir.hlo_pattern) in `_ELEMENT_RULES`; each other
-rule is a handler registered for one opcode in `_HANDLERS`. Either returns
-the instruction that replaces the one visited, or None.
+rules. The identity/absorbing-element rules (the first four lines below),
+negate(negate(x)), and the convert and concatenate rules are pattern rules
+(xla.hlo.ir.hlo_pattern) in `_ELEMENT_RULES`; each other rule is a handler
+registered for one opcode in `_HANDLERS`. Either returns the instruction
+that replaces the one visited, or None.
 
   add(x, 0), add(0, x), subtract(x, 0)   -> x
   multiply(x, 1), multiply(1, x)         -> x
@@ -62,7 +63,17 @@ def _is_integral_or_pred(instr) -> bool:
           et == PrimitiveType.PRED)
 
 
-# -- identity and absorbing elements, as pattern rules -------------------------
+def _same_element_type(instr) -> bool:
+  return instr.operand(0).shape.element_type == instr.shape.element_type
+
+
+def _x_if_compatible(captures, instr, s):
+  """The captured `x`, if its shape may stand for `instr`'s."""
+  x = captures["x"]
+  return x if s.compatible(x.shape, instr.shape) else None
+
+
+# -- rewrite rules, as data ----------------------------------------------------
 # Rules for one opcode are tried in the order listed; the first match wins.
 
 _X = m.any("x")
@@ -83,6 +94,11 @@ _ELEMENT_RULES = m.PatternMatcher([
                 where=_is_integral_or_pred), "zero"),
     # negate(negate(x)) -> x
     m.Rule(m.op(HloOpcode.kNegate, m.op(HloOpcode.kNegate, _X)), "x"),
+    # convert(x) to x's own element type -> x
+    m.Rule(m.op(HloOpcode.kConvert, _X, where=_same_element_type),
+           _x_if_compatible),
+    # concatenate(x) -> x
+    m.Rule(m.op(HloOpcode.kConcatenate, _X), _x_if_compatible),
 ])
 
 
@@ -173,25 +189,8 @@ def _slice(instr, s):
   return None
 
 
-def _convert(instr, s):
-  op = instr.operand(0)
-  if (op.shape.element_type == instr.shape.element_type and
-      s.compatible(op.shape, instr.shape)):
-    return op
-  return None
-
-
-def _concatenate(instr, s):
-  if instr.operand_count == 1 and s.compatible(instr.operand(0).shape,
-                                               instr.shape):
-    return instr.operand(0)
-  return None
-
-
 _HANDLERS: dict[HloOpcode, Callable] = {
     HloOpcode.kBroadcast: _broadcast,
-    HloOpcode.kConcatenate: _concatenate,
-    HloOpcode.kConvert: _convert,
     HloOpcode.kReshape: _reshape,
     HloOpcode.kSlice: _slice,
     HloOpcode.kTranspose: _transpose,
