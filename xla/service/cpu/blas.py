@@ -344,8 +344,10 @@ class single_threaded:  # pylint: disable=invalid-name
 
 def uses_blas(externals) -> bool:
   """Whether a program whose kernels call the external functions
-  `externals` (names) calls BLAS (our `xla_cpu_cblas_*` names)."""
-  return any(n.startswith("xla_cpu_cblas_") for n in externals)
+  `externals` (names) calls BLAS or LAPACK (our `xla_cpu_cblas_*` and
+  `xla_cpu_lapack_*` names)."""
+  return any(n.startswith(("xla_cpu_cblas_", "xla_cpu_lapack_"))
+             for n in externals)
 
 
 # --- planning -----------------------------------------------------------------

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import threading
+from typing import Optional
 
 from llvmlite import ir
 
@@ -56,12 +57,21 @@ for _module, _opcodes in (
     EMITTERS[_opcode] = f"xla.service.cpu.{_module}"
 del _module, _opcodes, _opcode
 
+# Custom calls that can run as native kernels: target prefix -> the module
+# whose `emit(ctx, instr)` returns a KernelSpec, or None to leave the call to
+# its Python handler (the custom-call thunk).
+CUSTOM_CALL_EMITTERS: dict[str, str] = {
+    "lapack_": "xla.service.cpu.lapack_emitter",
+}
+
 _LOAD_LOCK = threading.Lock()
 
 
 def emitter_modules() -> list[str]:
-  """The emitter modules of `EMITTERS`, each once, in table order."""
-  return list(dict.fromkeys(EMITTERS.values()))
+  """The emitter modules of `EMITTERS` and `CUSTOM_CALL_EMITTERS`, each once,
+  in table order."""
+  return list(dict.fromkeys([*EMITTERS.values(),
+                             *CUSTOM_CALL_EMITTERS.values()]))
 
 
 def _import(name: str) -> None:
@@ -114,6 +124,19 @@ def unimplemented(instr, why: str = "") -> support.UnimplementedError:
   if why:
     msg += f" ({why})"
   return support.UnimplementedError(msg + f" [{instr.name}]")
+
+
+def emit_custom_call(ctx: kernel_api.KernelContext,
+                     instr) -> Optional[list[kernel_api.KernelSpec]]:
+  """The native kernels of custom call `instr`; None when its target has no
+  native emitter (or the emitter leaves this call to the Python handler)."""
+  target = instr.custom_call_target or ""
+  for prefix, module in CUSTOM_CALL_EMITTERS.items():
+    if target.startswith(prefix):
+      _import(module)
+      spec = importlib.import_module(module).emit(ctx, instr)
+      return None if spec is None else [spec]
+  return None
 
 
 def emit_instruction(ctx: kernel_api.KernelContext,

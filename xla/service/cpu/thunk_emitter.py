@@ -155,11 +155,18 @@ class ThunkEmitter:
       return [{"kind": "sequence", "name": instr.name,
                "thunks": self.emit_computation(instr.to_apply)}]
     if op == O.kCustomCall:
+      specs = ir_emitter.emit_custom_call(self.ctx, instr)
+      if specs is not None:
+        return self._kernels(instr, specs)
       return [self._custom_call(instr)]
     if instr.shape.is_tuple() and not any(
         s.is_array() for _, s in shape_util.leaf_shapes(instr.shape)):
       return []
-    specs = ir_emitter.emit_instruction(self.ctx, instr)
+    return self._kernels(instr, ir_emitter.emit_instruction(self.ctx, instr))
+
+  def _kernels(self, instr, specs) -> list[dict]:
+    """Kernel thunks running `specs`, which compute `instr` (their arguments:
+    its operands' array leaves, then its own)."""
     positions = []
     for o in instr.operands:
       positions.extend((o, idx) for idx, s in _leaves(o.shape))
