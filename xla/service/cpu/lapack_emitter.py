@@ -80,13 +80,17 @@ class _Mat:
   """A column-major `ld` x `cols` scratch matrix of the routine's type.
   `src`: the operand whose matrix (`src_dims`, row-major) is copied in,
   transposed; without one the scratch starts zeroed. `dst`: the result the
-  leading `dst_dims` block is copied out to, transposed."""
+  leading `dst_dims` block is copied out to, transposed. `pairs`: the
+  argument index of geev's `wi`; the matrix holds real eigenvectors packed
+  in LAPACK's way and the complex result gets them unpacked (zeros unless
+  INFO is 0)."""
   ld: int
   cols: int
   src: Optional[int] = None
   src_dims: tuple = ()
   dst: Optional[int] = None
   dst_dims: tuple = ()
+  pairs: Optional[int] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -306,6 +310,40 @@ def _gees(c: _Call):
                  _Work(lwork), _Int(lwork), _Null(), _Info(nres - 1)]
 
 
+def _geev(c: _Call):
+  n = c.operands[0][-1]
+  jobvl, jobvr = c.char("compute_left"), c.char("compute_right")
+  if jobvl is None or jobvr is None:
+    return None
+  nres = len(c.results)
+  w, info = c.work1(), c.lib.ints(1)
+  a = _Mat(_ld(n), n, src=0, src_dims=(n, n))
+  head = [_Char(jobvl), _Char(jobvr), _Int(n), a, _Int(_ld(n))]
+  if c.complex:
+    c.query(jobvl, jobvr, n, None, _ld(n), None, None, _ld(n), None, _ld(n),
+            w, -1, c.work(2 * n, real=True), info)
+    lwork = _lwork(w)
+    return head + [
+        _Vec(n, "t", dst=0, count_out=n),
+        _Mat(_ld(n), n, dst=1, dst_dims=(n, n)), _Int(_ld(n)),
+        _Mat(_ld(n), n, dst=2, dst_dims=(n, n)), _Int(_ld(n)),
+        _Work(lwork), _Int(lwork), _Work(2 * n, "r"), _Info(nres - 1)]
+  c.query(jobvl, jobvr, n, None, _ld(n), None, None, None, _ld(n), None,
+          _ld(n), w, -1, info)
+  lwork = _lwork(w)
+  wi = len(head) + 1
+  return head + [
+      _Vec(n, "t", dst=0, count_out=n), _Vec(n, "t", dst=1, count_out=n),
+      _Mat(_ld(n), n, dst=2, dst_dims=(n, n), pairs=wi), _Int(_ld(n)),
+      _Mat(_ld(n), n, dst=3, dst_dims=(n, n), pairs=wi), _Int(_ld(n)),
+      _Work(lwork), _Int(lwork), _Info(nres - 1)]
+
+
+# geev: an input with a non-finite entry is not factorized; its results are
+# zeros and INFO is -4 (jaxlib's convention).
+_FINITE_INPUT_INFO = {"geev": -4}
+
+
 def _gehrd(c: _Call):
   m, n = c.operands[0][-2:]
   low, high = int(c.attrs.get("low", 1)), int(c.attrs.get("high", n))
@@ -348,6 +386,7 @@ _SPECS: dict[str, tuple[str, Callable]] = {
     "gesdd": ("gesdd", lambda c: _svd(c, qr=False)),
     "gesvd": ("gesvd", lambda c: _svd(c, qr=True)),
     "gees": ("gees", _gees),
+    "geev": ("geev", _geev),
     "gehrd": ("gehrd", _gehrd),
     "sytrd": ("hetrd", _sytrd),
 }
@@ -481,11 +520,13 @@ def emit(ctx: kernel_api.KernelContext, instr) -> Optional[kernel_api.KernelSpec
   register_symbols()
   if not hasattr(call.lib.lib, call.lib.scheme.format(name)):
     return None
-  return _emit_kernel(ctx, instr, call, name, args)
+  return _emit_kernel(ctx, instr, call, name, args,
+                      _FINITE_INPUT_INFO.get(routine))
 
 
-def _emit_kernel(ctx, instr, call: _Call, name: str,
-                 args: Sequence) -> kernel_api.KernelSpec:
+def _emit_kernel(ctx, instr, call: _Call, name: str, args: Sequence,
+                 nonfinite_info: Optional[int] = None
+                 ) -> kernel_api.KernelSpec:
   et = instr.operand(0).shape.element_type
   int_ty = ir.IntType(call.lib.int_bits)
   module = ctx.module
@@ -539,6 +580,12 @@ def _emit_kernel(ctx, instr, call: _Call, name: str,
                     for s in ka.operand_shapes]
   result_stride = [math.prod(s.dimensions[len(batch_dims):])
                    for s in ka.result_shapes]
+  memset = module.declare_intrinsic("llvm.memset", [I8_PTR, I64])
+
+  def zero(ptr, nbytes: int) -> None:
+    b.call(memset, [b.bitcast(ptr, I8_PTR), ir.Constant(I8, 0),
+                    u.i64(nbytes), ir.Constant(ir.IntType(1), 0)])
+
   with u.for_range(b, ka.begin, ka.end, name="matrix") as bi:
     def operand(i):
       return b.gep(ka.operands[i], [b.mul(bi, u.i64(operand_stride[i]))])
@@ -546,57 +593,154 @@ def _emit_kernel(ctx, instr, call: _Call, name: str,
     def result(i):
       return b.gep(ka.results[i], [b.mul(bi, u.i64(result_stride[i]))])
 
-    # Copy in.
-    for k, a in enumerate(args):
-      if isinstance(a, _Mat):
-        buf = pointers[k]
-        if a.src is None:
-          fill = module.declare_intrinsic("llvm.memset", [I8_PTR, I64])
-          b.call(fill, [b.bitcast(buf, I8_PTR), ir.Constant(I8, 0),
-                        u.i64(a.ld * a.cols * _type_bytes(offsets[k][1])),
-                        ir.Constant(ir.IntType(1), 0)])
-        else:
-          rows, cols = a.src_dims
-          src = operand(a.src)
-          with u.loop_nest(b, [rows, cols], name="in") as (i, j):
-            v = b.load(b.gep(src, [u.linear_index(b, [i, j], [cols, 1])]))
-            b.store(v, b.gep(buf, [u.linear_index(b, [i, j], [1, a.ld])]))
-      elif isinstance(a, _Vec) and a.src is not None:
-        src = operand(a.src)
-        with u.for_range(b, u.i64(0), u.i64(a.count_in), name="vin") as i:
-          v = b.load(b.gep(src, [i]))
-          if isinstance(v.type, ir.IntType):
-            v = _convert_int(b, v, offsets[k][1])
-          b.store(v, b.gep(pointers[k], [i]))
+    def solve():
+      _copy_in(b, args, pointers, offsets, operand, zero)
+      b.call(fn, [b.bitcast(p, I8_PTR) for p in pointers] +
+             [u.i64(1)] * n_chars)
+      _copy_out(b, args, pointers, result, zero)
 
-    b.call(fn, [b.bitcast(p, I8_PTR) for p in pointers] +
-           [u.i64(1)] * n_chars)
-
-    # Copy out.
-    for k, a in enumerate(args):
-      if isinstance(a, _Mat) and a.dst is not None:
-        rows, cols = a.dst_dims
-        dst = result(a.dst)
-        with u.loop_nest(b, [rows, cols], name="out") as (i, j):
-          v = b.load(b.gep(pointers[k], [u.linear_index(b, [i, j], [1, a.ld])]))
-          b.store(v, b.gep(dst, [u.linear_index(b, [i, j], [cols, 1])]))
-      elif isinstance(a, _Vec) and a.dst is not None:
-        dst = result(a.dst)
-        with u.for_range(b, u.i64(0), u.i64(a.count_out), name="vout") as i:
-          v = b.load(b.gep(pointers[k], [i]))
-          if isinstance(v.type, ir.IntType):
-            v = _convert_int(b, v, dst.type.pointee)
-          b.store(v, b.gep(dst, [i]))
-      elif isinstance(a, _Info) and a.dst is not None:
-        dst = result(a.dst)
-        v = _convert_int(b, b.load(pointers[k]), dst.type.pointee)
-        b.store(v, dst)
+    if nonfinite_info is None:
+      solve()
+    else:
+      rows, cols = instr.operand(0).shape.dimensions[-2:]
+      finite = _all_finite(b, operand(0), rows * cols)
+      with b.if_else(finite) as (then, otherwise):
+        with then:
+          solve()
+        with otherwise:
+          for i, shape in enumerate(ka.result_shapes):
+            zero(result(i), result_stride[i] * u.byte_size(shape.element_type))
+          info = [a for a in args if isinstance(a, _Info)][0]
+          dst = result(info.dst)
+          b.store(ir.Constant(dst.type.pointee, nonfinite_info), dst)
   scratch.release(b)
   b.ret_void()
   n = max(max(d[-2:]) for d in call.operands if len(d) >= 2)
   return kernel_api.KernelSpec(ka.fn.name, parallel_extent=batch,
                                cost=batch * n * n * n)
 
+
+
+def _all_finite(b: ir.IRBuilder, ptr, count: int) -> ir.Value:
+  """Whether none of `count` elements at `ptr` is an infinity or a NaN
+  (x - x is 0 exactly for the finite ones)."""
+  flag = u.entry_alloca(b, ir.IntType(1), name="finite")
+  b.store(ir.Constant(ir.IntType(1), 1), flag)
+  with u.for_range(b, u.i64(0), u.i64(count), name="fin") as i:
+    v = b.load(b.gep(ptr, [i]))
+    parts = ([b.extract_value(v, 0), b.extract_value(v, 1)]
+             if isinstance(v.type, ir.LiteralStructType) else [v])
+    ok = b.load(flag)
+    for x in parts:
+      ok = b.and_(ok, b.fcmp_ordered("==", b.fsub(x, x),
+                                     ir.Constant(x.type, 0.0)))
+    b.store(ok, flag)
+  return b.load(flag)
+
+
+def _copy_in(b: ir.IRBuilder, args, pointers, offsets, operand, zero):
+  """Operands into the scratch arguments, transposed; other matrices
+  zeroed."""
+  for k, a in enumerate(args):
+    if isinstance(a, _Mat):
+      buf = pointers[k]
+      if a.src is None:
+        zero(buf, a.ld * a.cols * _type_bytes(offsets[k][1]))
+        continue
+      rows, cols = a.src_dims
+      src = operand(a.src)
+      with u.loop_nest(b, [rows, cols], name="in") as (i, j):
+        v = b.load(b.gep(src, [u.linear_index(b, [i, j], [cols, 1])]))
+        b.store(v, b.gep(buf, [u.linear_index(b, [i, j], [1, a.ld])]))
+    elif isinstance(a, _Vec) and a.src is None:
+      # Fresh per matrix, as the handlers' vectors are (LAPACK may leave
+      # part of an output unwritten when it fails).
+      zero(pointers[k], max(1, a.length) * _type_bytes(offsets[k][1]))
+    elif isinstance(a, _Vec):
+      src = operand(a.src)
+      with u.for_range(b, u.i64(0), u.i64(a.count_in), name="vin") as i:
+        v = b.load(b.gep(src, [i]))
+        if isinstance(v.type, ir.IntType):
+          v = _convert_int(b, v, offsets[k][1])
+        b.store(v, b.gep(pointers[k], [i]))
+
+
+def _copy_out(b: ir.IRBuilder, args, pointers, result, zero):
+  """The scratch results out to the results, transposed and converted."""
+  info_ptr = next((pointers[k] for k, a in enumerate(args)
+                   if isinstance(a, _Info)), None)
+  for k, a in enumerate(args):
+    if isinstance(a, _Mat) and a.dst is not None:
+      rows, cols = a.dst_dims
+      dst = result(a.dst)
+      if a.pairs is not None:
+        ok = b.icmp_signed("==", b.load(info_ptr),
+                           ir.Constant(info_ptr.type.pointee, 0))
+        with b.if_else(ok) as (then, otherwise):
+          with then:
+            _unpack_eigenvectors(b, pointers[k], a.ld, pointers[a.pairs], dst,
+                                 rows)
+          with otherwise:
+            zero(dst, rows * cols * _type_bytes(dst.type.pointee))
+        continue
+      with u.loop_nest(b, [rows, cols], name="out") as (i, j):
+        v = b.load(b.gep(pointers[k], [u.linear_index(b, [i, j], [1, a.ld])]))
+        b.store(v, b.gep(dst, [u.linear_index(b, [i, j], [cols, 1])]))
+    elif isinstance(a, _Vec) and a.dst is not None:
+      dst = result(a.dst)
+      with u.for_range(b, u.i64(0), u.i64(a.count_out), name="vout") as i:
+        v = b.load(b.gep(pointers[k], [i]))
+        if isinstance(v.type, ir.IntType):
+          v = _convert_int(b, v, dst.type.pointee)
+        b.store(v, b.gep(dst, [i]))
+    elif isinstance(a, _Info) and a.dst is not None:
+      dst = result(a.dst)
+      b.store(_convert_int(b, b.load(pointers[k]), dst.type.pointee), dst)
+
+
+def _unpack_eigenvectors(b: ir.IRBuilder, v, ld: int, wi, out, n: int):
+  """LAPACK's real eigenvectors (column-major `v`) as the complex row-major
+  n x n `out`: a column j with wi[j] == 0 (or NaN, or the last one) is real;
+  otherwise columns j and j + 1 hold the real and imaginary parts of the
+  pair v[:, j] +/- i v[:, j + 1]."""
+  cty = out.type.pointee
+  zero_re = ir.Constant(cty.elements[0], 0.0)
+  col = u.entry_alloca(b, I64, name="col")
+  b.store(u.i64(0), col)
+  cond_bb = b.append_basic_block("unpack.cond")
+  body_bb = b.append_basic_block("unpack.body")
+  done_bb = b.append_basic_block("unpack.done")
+  b.branch(cond_bb)
+  b.position_at_end(cond_bb)
+  j = b.load(col)
+  b.cbranch(b.icmp_signed("<", j, u.i64(n)), body_bb, done_bb)
+  b.position_at_end(body_bb)
+  j = b.load(col)
+  w = b.load(b.gep(wi, [j]))
+  last = b.icmp_signed(">=", b.add(j, u.i64(1)), u.i64(n))
+  real = b.or_(b.fcmp_unordered("==", w, ir.Constant(w.type, 0.0)), last)
+
+  def put(row, c, re, im):
+    z = b.insert_value(ir.Constant(cty, ir.Undefined), re, 0)
+    z = b.insert_value(z, im, 1)
+    b.store(z, b.gep(out, [b.add(b.mul(row, u.i64(n)), c)]))
+
+  with b.if_else(real) as (then, otherwise):
+    with then:
+      with u.for_range(b, u.i64(0), u.i64(n), name="r") as r:
+        re = b.load(b.gep(v, [b.add(b.mul(j, u.i64(ld)), r)]))
+        put(r, j, re, zero_re)
+      b.store(b.add(j, u.i64(1)), col)
+    with otherwise:
+      j1 = b.add(j, u.i64(1))
+      with u.for_range(b, u.i64(0), u.i64(n), name="r") as r:
+        re = b.load(b.gep(v, [b.add(b.mul(j, u.i64(ld)), r)]))
+        im = b.load(b.gep(v, [b.add(b.mul(j1, u.i64(ld)), r)]))
+        put(r, j, re, im)
+        put(r, j1, re, b.fneg(im))
+      b.store(b.add(j, u.i64(2)), col)
+  b.branch(cond_bb)
+  b.position_at_end(done_bb)
 
 
 register_symbols()

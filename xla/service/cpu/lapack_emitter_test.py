@@ -177,6 +177,28 @@ def test_gees(dtype, mode):
 
 
 @pytest.mark.parametrize("dtype", TYPES)
+@pytest.mark.parametrize("left,right", [("N", "V"), ("V", "N"), ("N", "N")])
+def test_geev_with_a_non_finite_matrix(dtype, left, right):
+  """Real input: conjugate pairs unpacked into complex eigenvectors; a
+  matrix with an infinity gets zeros and INFO -4."""
+  n = 6
+  x = _rand(dtype, BATCH + (n, n))
+  x[3, 1, 2] = np.inf
+  cplx = {np.float32: np.complex64, np.float64: np.complex128}.get(dtype,
+                                                                   dtype)
+  values = ([(dtype, BATCH + (n,))] if dtype in (np.complex64, np.complex128)
+            else [(dtype, BATCH + (n,))] * 2)
+  got = check("geev", dtype, [x],
+              values + [(cplx, BATCH + (n, n))] * 2 + [(np.int32, BATCH)],
+              f"{{compute_left = {ord(left)} : ui8, "
+              f"compute_right = {ord(right)} : ui8}}")
+  info = got[-1]
+  assert info[3] == -4 and (np.delete(info, 3) == 0).all()
+  if dtype in (np.float32, np.float64) and right == "V":
+    assert (got[1] != 0).any()  # some complex pairs were unpacked
+
+
+@pytest.mark.parametrize("dtype", TYPES)
 def test_gehrd_and_sytrd(dtype):
   x = _rand(dtype, BATCH + (6, 6))
   check("gehrd", dtype, [x],
