@@ -1,6 +1,7 @@
 """Layering rules of the monorepo, and the checks that enforce them.
 
     support   <- stablehlo <- xla <- pjrt (the CPU plugin only)
+    support, stablehlo, pjrt <- torch_bridge (compiles through any plugin)
 
 Two independent checks, because Python imports can dodge declared Bazel deps:
   * `scan_imports(root)`: an AST scan of every .py file of each layer for
@@ -27,7 +28,7 @@ import pathlib
 import subprocess
 import sys
 
-LAYERS = ("support", "stablehlo", "xla", "pjrt")
+LAYERS = ("support", "stablehlo", "xla", "pjrt", "torch_bridge")
 
 # layer -> the layers of ours it may import (itself included).
 ALLOWED = {
@@ -35,6 +36,8 @@ ALLOWED = {
     "stablehlo": {"support", "stablehlo"},
     "xla": {"support", "stablehlo", "xla"},
     "pjrt": {"support", "stablehlo", "pjrt"},
+    # The PyTorch bridge reaches the compiler only through a PJRT plugin.
+    "torch_bridge": {"support", "stablehlo", "pjrt", "torch_bridge"},
 }
 
 # Narrow exceptions: (glob on the repo-relative path, extra layers allowed).
@@ -271,17 +274,32 @@ def check_query(layer: str, labels: list[str]) -> list[str]:
   return bad
 
 
+# Layers whose libraries are queried without their tests and binaries: the
+# bridge's tests and tools run on our CPU plugin (and so reach //xla at run
+# time, as any PJRT user does through a plugin), but no library of the
+# bridge may depend on //xla.
+LIBRARIES_ONLY = frozenset({"torch_bridge"})
+
+
+def query_expression(layer: str) -> str:
+  """The `bazel query` expression whose deps must respect the layering."""
+  if layer in LIBRARIES_ONLY:
+    return f"deps(kind(py_library, //{layer}/...))"
+  return f"deps(//{layer}/...)"
+
+
 def bazel_query_deps(root: pathlib.Path, layer: str,
                      output_base: str | None = None) -> list[str]:
-  """Runs `bazel query 'deps(//layer/...)'` in `root`; returns its labels."""
+  """Runs `bazel query` of `query_expression(layer)` in `root`; returns its
+  labels."""
   cmd = ["bazel"]
   if output_base:
     cmd += ["--batch", f"--output_base={output_base}"]
-  cmd += ["query", f"deps(//{layer}/...)", "--noshow_progress"]
+  cmd += ["query", query_expression(layer), "--noshow_progress"]
   proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True,
                         check=False)
   if proc.returncode != 0:
-    raise RuntimeError(f"bazel query failed for //{layer}/...:\n"
+    raise RuntimeError(f"bazel query failed for {query_expression(layer)}:\n"
                        f"{proc.stderr[-2000:]}")
   return proc.stdout.splitlines()
 
@@ -290,7 +308,8 @@ def main(argv=None) -> int:
   parser = argparse.ArgumentParser(
       prog="python -m ci.layering.layering",
       description="Check the layering rules: support <- stablehlo <- xla "
-                  "<- pjrt, by import scan and (with --bazel) bazel query.")
+                  "<- pjrt, and support, stablehlo, pjrt <- torch_bridge, by "
+                  "import scan and (with --bazel) bazel query.")
   parser.add_argument("--root", default=".", help="repository root")
   parser.add_argument("--bazel", action="store_true",
                       help="also check bazel query deps(//<layer>/...)")
@@ -310,7 +329,7 @@ def main(argv=None) -> int:
                for p in sorted(debt - offenders)]
   if args.bazel:
     for layer in LAYERS:
-      problems += [f"deps(//{layer}/...) contains {label}"
+      problems += [f"{query_expression(layer)} contains {label}"
                    for label in check_query(layer,
                                             bazel_query_deps(root, layer))]
   for p in problems:

@@ -21,6 +21,7 @@ def test_planted_import_violations_are_all_found():
       ("stablehlo/bad.py", "xla.service"),
       ("xla/bad.py", "pjrt.client"),
       ("pjrt/client/bad.py", "xla"),
+      ("torch_bridge/bad.py", "xla.service"),
   }
 
 
@@ -39,6 +40,16 @@ def test_planted_query_violations_are_found():
       "//stablehlo/_src/ir:core"]
   assert layering.check_query("xla", ["//pjrt/client:client"]) == [
       "//pjrt/client:client"]
+
+
+def test_torch_bridge_may_not_reach_xla():
+  labels = ["//torch_bridge:torch_bridge", "//pjrt:pjrt", "//stablehlo:text",
+            "//support:support", "//xla/service:hlo", "@pypi//:torch"]
+  assert layering.check_query("torch_bridge", labels) == ["//xla/service:hlo"]
+  # Its libraries are queried, not its tests (which load our CPU plugin).
+  assert layering.query_expression("torch_bridge") == (
+      "deps(kind(py_library, //torch_bridge/...))")
+  assert layering.query_expression("pjrt") == "deps(//pjrt/...)"
 
 
 def test_real_tree_imports_respect_layering():
@@ -67,7 +78,8 @@ def test_planted_import_cycle_is_found():
 
 def test_planted_foreign_src_import_is_found():
   found = {(v.path, v.imported) for v in layering.foreign_src_imports(PLANTED)}
-  assert found == {("xla/private.py", "stablehlo._src.ir")}
+  assert found == {("xla/private.py", "stablehlo._src.ir"),
+                   ("torch_bridge/private.py", "pjrt._src")}
 
 
 def test_real_tree_has_no_import_cycles():

@@ -1,0 +1,2 @@
+"""Planted: another component's private _src."""
+from pjrt._src import client  # noqa
