@@ -1,0 +1,304 @@
+"""The torch.compile backend: AOTAutograd graphs -> clusters -> PJRT.
+
+    model = torch.compile(model, backend="openxla_stablehlo",
+                          options={"min_cluster_size": 4})
+
+Dynamo captures a graph; AOTAutograd turns it into functional ATen graphs
+(forward and backward for training, one graph under no_grad), with torch's
+core ATen decompositions. Each graph is partitioned with torch.fx's
+`CapabilityBasedPartitioner` driven by the lowering table; clusters with at
+least `min_cluster_size` compute nodes become one StableHLO program each,
+compiled through PJRT; everything else runs eagerly as ATen calls.
+
+Backward graphs return None for inputs that need no gradient, and training
+batch norm returns its new running statistics as extra outputs; both stay
+in the outer (eager) graph, so clusters only ever see tensors.
+
+Whatever cannot be compiled (no lowering, an unsupported dtype, a dynamic
+shape, a plugin compile or run failure) runs eagerly, with one warning per
+reason, unless `require_full_compilation` (option, or the flag
+--torch_bridge_require_full_compilation in $OPENXLA_FLAGS) makes it an
+error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import warnings
+from typing import Any, Callable
+
+import torch
+import torch.fx
+from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+
+import support
+from torch_bridge._src import lowering
+from torch_bridge._src import registry
+from torch_bridge._src import runtime
+from torch_bridge._src import capability as op_support
+
+BACKEND_NAME = "openxla_stablehlo"
+
+REQUIRE_FULL_COMPILATION = support.flags.define_bool(
+    "torch_bridge_require_full_compilation", False,
+    "Make every eager fallback of the torch bridge an error.")
+
+
+class FallbackWarning(UserWarning):
+  """Part of a model runs eagerly instead of through PJRT."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+  plugin: str = runtime.DEFAULT_PLUGIN
+  min_cluster_size: int = 4
+  require_full_compilation: bool = False
+  # Op names ("aten.mul.Tensor") that always run eagerly.
+  eager_ops: frozenset[str] = frozenset()
+  # Apply torch's core ATen decompositions in AOTAutograd.
+  decompose: bool = True
+
+  @classmethod
+  def make(cls, options: dict[str, Any] | None) -> "Options":
+    options = dict(options or {})
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(options) - known)
+    if unknown:
+      raise support.InvalidArgumentError(
+          f"unknown {BACKEND_NAME} option(s) {unknown}; known: "
+          f"{sorted(known)}")
+    if "eager_ops" in options:
+      options["eager_ops"] = frozenset(options["eager_ops"])
+    result = cls(**options)
+    if result.min_cluster_size < 1:
+      raise support.InvalidArgumentError(
+          f"min_cluster_size must be >= 1, got {result.min_cluster_size}")
+    return result
+
+  @property
+  def strict(self) -> bool:
+    return self.require_full_compilation or REQUIRE_FULL_COMPILATION.value
+
+
+@dataclasses.dataclass
+class ClusterInfo:
+  name: str
+  num_nodes: int
+  num_compute: int
+  ops: dict[str, int]
+  compiled: bool = False
+  compile_seconds: float = 0.0
+  cache_hit: bool = False
+  program: str = ""
+  fallback_reason: str = ""
+
+
+@dataclasses.dataclass
+class EagerNode:
+  name: str
+  op: str
+  reason: str
+
+
+@dataclasses.dataclass
+class GraphReport:
+  kind: str  # "forward", "backward" or "inference"
+  num_nodes: int
+  clusters: list[ClusterInfo] = dataclasses.field(default_factory=list)
+  eager: list[EagerNode] = dataclasses.field(default_factory=list)
+  picture: str = ""
+  seconds: float = 0.0
+
+
+_warned: set[str] = set()
+
+
+def _fallback(options: Options, message: str) -> None:
+  if options.strict:
+    raise support.UnimplementedError(
+        f"{BACKEND_NAME}: {message} (require_full_compilation is set)")
+  if message not in _warned:
+    _warned.add(message)
+    warnings.warn(f"{BACKEND_NAME}: {message}; running it eagerly",
+                  FallbackWarning, stacklevel=3)
+
+
+class CompiledCluster(torch.nn.Module):
+  """One cluster: a PJRT executable, with its eager graph kept for a
+  fallback if running the executable fails."""
+
+  def __init__(self, info: ClusterInfo, exe, client, structure,
+               eager: torch.fx.GraphModule, options: Options):
+    super().__init__()
+    self.info = info
+    self._exe = exe
+    self._client = client
+    self._structure = structure
+    self.eager = eager
+    self._options = options
+    self._failed = False
+
+  def forward(self, *args):
+    if not self._failed:
+      try:
+        values = runtime.execute(self._exe, self._client, args)
+        return runtime.rebuild(self._structure, values)
+      except support.XlaError as e:
+        self._failed = True
+        self.info.fallback_reason = f"execution failed: {e}"
+        _fallback(self._options, f"cluster {self.info.name} failed to run "
+                  f"({e})")
+    return self.eager(*args)
+
+
+def _op_counts(gm: torch.fx.GraphModule) -> dict[str, int]:
+  counts: dict[str, int] = {}
+  for node in gm.graph.nodes:
+    if node.op == "call_function" and op_support.op_name(node) != "getitem":
+      name = op_support.op_name(node)
+      counts[name] = counts.get(name, 0) + 1
+  return counts
+
+
+def partition(gm: torch.fx.GraphModule, options: Options, kind: str
+              ) -> tuple[torch.fx.GraphModule, GraphReport]:
+  """Fuses the supported clusters of `gm` into `fused_N` submodules and
+  compiles each; returns the rewritten module and its report."""
+  start = time.perf_counter()
+  report = GraphReport(kind, sum(1 for n in gm.graph.nodes
+                                 if n.op == "call_function"))
+  table = op_support.TableSupport(options.eager_ops)
+  partitioner = CapabilityBasedPartitioner(
+      gm, table, allows_single_node_partition=True,
+      non_compute_ops=list(op_support.NON_COMPUTE_OPS))
+  proposed = partitioner.propose_partitions()
+  small: dict[torch.fx.Node, str] = {}
+  keep = []
+  for p in proposed:
+    compute = sum(1 for n in p.nodes if op_support.is_compute(n))
+    if compute >= options.min_cluster_size:
+      keep.append(p)
+    else:
+      for n in p.nodes:
+        small[n] = (f"in a cluster of {compute} compute node(s), below "
+                    f"min_cluster_size={options.min_cluster_size}")
+  reasons = dict(table.reasons)
+  reasons.update(small)
+  # Reasons are keyed by the original nodes; names survive the fusion.
+  by_name = {n.name: (op_support.op_name(n), r) for n, r in reasons.items()}
+  fused = partitioner.fuse_partitions(keep) if keep else gm
+
+  for node in list(fused.graph.nodes):
+    if node.op != "call_module" or not str(node.target).startswith("fused_"):
+      continue
+    sub = getattr(fused, node.target)
+    counts = _op_counts(sub)
+    info = ClusterInfo(
+        node.target, sum(counts.values()),
+        sum(1 for n in sub.graph.nodes if op_support.is_compute(n)), counts)
+    report.clusters.append(info)
+    try:
+      text, _, structure = lowering.lower_graph(sub, name=node.target)
+      info.program = text
+      exe, seconds, hit = runtime.compile_program(text, options.plugin)
+      client = runtime.client(options.plugin)
+    except (support.XlaError, ValueError) as e:
+      info.fallback_reason = str(e)
+      what = ("lowering" if isinstance(e, registry.LoweringError)
+              else "compilation")
+      _fallback(options, f"{what} of {kind} cluster {node.target} failed: "
+                f"{e}")
+      continue
+    info.compiled, info.compile_seconds, info.cache_hit = True, seconds, hit
+    setattr(fused, node.target,
+            CompiledCluster(info, exe, client, structure, sub, options))
+
+  for node in fused.graph.nodes:
+    if node.op == "call_function" and op_support.op_name(node) != "getitem":
+      op, reason = by_name.get(node.name, (op_support.op_name(node),
+                                           "not clustered"))
+      report.eager.append(EagerNode(node.name, op, reason))
+  unsupported = sorted({f"{e.op} ({e.reason})" for e in report.eager
+                        if "min_cluster_size" not in e.reason})
+  if unsupported:
+    _fallback(options, f"{kind} graph: unsupported: " +
+              "; ".join(unsupported))
+  report.picture = picture(fused)
+  report.seconds = time.perf_counter() - start
+  fused.recompile()
+  return fused, report
+
+
+def picture(gm: torch.fx.GraphModule) -> str:
+  """A text picture of a partitioned graph: one line per node, clusters as
+  boxes, with the values each node reads."""
+  lines = []
+  for node in gm.graph.nodes:
+    reads = ", ".join(a.name for a in node.all_input_nodes)
+    if node.op == "placeholder":
+      lines.append(f"  (in)  {node.name}")
+    elif node.op == "output":
+      lines.append(f"  (out) <- {reads}")
+    elif node.op == "call_module":
+      sub = getattr(gm, node.target)
+      if isinstance(sub, CompiledCluster):
+        info = sub.info
+        ops_text = ", ".join(f"{op.split('.')[1]}x{n}" if n > 1 else
+                             op.split(".")[1]
+                             for op, n in sorted(info.ops.items()))
+        state = "PJRT" if not info.fallback_reason else "EAGER (failed)"
+        lines.append(f"  [{info.name}: {state}, {info.num_nodes} ops] "
+                     f"{{{ops_text}}} <- {reads}")
+      else:
+        lines.append(f"  [{node.target}: EAGER (not compiled)] <- {reads}")
+    elif op_support.op_name(node) == "getitem":
+      continue
+    else:
+      lines.append(f"  eager {op_support.op_name(node)} {node.name} "
+                   f"<- {reads}")
+  return "\n".join(lines)
+
+
+class Backend:
+  """A torch.compile backend instance; keeps the reports of what it
+  compiled (for `explain` and the benchmark)."""
+
+  def __init__(self, options: Options | dict[str, Any] | None = None):
+    self.options = (options if isinstance(options, Options)
+                    else Options.make(options))
+    self.reports: list[GraphReport] = []
+
+  def _compiler(self, kind: str) -> Callable:
+    def compile_graph(gm: torch.fx.GraphModule, example_inputs):
+      from functorch.compile import make_boxed_func  # pylint: disable=g-import-not-at-top
+      fused, report = partition(gm, self.options, kind)
+      self.reports.append(report)
+      return make_boxed_func(fused.forward)
+    return compile_graph
+
+  def __call__(self, gm: torch.fx.GraphModule, example_inputs):
+    from torch._dynamo.backends.common import aot_autograd  # pylint: disable=g-import-not-at-top
+    decompositions = None
+    if self.options.decompose:
+      from torch._decomp import core_aten_decompositions  # pylint: disable=g-import-not-at-top
+      decompositions = core_aten_decompositions()
+    compiler = aot_autograd(fw_compiler=self._compiler("forward"),
+                            bw_compiler=self._compiler("backward"),
+                            inference_compiler=self._compiler("inference"),
+                            decompositions=decompositions)
+    return compiler(gm, example_inputs)
+
+
+def backend(gm: torch.fx.GraphModule, example_inputs, options=None):
+  """The `torch_dynamo_backends` entry point: `torch.compile(model,
+  backend="openxla_stablehlo", options={...})`."""
+  return Backend(options)(gm, example_inputs)
+
+
+def register() -> None:
+  """Registers the backend with Dynamo by name (what the entry point does
+  for an installed wheel); harmless when already registered."""
+  from torch._dynamo.backends import registry as dynamo_registry  # pylint: disable=g-import-not-at-top
+  if BACKEND_NAME not in dynamo_registry.list_backends(exclude_tags=()):
+    dynamo_registry.register_backend(backend, name=BACKEND_NAME)

@@ -1,0 +1,243 @@
+"""End-to-end tests of the torch.compile backend against eager PyTorch:
+forward passes, 3 SGD training steps, fallback of unsupported ops, bad
+input, and `explain`."""
+
+import warnings
+
+import pytest
+
+torch = pytest.importorskip(
+    "torch", reason="torch (requirements-test.txt) is not installed")
+
+# pylint: disable=g-import-not-at-top
+import support
+import torch_bridge
+from torch_bridge._src import backend as backend_lib
+from torch_bridge._src import runtime
+from torch_bridge.testing import models
+# pylint: enable=g-import-not-at-top
+
+FORWARD_TOLERANCE = 1e-4
+GRAD_TOLERANCE = 1e-3
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dynamo():
+  # Dynamo caches per code object, shared by all instances of a class, and
+  # stops compiling after its recompile limit: start every test afresh.
+  torch._dynamo.reset()  # pylint: disable=protected-access
+  backend_lib._warned.clear()  # pylint: disable=protected-access
+  torch.manual_seed(0)
+  yield
+
+
+def _compiled_clusters(be):
+  return [c for r in be.reports for c in r.clusters if c.compiled]
+
+
+@pytest.mark.parametrize("name", ["mlp", "cnn", "lstm"])
+def test_forward_matches_eager(name):
+  case = models.CASES[name]
+  be = torch_bridge.Backend()
+  err = models.compare_inference(case.make(), case.inputs(), be)
+  assert err <= FORWARD_TOLERANCE
+  assert _compiled_clusters(be), "nothing ran through PJRT"
+  assert all(not r.eager for r in be.reports), [r.eager for r in be.reports]
+
+
+@pytest.mark.parametrize("name", ["mlp", "cnn"])
+def test_three_training_steps_match_eager(name):
+  case = models.CASES[name]
+  be = torch_bridge.Backend()
+  result = models.compare_training(case.make(), case.inputs(), be, steps=3)
+  assert result.outputs <= FORWARD_TOLERANCE
+  assert result.grads <= GRAD_TOLERANCE
+  assert result.params <= FORWARD_TOLERANCE
+  assert result.buffers <= FORWARD_TOLERANCE  # BN running statistics
+  kinds = {r.kind for r in be.reports if any(c.compiled for c in r.clusters)}
+  assert kinds == {"forward", "backward"}
+
+
+def test_unlowered_op_falls_back_between_clusters():
+  case = models.CASES["unlowered"]
+  be = torch_bridge.Backend()
+  with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    err = models.compare_inference(case.make(), case.inputs(), be)
+  assert err <= FORWARD_TOLERANCE
+  (report,) = be.reports
+  assert len(_compiled_clusters(be)) == 2
+  assert [e.op for e in report.eager] == [models.WithUnloweredOp.UNLOWERED_OP]
+  assert "no lowering" in report.eager[0].reason
+  fallbacks = [w for w in caught
+               if issubclass(w.category, torch_bridge.FallbackWarning)]
+  assert len(fallbacks) == 1
+  assert "aten.cummax.default" in str(fallbacks[0].message)
+
+
+def test_unlowered_op_trains():
+  case = models.CASES["unlowered"]
+  be = torch_bridge.Backend()
+  with warnings.catch_warnings():
+    warnings.simplefilter("ignore", torch_bridge.FallbackWarning)
+    result = models.compare_training(case.make(), case.inputs(), be, steps=2)
+  assert result.outputs <= FORWARD_TOLERANCE
+  assert result.grads <= GRAD_TOLERANCE
+
+
+def test_fallback_warns_once():
+  case = models.CASES["unlowered"]
+  model = case.make()
+  compiled = torch.compile(model, backend=torch_bridge.Backend(),
+                           dynamic=False)
+  with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    with torch.no_grad():
+      for _ in range(3):
+        compiled(*case.inputs())
+    torch._dynamo.reset()  # pylint: disable=protected-access
+    with torch.no_grad():
+      torch.compile(model, backend=torch_bridge.Backend(),
+                    dynamic=False)(*case.inputs())
+  assert sum(issubclass(w.category, torch_bridge.FallbackWarning)
+             for w in caught) == 1
+
+
+def test_require_full_compilation_makes_fallback_an_error():
+  case = models.CASES["unlowered"]
+  be = torch_bridge.Backend({"require_full_compilation": True})
+  compiled = torch.compile(case.make(), backend=be, dynamic=False)
+  with pytest.raises(Exception, match="aten.cummax.default") as info:
+    with torch.no_grad():
+      compiled(*case.inputs())
+  # Dynamo wraps backend errors; ours is the cause.
+  causes = []
+  e = info.value
+  while e is not None:
+    causes.append(e)
+    e = e.__cause__ or e.__context__
+  assert any(isinstance(c, support.UnimplementedError) for c in causes)
+
+
+def test_require_full_compilation_flag():
+  case = models.CASES["unlowered"]
+  with support.flags.override(torch_bridge_require_full_compilation=True):
+    compiled = torch.compile(case.make(), backend=torch_bridge.Backend(),
+                             dynamic=False)
+    with pytest.raises(Exception, match="require_full_compilation"):
+      with torch.no_grad():
+        compiled(*case.inputs())
+
+
+def test_small_clusters_stay_eager():
+  model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
+  x = torch.randn(2, 4)
+  be = torch_bridge.Backend()  # default min_cluster_size=4
+  with torch.no_grad():
+    got = torch.compile(model, backend=be, dynamic=False)(x)
+  assert models.max_relative_error(got, model(x)) <= FORWARD_TOLERANCE
+  (report,) = be.reports
+  assert not report.clusters
+  assert report.eager and all("min_cluster_size=4" in e.reason
+                              for e in report.eager)
+  torch._dynamo.reset()  # pylint: disable=protected-access
+  be1 = torch_bridge.Backend({"min_cluster_size": 1})
+  with torch.no_grad():
+    got = torch.compile(model, backend=be1, dynamic=False)(x)
+  assert models.max_relative_error(got, model(x)) <= FORWARD_TOLERANCE
+  assert len(_compiled_clusters(be1)) == 1
+
+
+def test_plugin_compile_failure_falls_back(monkeypatch):
+  def broken(text, plugin=runtime.DEFAULT_PLUGIN):
+    raise support.InternalError("planted compile failure")
+  monkeypatch.setattr(runtime, "compile_program", broken)
+  case = models.CASES["mlp"]
+  be = torch_bridge.Backend()
+  with pytest.warns(torch_bridge.FallbackWarning,
+                    match="planted compile failure"):
+    err = models.compare_inference(case.make(), case.inputs(), be)
+  assert err <= FORWARD_TOLERANCE
+  (cluster,) = be.reports[0].clusters
+  assert not cluster.compiled and "planted" in cluster.fallback_reason
+
+
+def test_unsupported_dtype_falls_back():
+  model = models.MLP().to(torch.bfloat16)  # bf16 is not lowered (yet)
+  x = torch.randn(4, 16, dtype=torch.bfloat16)
+  be = torch_bridge.Backend()
+  with pytest.warns(torch_bridge.FallbackWarning, match="torch.bfloat16"):
+    with torch.no_grad():
+      got = torch.compile(model, backend=be, dynamic=False)(x)
+      want = model(x)
+  assert torch.equal(got, want)  # the same eager kernels ran
+  eager = [e for r in be.reports for e in r.eager]
+  assert eager and all("bfloat16" in e.reason for e in eager), eager
+  assert not _compiled_clusters(be)
+
+
+def test_shape_change_recompiles_and_programs_are_cached():
+  model = models.MLP()
+  be = torch_bridge.Backend()
+  compiled = torch.compile(model, backend=be, dynamic=False)
+  with torch.no_grad():
+    for batch in (4, 6, 4):
+      x = torch.randn(batch, 16)
+      assert models.max_relative_error(compiled(x), model(x)) <= 1e-4
+  assert len(be.reports) == 2  # one graph per shape, the third call reuses
+  torch._dynamo.reset()  # pylint: disable=protected-access
+  be2 = torch_bridge.Backend()
+  with torch.no_grad():
+    torch.compile(model, backend=be2, dynamic=False)(torch.randn(4, 16))
+  assert [c.cache_hit for c in _compiled_clusters(be2)] == [True]
+
+
+def test_graph_break_parts_run_eagerly_and_match():
+  case = models.CASES["torch_lstm"]  # nn.LSTM is not traced by Dynamo.
+  be = torch_bridge.Backend()
+  result = models.compare_training(case.make(), case.inputs(), be, steps=2)
+  assert result.outputs <= FORWARD_TOLERANCE
+  assert result.grads <= GRAD_TOLERANCE
+
+
+def test_explain_prints_clusters_fallbacks_and_picture(capsys):
+  case = models.CASES["unlowered"]
+  with warnings.catch_warnings():
+    warnings.simplefilter("ignore", torch_bridge.FallbackWarning)
+    result = torch_bridge.explain(case.make(), *case.inputs())
+  text = capsys.readouterr().out
+  assert result.graph_count == 1 and result.graph_break_count == 0
+  assert len(result.clusters) == 2
+  assert result.fallback_ops() == {
+      "aten.cummax.default": "no lowering for aten.cummax.default"}
+  assert "eager aten.cummax.default x1: no lowering" in text
+  assert "[fused_0: PJRT" in text and "[fused_1: PJRT" in text
+  assert "clusters: 2 (2 compiled), eager nodes: 1" in text
+
+
+def test_options_are_validated():
+  with pytest.raises(support.InvalidArgumentError, match="no_such_option"):
+    torch_bridge.Options.make({"no_such_option": 1})
+  with pytest.raises(support.InvalidArgumentError, match="min_cluster_size"):
+    torch_bridge.Options.make({"min_cluster_size": 0})
+
+
+def test_registered_by_name():
+  torch_bridge.register()
+  model = models.MLP()
+  x = torch.randn(3, 16)
+  compiled = torch.compile(model, backend=torch_bridge.BACKEND_NAME,
+                           dynamic=False, options={"min_cluster_size": 2})
+  with torch.no_grad():
+    assert models.max_relative_error(compiled(x), model(x)) <= 1e-4
+
+
+def test_eager_ops_option_forces_fallback():
+  case = models.CASES["mlp"]
+  be = torch_bridge.Backend({"eager_ops": ["aten.tanh.default"]})
+  with warnings.catch_warnings():
+    warnings.simplefilter("ignore", torch_bridge.FallbackWarning)
+    err = models.compare_inference(case.make(), case.inputs(), be)
+  assert err <= FORWARD_TOLERANCE
+  eager = [e.op for r in be.reports for e in r.eager]
+  assert "aten.tanh.default" in eager

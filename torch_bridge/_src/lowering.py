@@ -1,0 +1,129 @@
+"""Lowers an ATen fx graph (one cluster) to one StableHLO program.
+
+Placeholders become the arguments of `@main` (in order), the graph's output
+its results; every call_function node goes through its entry of the
+lowering table (`registry`). Shapes and dtypes come from the `meta["val"]`
+FakeTensors that Dynamo / AOTAutograd leave on every node.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import torch
+import torch.fx
+
+import support
+from torch_bridge._src import mlir
+from torch_bridge._src import ops
+from torch_bridge._src import registry
+
+
+def tensor_type(val: Any) -> mlir.TensorType:
+  """The static TensorType of a FakeTensor (raises if it has none)."""
+  if not isinstance(val, torch.Tensor):
+    raise support.InvalidArgumentError(f"not a tensor: {type(val).__name__}")
+  dtype = mlir.element_type(val.dtype)
+  if dtype is None:
+    raise support.UnimplementedError(f"dtype {val.dtype} is not supported")
+  shape = []
+  for d in val.shape:
+    if not isinstance(d, int):
+      raise support.UnimplementedError(f"dynamic dimension {d}")
+    shape.append(d)
+  return mlir.TensorType(tuple(shape), dtype)
+
+
+def result_types(val: Any):
+  if isinstance(val, (tuple, list)):
+    return [None if v is None else tensor_type(v) for v in val]
+  return tensor_type(val)
+
+
+class Context:
+  """What a lowering sees besides its arguments."""
+
+  def __init__(self, builder: mlir.FunctionBuilder, node: torch.fx.Node):
+    self.b = builder
+    self.node = node
+    self.op = str(node.target)
+    self.out = result_types(node.meta.get("val"))
+
+  def fail(self, reason: str):
+    raise registry.LoweringError(self.op, reason)
+
+
+def _map_args(value: Any, env: dict[torch.fx.Node, Any]) -> Any:
+  if isinstance(value, torch.fx.Node):
+    return env[value]
+  if isinstance(value, (list, tuple)):
+    return type(value)(_map_args(v, env) for v in value)
+  return value
+
+
+def lower_graph(gm: torch.fx.GraphModule, name: str = "torch_cluster"
+                ) -> tuple[str, list[mlir.TensorType], Any]:
+  """Returns (MLIR text, argument types, output structure).
+
+  The output structure mirrors the graph's output: an int (index into the
+  program's results), None, or a tuple/list of them.
+
+  Raises:
+    registry.LoweringError: a node has no lowering (names the op).
+  """
+  ops.load()
+  b = mlir.FunctionBuilder()
+  env: dict[torch.fx.Node, Any] = {}
+  arg_types = []
+  results: list[mlir.Value] = []
+  structure: Any = None
+  for node in gm.graph.nodes:
+    if node.op == "placeholder":
+      ty = tensor_type(node.meta.get("val"))
+      arg_types.append(ty)
+      env[node] = b.argument(ty)
+    elif node.op == "call_function":
+      if node.target is operator.getitem:
+        env[node] = env[node.args[0]][node.args[1]]
+        continue
+      entry = registry.lookup(str(node.target))
+      if entry is None:
+        raise registry.LoweringError(str(node.target), "no lowering")
+      if entry.check is not None:
+        reason = entry.check(node)
+        if reason:
+          raise registry.LoweringError(str(node.target), reason)
+      ctx = Context(b, node)
+      args = _map_args(node.args, env)
+      kwargs = {k: _map_args(v, env) for k, v in node.kwargs.items()}
+      out = entry.lower(ctx, *args, **kwargs)
+      _check_types(ctx, out)
+      env[node] = out
+    elif node.op == "output":
+      def collect(v):
+        if isinstance(v, (list, tuple)):
+          return type(v)(collect(x) for x in v)
+        if v is None:  # e.g. the gradient of an input that needs none
+          return None
+        value = env[v]
+        results.append(value)
+        return len(results) - 1
+      structure = collect(node.args[0])
+    else:
+      raise registry.LoweringError(node.op, f"fx node kind {node.op!r} "
+                                   "cannot be lowered")
+  return b.module(results, name), arg_types, structure
+
+
+def _check_types(ctx: Context, out: Any) -> None:
+  """Internal invariant: a lowering produces the types torch inferred."""
+  expected = ctx.out
+  got = out if isinstance(out, (list, tuple)) else [out]
+  want = expected if isinstance(expected, list) else [expected]
+  for g, w in zip(got, want):
+    if w is None or g is None:
+      continue
+    if g.type != w:
+      raise support.InternalError(
+          f"lowering of {ctx.op} produced {g.type}, torch expects {w}")

@@ -1,0 +1,365 @@
+"""Lowerings of elementwise ATen ops (arithmetic, math functions,
+comparisons, selection, constants and dtype conversion).
+
+Arithmetic runs in the result dtype torch inferred (its type promotion is
+already in `meta["val"]`), so every operand is converted to it and broadcast
+numpy-style; comparisons run in the promoted operand type (spec
+`stablehlo.compare`, with compare_type FLOAT / SIGNED / UNSIGNED).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from torch_bridge._src import helpers as h
+from torch_bridge._src.mlir import TensorType
+from torch_bridge._src.registry import lowering
+
+
+def _node_dtype_is_float(node) -> bool:
+  val = node.meta.get("val")
+  return isinstance(val, torch.Tensor) and val.dtype.is_floating_point
+
+
+def _float_result(node):
+  if not _node_dtype_is_float(node):
+    return "needs a floating-point result"
+  return None
+
+
+def _no_alpha(node):
+  alpha = node.kwargs.get("alpha", 1)
+  if not isinstance(alpha, (int, float)) or isinstance(alpha, bool):
+    return f"alpha={alpha!r} is not a Python number"
+  return None
+
+
+def _binary(ctx, name, x, y):
+  ty = ctx.out
+  return ctx.b.op(name, [h.operand(ctx.b, x, ty), h.operand(ctx.b, y, ty)],
+                  ty)
+
+
+@lowering("aten.add.Tensor", "aten.add.Scalar", check=_no_alpha)
+def add(ctx, x, y, alpha=1):
+  if alpha != 1:
+    y = _binary(ctx, "stablehlo.multiply", y, alpha)
+  return _binary(ctx, "stablehlo.add", x, y)
+
+
+@lowering("aten.sub.Tensor", "aten.sub.Scalar", check=_no_alpha)
+def sub(ctx, x, y, alpha=1):
+  if alpha != 1:
+    y = _binary(ctx, "stablehlo.multiply", y, alpha)
+  return _binary(ctx, "stablehlo.subtract", x, y)
+
+
+@lowering("aten.rsub.Scalar", "aten.rsub.Tensor", check=_no_alpha)
+def rsub(ctx, x, y, alpha=1):
+  return sub(ctx, y, x, alpha)
+
+
+@lowering("aten.mul.Tensor", "aten.mul.Scalar")
+def mul(ctx, x, y):
+  if ctx.out.dtype == "i1":
+    return _binary(ctx, "stablehlo.and", x, y)
+  return _binary(ctx, "stablehlo.multiply", x, y)
+
+
+def _true_division(node):
+  if node.kwargs.get("rounding_mode") is not None:
+    return f"rounding_mode={node.kwargs['rounding_mode']!r}"
+  return _float_result(node)
+
+
+@lowering("aten.div.Tensor", "aten.div.Scalar", check=_true_division)
+def div(ctx, x, y):
+  return _binary(ctx, "stablehlo.divide", x, y)
+
+
+@lowering("aten.maximum.default")
+def maximum(ctx, x, y):
+  return _binary(ctx, "stablehlo.maximum", x, y)
+
+
+@lowering("aten.minimum.default")
+def minimum(ctx, x, y):
+  return _binary(ctx, "stablehlo.minimum", x, y)
+
+
+def _pow_check(node):
+  exponent = node.args[1]
+  if isinstance(exponent, torch.fx.Node):
+    return _float_result(node)
+  if not _node_dtype_is_float(node) and (
+      not isinstance(exponent, int) or exponent < 0):
+    return "integer power needs a non-negative integer exponent"
+  return None
+
+
+@lowering("aten.pow.Tensor_Scalar", "aten.pow.Tensor_Tensor", check=_pow_check)
+def pow_(ctx, x, exponent):
+  b, ty = ctx.b, ctx.out
+  if not h.is_value(exponent):
+    if exponent == 1:
+      return h.operand(b, x, ty)
+    if exponent == 2:
+      xv = h.operand(b, x, ty)
+      return b.op("stablehlo.multiply", [xv, xv], ty)
+    if exponent == 0.5 and ty.is_float:
+      return b.op("stablehlo.sqrt", [h.operand(b, x, ty)], ty)
+  return _binary(ctx, "stablehlo.power", x, exponent)
+
+
+# -- Unary math. ------------------------------------------------------------
+
+_FLOAT_UNARY = {
+    "aten.exp.default": "stablehlo.exponential",
+    "aten.log.default": "stablehlo.log",
+    "aten.tanh.default": "stablehlo.tanh",
+    "aten.sigmoid.default": "stablehlo.logistic",
+    "aten.rsqrt.default": "stablehlo.rsqrt",
+    "aten.sqrt.default": "stablehlo.sqrt",
+    "aten.sin.default": "stablehlo.sine",
+    "aten.cos.default": "stablehlo.cosine",
+    "aten.log1p.default": "stablehlo.log_plus_one",
+    "aten.expm1.default": "stablehlo.exponential_minus_one",
+    "aten.erf.default": "chlo.erf",
+    "aten.floor.default": "stablehlo.floor",
+    "aten.ceil.default": "stablehlo.ceil",
+}
+
+
+def _unary(op_name):
+  def lower(ctx, x):
+    return ctx.b.op(op_name, [h.operand(ctx.b, x, ctx.out)], ctx.out)
+  return lower
+
+
+for _aten, _shlo in _FLOAT_UNARY.items():
+  lowering(_aten, check=_float_result)(_unary(_shlo))
+
+
+@lowering("aten.neg.default")
+def neg(ctx, x):
+  return ctx.b.op("stablehlo.negate", [x], ctx.out)
+
+
+@lowering("aten.abs.default")
+def abs_(ctx, x):
+  return ctx.b.op("stablehlo.abs", [x], ctx.out)
+
+
+@lowering("aten.sign.default", check=_float_result)
+def sign(ctx, x):
+  return ctx.b.op("stablehlo.sign", [x], ctx.out)
+
+
+@lowering("aten.reciprocal.default", check=_float_result)
+def reciprocal(ctx, x):
+  return _binary(ctx, "stablehlo.divide", 1.0, x)
+
+
+@lowering("aten.relu.default")
+def relu(ctx, x):
+  return _binary(ctx, "stablehlo.maximum", x, 0)
+
+
+def _gelu_check(node):
+  approximate = node.kwargs.get(
+      "approximate", node.args[1] if len(node.args) > 1 else "none")
+  if approximate not in ("none", "tanh"):
+    return f"approximate={approximate!r}"
+  return _float_result(node)
+
+
+@lowering("aten.gelu.default", check=_gelu_check)
+def gelu(ctx, x, approximate="none"):
+  """gelu(x) = x/2 (1 + erf(x / sqrt 2)), or the tanh approximation
+  x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
+  b, ty = ctx.b, ctx.out
+  x = h.operand(b, x, ty)
+  if approximate == "tanh":
+    cube = b.op("stablehlo.multiply",
+                [b.op("stablehlo.multiply", [x, x], ty), x], ty)
+    inner = b.op("stablehlo.add", [
+        x, b.op("stablehlo.multiply", [cube, b.constant(0.044715, ty)], ty)],
+                 ty)
+    inner = b.op("stablehlo.multiply",
+                 [inner, b.constant(math.sqrt(2 / math.pi), ty)], ty)
+    t = b.op("stablehlo.tanh", [inner], ty)
+  else:
+    t = b.op("chlo.erf", [
+        b.op("stablehlo.multiply", [x, b.constant(math.sqrt(0.5), ty)], ty)],
+             ty)
+  one_plus = b.op("stablehlo.add", [t, b.constant(1.0, ty)], ty)
+  half_x = b.op("stablehlo.multiply", [x, b.constant(0.5, ty)], ty)
+  return b.op("stablehlo.multiply", [half_x, one_plus], ty)
+
+
+def _clamp_check(node):
+  for bound in list(node.args[1:3]) + [node.kwargs.get(k) for k in
+                                        ("min", "max")]:
+    if bound is not None and not isinstance(bound, (int, float)):
+      return "tensor bounds are not supported"
+  return None
+
+
+@lowering("aten.clamp.default", check=_clamp_check)
+def clamp(ctx, x, min=None, max=None):  # pylint: disable=redefined-builtin
+  b, ty = ctx.b, ctx.out
+  out = h.operand(b, x, ty)
+  if min is not None:
+    out = b.op("stablehlo.maximum", [out, b.constant(min, ty)], ty)
+  if max is not None:
+    out = b.op("stablehlo.minimum", [out, b.constant(max, ty)], ty)
+  return out
+
+
+# -- Logic and bitwise. -------------------------------------------------------
+
+def _bool_or_int(node):
+  val = node.meta.get("val")
+  if val is None or val.dtype.is_floating_point:
+    return "needs bool or integer operands"
+  return None
+
+
+@lowering("aten.bitwise_and.Tensor", "aten.logical_and.default",
+          check=_bool_or_int)
+def bitwise_and(ctx, x, y):
+  return _binary(ctx, "stablehlo.and", x, y)
+
+
+@lowering("aten.bitwise_or.Tensor", "aten.logical_or.default",
+          check=_bool_or_int)
+def bitwise_or(ctx, x, y):
+  return _binary(ctx, "stablehlo.or", x, y)
+
+
+@lowering("aten.bitwise_not.default", check=_bool_or_int)
+def bitwise_not(ctx, x):
+  return ctx.b.op("stablehlo.not", [x], ctx.out)
+
+
+@lowering("aten.logical_not.default")
+def logical_not(ctx, x):
+  return ctx.b.op("stablehlo.not", [h.convert(ctx.b, x, "i1")], ctx.out)
+
+
+_COMPARISONS = {"eq": "EQ", "ne": "NE", "lt": "LT", "le": "LE", "gt": "GT",
+                "ge": "GE"}
+
+
+def _comparison(direction):
+  def lower(ctx, x, y):
+    dtype = h.promote(x, y)
+    shape = ctx.out.shape
+    ty = TensorType(shape, dtype)
+    return h.compare(ctx.b, h.operand(ctx.b, x, ty), h.operand(ctx.b, y, ty),
+                     direction)
+  return lower
+
+
+for _name, _direction in _COMPARISONS.items():
+  lowering(f"aten.{_name}.Tensor", f"aten.{_name}.Scalar")(
+      _comparison(_direction))
+
+
+@lowering("aten.where.self")
+def where(ctx, cond, x, y):
+  b, ty = ctx.b, ctx.out
+  pred = h.broadcast(b, h.convert(b, cond, "i1"), ty.shape)
+  return b.op("stablehlo.select",
+              [pred, h.operand(b, x, ty), h.operand(b, y, ty)], ty)
+
+
+# -- Constants and conversion. -----------------------------------------------
+
+def _plain_factory(node):
+  """Factory ops: only strided CPU tensors without pinned memory."""
+  layout = node.kwargs.get("layout")
+  if layout not in (None, torch.strided):
+    return f"layout={layout}"
+  device = node.kwargs.get("device")
+  if device is not None and torch.device(device).type != "cpu":
+    return f"device={device}"
+  if node.kwargs.get("pin_memory"):
+    return "pin_memory=True"
+  return None
+
+
+@lowering("aten.full.default", check=_plain_factory)
+def full(ctx, size, fill_value, **unused_kwargs):
+  return ctx.b.constant(fill_value, ctx.out)
+
+
+@lowering("aten.empty.memory_format", check=_plain_factory)
+def empty(ctx, size, **unused_kwargs):
+  """Uninitialized memory in torch; zeros are one valid content."""
+  return ctx.b.constant(0, ctx.out)
+
+
+@lowering("aten.scalar_tensor.default", check=_plain_factory)
+def scalar_tensor(ctx, value, **unused_kwargs):
+  return ctx.b.constant(value, ctx.out)
+
+
+@lowering("aten.arange.start_step", "aten.arange.start", "aten.arange.default",
+          check=_plain_factory)
+def arange(ctx, *args, **unused_kwargs):
+  """start + step * iota, computed in the result dtype (torch computes in
+  double and rounds; exact for the integer ranges models use)."""
+  numbers = [a for a in args if isinstance(a, (int, float))]
+  start, step = 0, 1
+  if len(numbers) >= 2:
+    start = numbers[0]
+  if len(numbers) >= 3:
+    step = numbers[2]
+  b, ty = ctx.b, ctx.out
+  iota = b.op("stablehlo.iota", [], ty, "iota_dimension = 0 : i64")
+  if step != 1:
+    iota = b.op("stablehlo.multiply", [iota, b.constant(step, ty)], ty)
+  if start != 0:
+    iota = b.op("stablehlo.add", [iota, b.constant(start, ty)], ty)
+  return iota
+
+
+def _to_copy_check(node):
+  reason = _plain_factory(node)
+  if reason:
+    return reason
+  fmt = node.kwargs.get("memory_format")
+  if fmt not in (None, torch.preserve_format, torch.contiguous_format):
+    return f"memory_format={fmt}"
+  return None
+
+
+@lowering("aten._to_copy.default", check=_to_copy_check)
+def to_copy(ctx, x, **unused_kwargs):
+  return h.convert(ctx.b, x, ctx.out.dtype)
+
+
+def _contiguous_only(node):
+  fmt = node.kwargs.get("memory_format")
+  if fmt not in (None, torch.preserve_format, torch.contiguous_format):
+    return f"memory_format={fmt}"
+  return None
+
+
+@lowering("aten.clone.default", check=_contiguous_only)
+def clone(ctx, x, **unused_kwargs):
+  return x
+
+
+@lowering("aten.alias.default", "aten.lift_fresh_copy.default",
+          "aten.detach.default")
+def alias(ctx, x):
+  return x
+
+
+@lowering("aten.copy.default")
+def copy(ctx, dst, src, non_blocking=False):
+  return h.operand(ctx.b, src, ctx.out)

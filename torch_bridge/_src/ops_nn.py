@@ -1,0 +1,374 @@
+"""Lowerings of ATen neural-network ops: convolution (and its backward),
+batch / layer normalization, dropout (only where it is the identity),
+average pooling."""
+
+from __future__ import annotations
+
+import torch
+
+from torch_bridge._src import helpers as h
+from torch_bridge._src import mlir
+from torch_bridge._src.mlir import TensorType
+from torch_bridge._src.registry import lowering
+
+
+def _float_check(node):
+  val = node.meta.get("val")
+  val = val[0] if isinstance(val, (tuple, list)) else val
+  if val is None or not val.dtype.is_floating_point:
+    return "needs a floating-point result"
+  return None
+
+
+def _expand(values, n):
+  values = list(values)
+  return values * n if len(values) == 1 else values
+
+
+def _conv_dims(n: int) -> str:
+  spatial = ", ".join(str(i) for i in range(n))
+  return f"[b, f, {spatial}]x[o, i, {spatial}]->[b, f, {spatial}]"
+
+
+def _conv(b, lhs, rhs, out, *, strides, padding, lhs_dilation, rhs_dilation,
+          dims, groups=1):
+  n = len(strides)
+  pads = ", ".join(f"[{lo}, {hi}]" for lo, hi in padding)
+  return b.op(
+      "stablehlo.convolution", [lhs, rhs], out,
+      f"window_strides = {mlir.i64_array(strides)}, "
+      f"padding = dense<[{pads}]> : tensor<{n}x2xi64>, "
+      f"lhs_dilation = {mlir.i64_array(lhs_dilation)}, "
+      f"rhs_dilation = {mlir.i64_array(rhs_dilation)}, "
+      f"dimension_numbers = #stablehlo.conv<{dims}>, "
+      f"feature_group_count = {groups} : i64, batch_group_count = 1 : i64")
+
+
+def _conv_check(node):
+  transposed = node.args[6]
+  if transposed:
+    return "transposed convolution is not lowered"
+  return _float_check(node)
+
+
+@lowering("aten.convolution.default", check=_conv_check)
+def convolution(ctx, x, weight, bias, stride, padding, dilation, transposed,
+                output_padding, groups):
+  b, ty = ctx.b, ctx.out
+  n = x.rank - 2
+  stride, padding, dilation = (_expand(stride, n), _expand(padding, n),
+                               _expand(dilation, n))
+  out = _conv(b, x, weight, ty, strides=stride,
+              padding=[(p, p) for p in padding], lhs_dilation=[1] * n,
+              rhs_dilation=dilation, dims=_conv_dims(n), groups=groups)
+  if bias is not None:
+    out = b.op("stablehlo.add",
+               [out, h.broadcast_in_dim(b, bias, ty.shape, [1])], ty)
+  return out
+
+
+def _conv_backward_check(node):
+  (grad, x, weight, _, stride, padding, dilation, transposed, _, groups,
+   _) = node.args
+  if transposed or groups != 1:
+    return "only non-transposed convolutions with groups=1"
+  n = len(weight.meta["val"].shape) - 2
+  kernel = weight.meta["val"].shape[2:]
+  for k, p, d in zip(kernel, _expand(padding, n), _expand(dilation, n)):
+    if d * (k - 1) - p < 0:
+      return "padding larger than the dilated kernel"
+  return _float_check(x)
+
+
+@lowering("aten.convolution_backward.default", check=_conv_backward_check)
+def convolution_backward(ctx, grad, x, weight, bias_sizes, stride, padding,
+                         dilation, transposed, output_padding, groups,
+                         output_mask):
+  """Input grad: the transposed convolution of `grad` with the spatially
+  reversed kernel (lhs_dilation = stride). Weight grad: a convolution of
+  `x` (batch and feature swapped) with `grad` as the kernel (rhs_dilation =
+  stride, window strides = dilation). Bias grad: a sum."""
+  b = ctx.b
+  n = x.rank - 2
+  stride, padding, dilation = (_expand(stride, n), _expand(padding, n),
+                               _expand(dilation, n))
+  kernel = weight.shape[2:]
+  in_size = x.shape[2:]
+  out_size = grad.shape[2:]
+  spatial = list(range(2, 2 + n))
+  results = [None, None, None]
+  if output_mask[0]:
+    flipped = b.op("stablehlo.reverse", [weight], weight.type,
+                   "dimensions = " + mlir.i64_array(spatial))
+    pads = []
+    for i, o, k, s, p, d in zip(in_size, out_size, kernel, stride, padding,
+                                dilation):
+      r = (i + 2 * p - d * (k - 1) - 1) % s
+      pads.append((d * (k - 1) - p, d * (k - 1) - p + r))
+    sp = ", ".join(str(i) for i in range(n))
+    results[0] = _conv(
+        b, grad, flipped, ctx.out[0], strides=[1] * n, padding=pads,
+        lhs_dilation=stride, rhs_dilation=dilation,
+        dims=f"[b, f, {sp}]x[i, o, {sp}]->[b, f, {sp}]")
+  if output_mask[1]:
+    lhs = x
+    pads = []
+    for axis, (i, o, k, s, p, d) in enumerate(zip(
+        in_size, out_size, kernel, stride, padding, dilation)):
+      hi = (k - 1) * d + (o - 1) * s + 1 - i - p
+      if hi < 0:  # Rows the forward never read: crop them.
+        limits = list(lhs.shape)
+        limits[2 + axis] += hi
+        lhs = b.op("stablehlo.slice", [lhs], lhs.type.with_shape(limits),
+                   f"start_indices = {mlir.i64_array([0] * lhs.rank)}, "
+                   f"limit_indices = {mlir.i64_array(limits)}, "
+                   f"strides = {mlir.i64_array([1] * lhs.rank)}")
+        hi = 0
+      pads.append((p, hi))
+    sp = ", ".join(str(i) for i in range(n))
+    results[1] = _conv(
+        b, lhs, grad, ctx.out[1], strides=dilation, padding=pads,
+        lhs_dilation=[1] * n, rhs_dilation=stride,
+        dims=f"[f, b, {sp}]x[i, o, {sp}]->[f, b, {sp}]")
+  if output_mask[2]:
+    results[2] = h.reduce(b, grad, [0] + spatial, "stablehlo.add", 0)
+  return results
+
+
+# -- Normalization. -----------------------------------------------------------
+
+def _normalize(b, x, mean, rstd, weight, bias, channel_dims):
+  """(x - mean) * rstd * weight + bias; mean/rstd/weight/bias broadcast
+  along `channel_dims` of x."""
+  ty = x.type
+
+  def bc(v, dims):
+    return h.broadcast_in_dim(b, v, ty.shape, dims)
+
+  out = b.op("stablehlo.multiply", [
+      b.op("stablehlo.subtract", [x, mean], ty), rstd], ty)
+  if weight is not None:
+    out = b.op("stablehlo.multiply", [out, bc(weight, channel_dims)], ty)
+  if bias is not None:
+    out = b.op("stablehlo.add", [out, bc(bias, channel_dims)], ty)
+  return out
+
+
+def _batch_stats(ctx, x, eps):
+  """Per-channel (dim 1) mean, biased variance and 1/sqrt(var + eps)."""
+  b = ctx.b
+  dims = [d for d in range(x.rank) if d != 1]
+  count = 1
+  for d in dims:
+    count *= x.shape[d]
+  cty = TensorType((x.shape[1],), x.dtype)
+  mean = b.op("stablehlo.divide", [
+      h.reduce(b, x, dims, "stablehlo.add", 0), b.constant(count, cty)], cty)
+  centered = b.op("stablehlo.subtract",
+                  [x, h.broadcast_in_dim(b, mean, x.shape, [1])], x.type)
+  sq = b.op("stablehlo.multiply", [centered, centered], x.type)
+  var = b.op("stablehlo.divide", [
+      h.reduce(b, sq, dims, "stablehlo.add", 0), b.constant(count, cty)], cty)
+  rstd = b.op("stablehlo.rsqrt",
+              [b.op("stablehlo.add", [var, b.constant(eps, cty)], cty)], cty)
+  return mean, var, rstd, count
+
+
+def _bn_check(node):
+  val = node.meta.get("val")
+  if val is None or not val[0].dtype.is_floating_point:
+    return "needs a floating-point input"
+  x = node.args[0].meta.get("val")
+  for a in node.args[1:5]:
+    if isinstance(a, torch.fx.Node) and a.meta["val"].dtype != x.dtype:
+      return "mixed-precision batch norm"
+  return None
+
+
+def _empty(ctx, ty):
+  return None if ty is None else ctx.b.constant(0, ty)
+
+
+def _batch_norm(ctx, x, weight, bias, running_mean, running_var, training,
+                momentum, eps, *, functional: bool):
+  b = ctx.b
+  if training:
+    mean, var, rstd, count = _batch_stats(ctx, x, eps)
+    out = _normalize(b, x, h.broadcast_in_dim(b, mean, x.shape, [1]),
+                     h.broadcast_in_dim(b, rstd, x.shape, [1]), weight, bias,
+                     [1])
+    results = [out, mean, rstd]
+    if functional:
+      cty = mean.type
+      keep = b.constant(1 - momentum, cty)
+      m = b.constant(momentum, cty)
+      unbiased = b.op("stablehlo.multiply", [
+          var, b.constant(count / max(count - 1, 1), cty)], cty)
+      for running, stat in ((running_mean, mean), (running_var, unbiased)):
+        results.append(b.op("stablehlo.add", [
+            b.op("stablehlo.multiply", [running, keep], cty),
+            b.op("stablehlo.multiply", [stat, m], cty)], cty))
+    return results
+  cty = running_mean.type
+  rstd = b.op("stablehlo.rsqrt", [
+      b.op("stablehlo.add", [running_var, b.constant(eps, cty)], cty)], cty)
+  out = _normalize(b, x, h.broadcast_in_dim(b, running_mean, x.shape, [1]),
+                   h.broadcast_in_dim(b, rstd, x.shape, [1]), weight, bias,
+                   [1])
+  results = [out] + [_empty(ctx, ty) for ty in ctx.out[1:3]]
+  if functional:
+    results += [running_mean, running_var]
+  return results
+
+
+def _bn_functional_check(node):
+  reason = _bn_check(node)
+  if reason:
+    return reason
+  training = node.args[5]
+  if not training and (node.args[3] is None or node.args[4] is None):
+    return "eval mode without running statistics"
+  return None
+
+
+@lowering("aten._native_batch_norm_legit_functional.default",
+          check=_bn_functional_check)
+def batch_norm_functional(ctx, x, weight, bias, running_mean, running_var,
+                          training, momentum, eps):
+  return _batch_norm(ctx, x, weight, bias, running_mean, running_var,
+                     training, momentum, eps, functional=True)
+
+
+@lowering("aten._native_batch_norm_legit_no_training.default", check=_bn_check)
+def batch_norm_no_training(ctx, x, weight, bias, running_mean, running_var,
+                           momentum, eps):
+  return _batch_norm(ctx, x, weight, bias, running_mean, running_var, False,
+                     momentum, eps, functional=False)
+
+
+def _native_bn_check(node):
+  reason = _bn_check(node)
+  if reason:
+    return reason
+  if node.args[5]:
+    return ("training-mode native_batch_norm updates running statistics in "
+            "place; only its functional form is lowered")
+  return None
+
+
+@lowering("aten.native_batch_norm.default", check=_native_bn_check)
+def native_batch_norm(ctx, x, weight, bias, running_mean, running_var,
+                      training, momentum, eps):
+  return _batch_norm(ctx, x, weight, bias, running_mean, running_var, False,
+                     momentum, eps, functional=False)
+
+
+@lowering("aten.native_layer_norm.default", check=_float_check)
+def native_layer_norm(ctx, x, normalized_shape, weight, bias, eps):
+  """Over the last len(normalized_shape) dims: out, mean, rstd (the last
+  two with those dims kept as size 1)."""
+  b = ctx.b
+  k = len(normalized_shape)
+  axis = x.rank - k
+  dims = list(range(axis, x.rank))
+  count = 1
+  for d in dims:
+    count *= x.shape[d]
+  sty = TensorType(tuple(x.shape[:axis]), x.dtype)
+  keep = list(range(axis))
+  mean = b.op("stablehlo.divide", [
+      h.reduce(b, x, dims, "stablehlo.add", 0), b.constant(count, sty)], sty)
+  centered = b.op("stablehlo.subtract",
+                  [x, h.broadcast_in_dim(b, mean, x.shape, keep)], x.type)
+  sq = b.op("stablehlo.multiply", [centered, centered], x.type)
+  var = b.op("stablehlo.divide", [
+      h.reduce(b, sq, dims, "stablehlo.add", 0), b.constant(count, sty)], sty)
+  rstd = b.op("stablehlo.rsqrt",
+              [b.op("stablehlo.add", [var, b.constant(eps, sty)], sty)], sty)
+  out = b.op("stablehlo.multiply",
+             [centered, h.broadcast_in_dim(b, rstd, x.shape, keep)], x.type)
+  affine = list(range(axis, x.rank))
+  if weight is not None:
+    out = b.op("stablehlo.multiply",
+               [out, h.broadcast_in_dim(b, weight, x.shape, affine)], x.type)
+  if bias is not None:
+    out = b.op("stablehlo.add",
+               [out, h.broadcast_in_dim(b, bias, x.shape, affine)], x.type)
+  return [out, h.reshape(b, mean, ctx.out[1].shape),
+          h.reshape(b, rstd, ctx.out[2].shape)]
+
+
+def _dropout_check(node):
+  p, train = node.args[1], node.args[2]
+  if train and p != 0:
+    return (f"dropout with p={p} in training draws random numbers; it runs "
+            "eagerly (torch's RNG stream is not reproduced)")
+  return None
+
+
+@lowering("aten.native_dropout.default", check=_dropout_check)
+def native_dropout(ctx, x, p, train):
+  return [x, ctx.b.constant(True, ctx.out[1])]
+
+
+# -- Pooling. -----------------------------------------------------------------
+
+def _pool_args(node):
+  args = list(node.args) + [None] * 8
+  offset = 1 if "backward" in str(node.target) else 0
+  kernel, stride, padding, ceil_mode, count_include_pad, divisor = args[
+      1 + offset:7 + offset]
+  return kernel, stride or kernel, padding or [0], ceil_mode, divisor
+
+
+def _avg_pool_check(node):
+  kernel, stride, padding, ceil_mode, divisor = _pool_args(node)
+  if any(p != 0 for p in padding):
+    return "padding is not lowered"
+  if ceil_mode:
+    return "ceil_mode=True is not lowered"
+  if divisor is not None:
+    return "divisor_override is not lowered"
+  if "backward" in str(node.target) and list(_expand(stride, 2)) != list(
+      _expand(kernel, 2)):
+    return "the backward is lowered only for stride == kernel_size"
+  return _float_check(node)
+
+
+@lowering("aten.avg_pool2d.default", check=_avg_pool_check)
+def avg_pool2d(ctx, x, kernel_size, stride=(), *unused):
+  b, ty = ctx.b, ctx.out
+  kernel = _expand(kernel_size, 2)
+  stride = _expand(stride or kernel_size, 2)
+  lead = [1] * (x.rank - 2)
+  total = b.op(
+      "stablehlo.reduce_window", [x, b.constant(0, TensorType((), x.dtype))],
+      ty,
+      f"window_dimensions = {mlir.i64_array(lead + kernel)}, "
+      f"window_strides = {mlir.i64_array(lead + stride)}",
+      region=b.scalar_region("stablehlo.add", x.dtype))
+  return b.op("stablehlo.divide",
+              [total, b.constant(kernel[0] * kernel[1], ty)], ty)
+
+
+@lowering("aten.avg_pool2d_backward.default", check=_avg_pool_check)
+def avg_pool2d_backward(ctx, grad, x, kernel_size, *unused):
+  """With stride == kernel the windows tile the input: each input element
+  gets grad / (kh * kw) of its window; rows and columns past the last
+  window get 0."""
+  b, ty = ctx.b, ctx.out
+  kh, kw = _expand(kernel_size, 2)
+  lead = list(grad.shape[:-2])
+  ho, wo = grad.shape[-2:]
+  r = len(lead)
+  g = h.reshape(b, grad, lead + [ho, 1, wo, 1])
+  g = h.broadcast_in_dim(b, g, lead + [ho, kh, wo, kw], range(r + 4))
+  g = h.reshape(b, g, lead + [ho * kh, wo * kw])
+  g = b.op("stablehlo.divide", [g, b.constant(kh * kw, g.type)], g.type)
+  if g.shape != ty.shape:
+    high = [0] * r + [ty.shape[-2] - ho * kh, ty.shape[-1] - wo * kw]
+    g = b.op("stablehlo.pad", [g, b.constant(0, TensorType((), g.dtype))], ty,
+             f"edge_padding_low = {mlir.i64_array([0] * (r + 2))}, "
+             f"edge_padding_high = {mlir.i64_array(high)}, "
+             f"interior_padding = {mlir.i64_array([0] * (r + 2))}")
+  return g

@@ -1,0 +1,278 @@
+"""Lowerings of ATen view / layout ops: reshape, permute, expand, slicing,
+concatenation, splitting, indexing.
+
+Views need no aliasing here: a cluster is a pure function of its inputs
+(AOTAutograd's graphs are functional), so a view is a value-producing op.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from torch_bridge._src import helpers as h
+from torch_bridge._src import mlir
+from torch_bridge._src.mlir import TensorType
+from torch_bridge._src.registry import lowering
+
+
+@lowering("aten.view.default", "aten._unsafe_view.default",
+          "aten.reshape.default", "aten.view.dtype")
+def view(ctx, x, *unused_shape):
+  if ctx.out.dtype != x.dtype:
+    ctx.fail("view as another dtype (a bitcast) is not lowered")
+  return h.reshape(ctx.b, x, ctx.out.shape)
+
+
+@lowering("aten.squeeze.dim", "aten.squeeze.dims", "aten.squeeze.default",
+          "aten.unsqueeze.default")
+def squeeze(ctx, x, *unused_dims):
+  return h.reshape(ctx.b, x, ctx.out.shape)
+
+
+@lowering("aten.permute.default")
+def permute(ctx, x, dims):
+  return h.transpose(ctx.b, x, [h.normalize_dim(d, x.rank) for d in dims])
+
+
+@lowering("aten.t.default")
+def t(ctx, x):
+  return h.transpose(ctx.b, x, list(reversed(range(x.rank))))
+
+
+@lowering("aten.transpose.int")
+def transpose(ctx, x, dim0, dim1):
+  perm = list(range(x.rank))
+  d0, d1 = h.normalize_dim(dim0, x.rank), h.normalize_dim(dim1, x.rank)
+  perm[d0], perm[d1] = perm[d1], perm[d0]
+  return h.transpose(ctx.b, x, perm)
+
+
+@lowering("aten.expand.default")
+def expand(ctx, x, *unused_size, **unused_kwargs):
+  return h.broadcast(ctx.b, x, ctx.out.shape)
+
+
+@lowering("aten.repeat.default")
+def repeat(ctx, x, repeats):
+  """Tiles x: broadcast to [r0, s0, r1, s1, ...], then merge the pairs."""
+  n = len(repeats)
+  shape = [1] * (n - x.rank) + list(x.shape)
+  pairs = []
+  for r, s in zip(repeats, shape):
+    pairs += [r, s]
+  x = h.reshape(ctx.b, x, shape)
+  tiled = h.broadcast_in_dim(ctx.b, x, pairs, range(1, 2 * n, 2))
+  return h.reshape(ctx.b, tiled, ctx.out.shape)
+
+
+def _slice(b, x, starts, limits, strides):
+  shape = [max(0, -(-(lim - s) // st)) for s, lim, st in
+           zip(starts, limits, strides)]
+  return b.op("stablehlo.slice", [x], x.type.with_shape(shape),
+              f"start_indices = {mlir.i64_array(starts)}, "
+              f"limit_indices = {mlir.i64_array(limits)}, "
+              f"strides = {mlir.i64_array(strides)}")
+
+
+def _slice_check(node):
+  step = node.args[4] if len(node.args) > 4 else node.kwargs.get("step", 1)
+  if not isinstance(step, int) or step < 1:
+    return f"step={step!r}"
+  return None
+
+
+@lowering("aten.slice.Tensor", check=_slice_check)
+def slice_(ctx, x, dim=0, start=None, end=None, step=1):
+  dim = h.normalize_dim(dim, x.rank)
+  size = x.shape[dim]
+  start, end = slice(start, end).indices(size)[:2]
+  end = max(start, end)
+  starts = [0] * x.rank
+  limits = list(x.shape)
+  strides = [1] * x.rank
+  starts[dim], limits[dim], strides[dim] = start, end, step
+  return _slice(ctx.b, x, starts, limits, strides)
+
+
+@lowering("aten.select.int")
+def select(ctx, x, dim, index):
+  dim = h.normalize_dim(dim, x.rank)
+  index = index % x.shape[dim]
+  starts = [0] * x.rank
+  limits = list(x.shape)
+  starts[dim], limits[dim] = index, index + 1
+  out = _slice(ctx.b, x, starts, limits, [1] * x.rank)
+  return h.reshape(ctx.b, out, ctx.out.shape)
+
+
+@lowering("aten.cat.default")
+def cat(ctx, tensors, dim=0):
+  ty = ctx.out
+  dim = h.normalize_dim(dim, ty.rank)
+  parts = [h.convert(ctx.b, t, ty.dtype) for t in tensors
+           if t.rank == ty.rank and t.shape[dim] > 0]
+  if len(parts) == 1:
+    return parts[0]
+  return ctx.b.op("stablehlo.concatenate", parts, ty,
+                  f"dimension = {dim} : i64")
+
+
+@lowering("aten.split_with_sizes.default", "aten.split.Tensor")
+def split(ctx, x, sizes, dim=0):
+  dim = h.normalize_dim(dim, x.rank)
+  outs, offset = [], 0
+  for ty in ctx.out:
+    n = ty.shape[dim]
+    starts = [0] * x.rank
+    limits = list(x.shape)
+    starts[dim], limits[dim] = offset, offset + n
+    outs.append(_slice(ctx.b, x, starts, limits, [1] * x.rank))
+    offset += n
+  return outs
+
+
+def _pad_check(node):
+  pads = node.args[1]
+  if len(pads) % 2:
+    return "odd number of pad values"
+  return None
+
+
+@lowering("aten.constant_pad_nd.default", check=_pad_check)
+def constant_pad_nd(ctx, x, pad, value=0):
+  low, high = [0] * x.rank, [0] * x.rank
+  for i in range(len(pad) // 2):  # pairs from the last dim backwards
+    d = x.rank - 1 - i
+    low[d], high[d] = pad[2 * i], pad[2 * i + 1]
+  return ctx.b.op("stablehlo.pad", [x, ctx.b.constant(value,
+                                                      TensorType((), x.dtype))],
+                  ctx.out,
+                  f"edge_padding_low = {mlir.i64_array(low)}, "
+                  f"edge_padding_high = {mlir.i64_array(high)}, "
+                  f"interior_padding = {mlir.i64_array([0] * x.rank)}")
+
+
+# -- Indexing (gather / scatter). --------------------------------------------
+
+def _gather_rows(b, table, indices, out):
+  """out[i..., :] = table[indices[i...], :] along table's dim 0."""
+  idx = h.convert(b, indices, "i64")
+  rank = idx.rank
+  slice_sizes = [1] + list(table.shape[1:])
+  offset_dims = list(range(rank, rank + table.rank - 1))
+  return b.op(
+      "stablehlo.gather", [table, idx], out,
+      "dimension_numbers = #stablehlo.gather<offset_dims = "
+      f"[{', '.join(map(str, offset_dims))}], collapsed_slice_dims = [0], "
+      f"start_index_map = [0], index_vector_dim = {rank}>, "
+      f"slice_sizes = {mlir.i64_array(slice_sizes)}, "
+      "indices_are_sorted = false")
+
+
+def _embedding_check(node):
+  # padding_idx only matters for the backward; scale_grad / sparse do not
+  # change the forward either, but sparse gradients are not ours to make.
+  if len(node.args) > 4 and node.args[4]:
+    return "sparse=True"
+  return None
+
+
+@lowering("aten.embedding.default", check=_embedding_check)
+def embedding(ctx, weight, indices, *unused):
+  return _gather_rows(ctx.b, weight, indices, ctx.out)
+
+
+@lowering("aten.index_select.default")
+def index_select(ctx, x, dim, index):
+  dim = h.normalize_dim(dim, x.rank)
+  perm = [dim] + [d for d in range(x.rank) if d != dim]
+  moved = h.transpose(ctx.b, x, perm)
+  shape = [index.shape[0]] + [x.shape[d] for d in perm[1:]]
+  rows = _gather_rows(ctx.b, moved, index, moved.type.with_shape(shape))
+  inverse = [perm.index(d) for d in range(x.rank)]
+  return h.transpose(ctx.b, rows, inverse)
+
+
+def _index_check(node):
+  indices = node.args[1]
+  tensors = [i for i in indices if i is not None]
+  if len(tensors) != 1 or indices[0] is None:
+    return "only one index tensor, on the first indexed dim, is lowered"
+  val = tensors[0].meta.get("val")
+  if val is None or val.dtype == torch.bool:
+    return "boolean-mask indexing has a data-dependent shape"
+  return None
+
+
+@lowering("aten.index.Tensor", check=_index_check)
+def index(ctx, x, indices):
+  return _gather_rows(ctx.b, x, indices[0], ctx.out)
+
+
+def _index_put_check(node):
+  indices = node.args[1]
+  tensors = [i for i in indices if i is not None]
+  if len(indices) != 1 or len(tensors) != 1:
+    return "only one index tensor, on dim 0, is lowered"
+  val = tensors[0].meta.get("val")
+  if val is None or val.dtype == torch.bool:
+    return "boolean-mask indexing has a data-dependent shape"
+  accumulate = node.args[3] if len(node.args) > 3 else node.kwargs.get(
+      "accumulate", False)
+  if not accumulate:
+    return ("accumulate=False with repeated indices has no defined order; "
+            "not lowered")
+  return None
+
+
+@lowering("aten.index_put.default", check=_index_put_check)
+def index_put(ctx, x, indices, values, accumulate=False):
+  """x[indices] += values, a scatter with an add combiner."""
+  b, ty = ctx.b, ctx.out
+  idx = h.convert(b, indices[0], "i64")
+  rank = idx.rank
+  upd_shape = list(idx.shape) + list(x.shape[1:])
+  upd = h.broadcast(b, h.convert(b, values, ty.dtype), upd_shape)
+  window_dims = list(range(rank, rank + x.rank - 1))
+  return b.op(
+      "stablehlo.scatter", [x, idx, upd], ty,
+      "scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = "
+      f"[{', '.join(map(str, window_dims))}], inserted_window_dims = [0], "
+      f"scatter_dims_to_operand_dims = [0], index_vector_dim = {rank}>, "
+      "indices_are_sorted = false, unique_indices = false",
+      region=b.scalar_region("stablehlo.add", ty.dtype))
+
+
+def _gather_check(node):
+  if len(node.args) > 3 and node.args[3]:
+    return "sparse_grad=True"
+  return None
+
+
+@lowering("aten.gather.default", check=_gather_check)
+def gather(ctx, x, dim, index, sparse_grad=False):
+  """out[i0..in] = x[i0.., index[i0..in], ..in] (torch.gather), as a
+  stablehlo.gather whose index vectors enumerate every output position."""
+  b = ctx.b
+  dim = h.normalize_dim(dim, x.rank)
+  shape = list(index.shape)
+  idx = h.convert(b, index, "i64")
+  parts = []
+  for d in range(x.rank):
+    ity = TensorType(tuple(shape) + (1,), "i64")
+    if d == dim:
+      parts.append(h.reshape(b, idx, ity.shape))
+    else:
+      parts.append(b.op("stablehlo.iota", [], ity,
+                        f"iota_dimension = {d} : i64"))
+  full_idx = b.op("stablehlo.concatenate", parts,
+                  TensorType(tuple(shape) + (x.rank,), "i64"),
+                  f"dimension = {len(shape)} : i64")
+  dims = ", ".join(map(str, range(x.rank)))
+  return b.op(
+      "stablehlo.gather", [x, full_idx], ctx.out,
+      "dimension_numbers = #stablehlo.gather<offset_dims = [], "
+      f"collapsed_slice_dims = [{dims}], start_index_map = [{dims}], "
+      f"index_vector_dim = {len(shape)}>, "
+      f"slice_sizes = {mlir.i64_array([1] * x.rank)}, "
+      "indices_are_sorted = false")

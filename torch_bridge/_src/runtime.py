@@ -1,0 +1,101 @@
+"""Compiling StableHLO programs through a PJRT client and running them on
+torch tensors.
+
+One client per plugin name per process. Executables are cached by (plugin,
+program text): a cluster that occurs again (another graph, a recompile of
+the same shapes) is compiled once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+import pjrt
+import support
+from pjrt.tools import plugin_choice
+
+# The name our CPU plugin has in pjrt's registry when the pjrt wheel is
+# installed (entry point group "pjrt_plugins"); in a source tree, where no
+# entry point exists, the same plugin is loaded as a Python plugin object.
+DEFAULT_PLUGIN = "openxla_cpu"
+
+_lock = threading.RLock()
+_clients: dict[str, pjrt.Client] = {}
+_executables: dict[tuple[str, str], pjrt.LoadedExecutable] = {}
+
+
+def _load(choice: str) -> pjrt.Plugin:
+  try:
+    return plugin_choice.load(choice)
+  except support.NotFoundError:
+    if choice != DEFAULT_PLUGIN:
+      raise
+    return plugin_choice.load(plugin_choice.OUR_PLUGIN)
+
+
+def client(plugin: str = DEFAULT_PLUGIN) -> pjrt.Client:
+  """The process-wide client of `plugin` (a registered name, a library
+  path, or `module:attribute`)."""
+  with _lock:
+    if plugin not in _clients:
+      _clients[plugin] = pjrt.Client(_load(plugin))
+    return _clients[plugin]
+
+
+def compile_program(text: str, plugin: str = DEFAULT_PLUGIN
+                    ) -> tuple[pjrt.LoadedExecutable, float, bool]:
+  """(executable, seconds spent compiling, whether it came from the cache)."""
+  key = (plugin, hashlib.sha256(text.encode()).hexdigest())
+  with _lock:
+    exe = _executables.get(key)
+    if exe is not None:
+      return exe, 0.0, True
+    c = client(plugin)
+    start = time.perf_counter()
+    exe = c.compile(text)
+    seconds = time.perf_counter() - start
+    _executables[key] = exe
+    return exe, seconds, False
+
+
+def cache_size() -> int:
+  return len(_executables)
+
+
+def clear_cache() -> None:
+  with _lock:
+    _executables.clear()
+
+
+def _to_numpy(t: torch.Tensor) -> np.ndarray:
+  t = t.detach()
+  if t.device.type != "cpu":
+    t = t.cpu()
+  return t.contiguous().numpy()
+
+
+def execute(exe: pjrt.LoadedExecutable, c: pjrt.Client,
+            inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+  buffers = [c.buffer_from_numpy(_to_numpy(t)) for t in inputs]
+  outs = exe.execute(buffers)
+  results = []
+  for o in outs:
+    array = o.to_numpy()
+    if not array.flags.writeable:
+      array = array.copy()
+    results.append(torch.from_numpy(array))
+  return results
+
+
+def rebuild(structure: Any, values: list[torch.Tensor]) -> Any:
+  if structure is None:
+    return None
+  if isinstance(structure, int):
+    return values[structure]
+  return type(structure)(rebuild(s, values) for s in structure)

@@ -1,0 +1,1 @@
+"""Test models and eager comparisons of the PyTorch bridge."""
