@@ -80,6 +80,137 @@ class _Cplx:
     b.store(im, b.gep(p, [u.i64(1)]))
 
 
+def radix2(n: int) -> bool:
+  """Whether an axis of length `n` takes the radix-2 path (a power of
+  two)."""
+  return n >= 2 and n & (n - 1) == 0
+
+
+def _bit_reversal(module: ir.Module, n: int) -> ir.GlobalVariable:
+  """A constant table rev[t]: t with its log2(n) bits reversed."""
+  name = f"__fft_bitrev_{n}"
+  g = module.globals.get(name)
+  if g is not None:
+    return g
+  bits = n.bit_length() - 1
+  vals = [int(format(t, f"0{bits}b")[::-1], 2) for t in range(n)]
+  ty = ir.ArrayType(u.I64, n)
+  g = ir.GlobalVariable(module, ty, name)
+  g.global_constant = True
+  g.linkage = "internal"
+  g.initializer = ir.Constant(ty, vals)
+  return g
+
+
+def _emit_butterflies(b, cx, line, tw, n, inverse):
+  """The in-place iterative radix-2 FFT of the bit-reversed `line`: stage
+  by stage (spans 2, 4, ..., n), X[k] +/- w^k X[k + half] with
+  w = exp(-/+ 2 pi i / span), the twiddle tw[k * n / span]."""
+  span = 2
+  while span <= n:
+    half, blocks = span // 2, n // span
+    step = n // span
+
+    def butterfly(blk, k, step=step, span=span, half=half):
+      m = b.mul(k, u.i64(2 * step))
+      wr = b.load(b.gep(tw, [u.i64(0), m]))
+      wi = b.load(b.gep(tw, [u.i64(0), b.add(m, u.i64(1))]))
+      if not inverse:
+        wi = b.fneg(wi)
+      top = b.add(b.mul(blk, u.i64(span)), k)
+      bot = b.add(top, u.i64(half))
+      ur, ui = cx.load(line, top)
+      xr, xi = cx.load(line, bot)
+      vr = b.fsub(b.fmul(xr, wr), b.fmul(xi, wi))
+      vi = b.fadd(b.fmul(xr, wi), b.fmul(xi, wr))
+      cx.store(line, top, b.fadd(ur, vr), b.fadd(ui, vi))
+      cx.store(line, bot, b.fsub(ur, vr), b.fsub(ui, vi))
+
+    # The longer loop innermost: the early stages have many short blocks.
+    if half >= blocks:
+      with u.for_range(b, 0, blocks, "blk") as blk:
+        with u.for_range(b, 0, half, "bf") as k:
+          butterfly(blk, k)
+    else:
+      with u.for_range(b, 0, half, "bf") as k:
+        with u.for_range(b, 0, blocks, "blk") as blk:
+          butterfly(blk, k)
+    span *= 2
+
+
+def _emit_axis_fft(b, cx, work, tw, n, inner, outer, inverse):
+  """The radix-2 FFT along an axis of length `n` (power of two) of the
+  `outer` x n x `inner` block in `work`, in place: the rows (n of them,
+  each `inner` contiguous elements) are put in bit-reversed order by swaps,
+  then each butterfly updates two whole rows, so for an axis other than the
+  last the innermost loop runs over contiguous elements."""
+  rev = _bit_reversal(b.module, n)
+  with u.for_range(b, 0, outer, "fo") as o:
+    base = b.mul(o, u.i64(n * inner))
+
+    def elem(row, c):
+      idx = b.add(base, b.mul(row, u.i64(inner)) if inner > 1 else row)
+      return idx if c is None else b.add(idx, c)
+
+    def columns(body):
+      if inner == 1:
+        body(None)
+        return
+      with u.for_range(b, 0, inner, "col") as c:
+        body(c)
+
+    with u.for_range(b, 0, n, "br") as t:
+      r = b.load(b.gep(rev, [u.i64(0), t]))
+      with b.if_then(b.icmp_signed("<", t, r)):
+        def swap(c):
+          i, j = elem(t, c), elem(r, c)
+          ar, ai = cx.load(work, i)
+          br, bi = cx.load(work, j)
+          cx.store(work, i, br, bi)
+          cx.store(work, j, ar, ai)
+        columns(swap)
+
+    span = 2
+    while span <= n:
+      half, blocks = span // 2, n // span
+
+      def butterflies(blk, k, span=span, half=half, blocks=blocks):
+        m = b.mul(k, u.i64(2 * blocks))
+        wr = b.load(b.gep(tw, [u.i64(0), m]))
+        wi = b.load(b.gep(tw, [u.i64(0), b.add(m, u.i64(1))]))
+        if not inverse:
+          wi = b.fneg(wi)
+        top = b.add(b.mul(blk, u.i64(span)), k)
+        bot = b.add(top, u.i64(half))
+
+        def bf(c):
+          i, j = elem(top, c), elem(bot, c)
+          ur, ui = cx.load(work, i)
+          xr, xi = cx.load(work, j)
+          vr = b.fsub(b.fmul(xr, wr), b.fmul(xi, wi))
+          vi = b.fadd(b.fmul(xr, wi), b.fmul(xi, wr))
+          cx.store(work, i, b.fadd(ur, vr), b.fadd(ui, vi))
+          cx.store(work, j, b.fsub(ur, vr), b.fsub(ui, vi))
+        columns(bf)
+
+      # The longer loop inside: early stages have many short blocks.
+      if half >= blocks:
+        with u.for_range(b, 0, blocks, "blk") as blk:
+          with u.for_range(b, 0, half, "bf") as k:
+            butterflies(blk, k)
+      else:
+        with u.for_range(b, 0, half, "bf") as k:
+          with u.for_range(b, 0, blocks, "blk") as blk:
+            butterflies(blk, k)
+      span *= 2
+
+    if inverse:
+      scale = ir.Constant(F64, 1.0 / n)
+      with u.for_range(b, 0, n * inner, "sc") as e:
+        re, im = cx.load(work, b.add(base, e))
+        cx.store(work, b.add(base, e), b.fmul(re, scale), b.fmul(im, scale))
+
+
 def _emit_line_dft(b, cx, work, line, tw, n, stride, base, inverse,
                    acc_re, acc_im, pos):
   """Transforms one line of `n` elements (stride `stride`) of `work` at
@@ -121,6 +252,9 @@ def _transform_axis(b, cx, work, line, tw, dims, axis, inverse, scratch):
     return
   inner = math.prod(dims[axis + 1:])
   outer = math.prod(dims[:axis])
+  if radix2(n):
+    _emit_axis_fft(b, cx, work, tw, n, inner, outer, inverse)
+    return
   acc_re, acc_im, pos = scratch
   with u.for_range(b, 0, outer * inner, "line") as li:
     o = b.udiv(li, u.i64(inner)) if inner > 1 else li
@@ -227,7 +361,7 @@ def emit_fft(ctx: kernel_api.KernelContext, instr) -> kernel_api.KernelSpec:
                       work_dims, axis, inverse, accs)
     if kind == FftType.IRFFT:
       _emit_c2r_last_axis(b, cx, work, dst, out_base, work_dims, length[-1],
-                          out_et, accs)
+                          out_et, accs, line)
     elif kind == FftType.RFFT:
       rows = nwork // length[-1]
       with u.for_range(b, 0, rows, "row") as r:
@@ -245,12 +379,46 @@ def emit_fft(ctx: kernel_api.KernelContext, instr) -> kernel_api.KernelSpec:
   return kernel_api.KernelSpec(ka.fn.name, max(1, batch), cost=cost)
 
 
+def _emit_c2r_fft(b, cx, work, dst, out_base, rows, half, n, out_et, tw,
+                  line):
+  """The c2r transform of each row by a complex inverse FFT of its
+  Hermitian extension X[n - m] = conj(X[m]), with the imaginary parts of
+  X[0] and X[n / 2] taken as zero (numpy's convention): the result is real
+  and its real part is the output."""
+  rev = _bit_reversal(b.module, n)
+  zero = ir.Constant(F64, 0.0)
+  scale = ir.Constant(F64, 1.0 / n)
+
+  def put(m, re, im):
+    cx.store(line, b.load(b.gep(rev, [u.i64(0), m])), re, im)
+
+  with u.for_range(b, 0, rows, "crow") as r:
+    rbase = b.mul(r, u.i64(half))
+    x0, _ = cx.load(work, rbase)
+    put(u.i64(0), x0, zero)
+    xn, _ = cx.load(work, b.add(rbase, u.i64(n // 2)))
+    put(u.i64(n // 2), xn, zero)
+    with u.for_range(b, 1, n // 2, "cm") as m:
+      xr, xi = cx.load(work, b.add(rbase, m))
+      put(m, xr, xi)
+      put(b.sub(u.i64(n), m), xr, b.fneg(xi))
+    _emit_butterflies(b, cx, line, tw, n, inverse=True)
+    with u.for_range(b, 0, n, "ct") as t:
+      re, _ = cx.load(line, t)
+      o = b.add(out_base, b.add(b.mul(r, u.i64(n)), t))
+      _store_value(b, b.gep(dst, [o]), out_et, b.fmul(re, scale), None)
+
+
 def _emit_c2r_last_axis(b, cx, work, dst, out_base, work_dims, n, out_et,
-                        accs):
+                        accs, line):
   """The Hermitian inverse DFT along the last axis, into the real output."""
   half = work_dims[-1]
   rows = math.prod(work_dims[:-1])
   tw = _twiddles(b.module, n)
+  if radix2(n):
+    _emit_c2r_fft(b, cx, work, dst, out_base, rows, half, n, out_et, tw,
+                  line)
+    return
   acc, _, pos = accs
   scale = ir.Constant(F64, 1.0 / n)
   two = ir.Constant(F64, 2.0)

@@ -1,4 +1,5 @@
-"""`fft` on the CPU backend through numpy's pocketfft.
+"""`fft` on the CPU backend through numpy's pocketfft, where the generated
+kernel would be slow.
 
 XLA's CPU backend runs FFTs with a library (DUCC, pocketfft's successor)
 rather than generated code. We do the same with numpy.fft, the pocketfft
@@ -6,8 +7,10 @@ that numpy already bundles: `FftToHostCall` rewrites each `fft`
 instruction into a custom call to `TARGET`, and `HANDLERS` holds the
 handler that the executable's custom-call thunk runs on numpy views of the
 operand and result. O(n log n) per line instead of the O(n^2) direct DFT of
-fft_emitter.py, which stays as the generated-code path when this pass is
-disabled (`disable_passes=("fft-to-host-call",)`).
+fft_emitter.py for lengths that are not powers of two. Transforms whose
+every axis is a power of two or short (`native_lengths`) stay with the
+generated kernel (radix-2 there), which runs without Python; so does every
+fft when this pass is disabled (`disable_passes=("fft-to-host-call",)`).
 
 Semantics (as HLO's): the transform runs over the trailing
 len(fft_length) dimensions; IFFT and IRFFT scale by 1/n; RFFT keeps
@@ -33,6 +36,19 @@ _NUMPY = {"FFT": np.fft.fftn, "IFFT": np.fft.ifftn, "RFFT": np.fft.rfftn,
           "IRFFT": np.fft.irfftn}
 
 
+# Lines up to this length are cheap as the generated kernel's direct DFT.
+NATIVE_DFT_MAX = 16
+
+
+def native_lengths(lengths) -> bool:
+  """Whether the generated kernel (fft_emitter) is the better path for an
+  fft of `lengths`: every axis is a power of two (its radix-2 FFT) or
+  short. It then runs without the host call's Python and copies."""
+  lengths = [int(n) for n in lengths]
+  return bool(lengths) and all(
+      n <= NATIVE_DFT_MAX or n & (n - 1) == 0 for n in lengths)
+
+
 def _fft_type_name(instr) -> str:
   value = instr.attr("fft_type")
   return getattr(value, "name", str(value)).upper()
@@ -49,6 +65,8 @@ class FftToHostCall(hpi.HloComputationPass):
     changed = False
     for instr in list(comp.instructions):
       if instr.opcode != HloOpcode.kFft or instr.parent is not comp:
+        continue
+      if native_lengths(instr.attr("fft_length")):
         continue
       config = json.dumps({"fft_type": _fft_type_name(instr),
                            "fft_length": [int(n) for n in
