@@ -1,4 +1,4 @@
-"""The four shippable components and what each wheel depends on.
+"""The five shippable components and what each wheel depends on.
 
 Third-party requirements take the pinned version in requirements.txt as their
 minimum; our own components depend on each other at the exact same version.
@@ -46,6 +46,14 @@ COMPONENTS = (
                   # pjrt's own registry: pjrt.Client("openxla_cpu").
                   ("pjrt_plugins", "openxla_cpu",
                    "pjrt._src.plugin.api:get_api"),
+              )),
+    Component("torch_bridge", "openxla-torch-bridge",
+              "PyTorch bridge: torch.compile through StableHLO and PJRT.",
+              ("support", "stablehlo", "pjrt"), ("numpy", "torch"),
+              entry_points=(
+                  # torch.compile(model, backend="openxla_stablehlo").
+                  ("torch_dynamo_backends", "openxla_stablehlo",
+                   "torch_bridge:backend"),
               )),
 )
 

@@ -1,4 +1,4 @@
-"""Builds the four wheels, then installs the stablehlo wheel (which pulls in
+"""Builds the wheels, then installs the stablehlo wheel (which pulls in
 support) into a fresh venv with no xla or pjrt, and uses it there."""
 
 import json
@@ -48,6 +48,8 @@ def test_dependencies_between_components(wheels):
   assert ours("openxla_xla") == {"openxla-support", "openxla-stablehlo"}
   assert ours("openxla_pjrt") == {"openxla-support", "openxla-stablehlo",
                                   "openxla-xla"}
+  assert ours("openxla_torch_bridge") == {
+      "openxla-support", "openxla-stablehlo", "openxla-pjrt"}
   assert "Requires-Dist: numpy>=" in _metadata(wheels["openxla_stablehlo"])
 
 

@@ -1,0 +1,187 @@
+"""Benchmark of the PyTorch bridge on its test models.
+
+    python -m torch_bridge.tools.bench [--models mlp,cnn] [--mode train]
+
+For each model: whether the bridge matches eager PyTorch (forward error, or
+outputs / gradients / parameters over the training steps), how many
+clusters ran through PJRT and how many nodes stayed eager, the compile time
+(the first call, which includes Dynamo and AOTAutograd) and the steady-state
+step time, against eager and against inductor (torch.compile's default
+backend) in the same process. It prints ratios; it asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import math
+import os
+import sys
+import time
+import warnings
+
+import torch
+
+import torch_bridge
+from torch_bridge._src import runtime
+from torch_bridge.testing import models
+
+
+def _step_fn(model, mode: str):
+  if mode == "inference":
+    def step(*inputs):
+      with torch.no_grad():
+        return model(*inputs)
+    return step
+  opt = torch.optim.SGD(model.parameters(), lr=0.01)
+
+  def train_step(*inputs):
+    opt.zero_grad()
+    out = model(*inputs)
+    out.float().pow(2).mean().backward()
+    opt.step()
+    return out
+  return train_step
+
+
+def _time(step, inputs, steps: int) -> tuple[float, float]:
+  """(seconds of the first call, median seconds of `steps` calls after two
+  more warm-up calls)."""
+  start = time.perf_counter()
+  step(*inputs)
+  first = time.perf_counter() - start
+  for _ in range(2):
+    step(*inputs)
+  times = []
+  for _ in range(steps):
+    start = time.perf_counter()
+    step(*inputs)
+    times.append(time.perf_counter() - start)
+  times.sort()
+  return first, times[len(times) // 2]
+
+
+def bench_model(name: str, mode: str, steps: int, inductor: bool,
+                options: dict) -> dict:
+  case = models.CASES[name]
+  torch.manual_seed(0)
+  base = case.make()
+  inputs = case.inputs()
+  train = mode == "train"
+  row = {"model": name}
+  torch._dynamo.reset()  # pylint: disable=protected-access
+  check = torch_bridge.Backend(options)
+  if train:
+    cmp = models.compare_training(base, inputs, check, steps=3)
+    row["match"] = (cmp.outputs <= 1e-4 and cmp.grads <= 1e-3 and
+                    cmp.params <= 1e-4)
+    row["error"] = max(cmp.outputs, cmp.params)
+    row["grad_error"] = cmp.grads
+  else:
+    err = models.compare_inference(base, inputs, check)
+    row["match"] = err <= 1e-4
+    row["error"] = err
+  row["clusters"] = sum(c.compiled for r in check.reports for c in r.clusters)
+  row["eager_nodes"] = sum(len(r.eager) for r in check.reports)
+  row["graphs"] = len(check.reports)
+
+  def measure(backend):
+    torch._dynamo.reset()  # pylint: disable=protected-access
+    runtime.clear_cache()  # A cold compile, not the programs of the check.
+    model = copy.deepcopy(base).train(train)
+    if backend is not None:
+      model = torch.compile(model, backend=backend, dynamic=False)
+    return _time(_step_fn(model, mode), inputs, steps)
+
+  _, row["eager_s"] = measure(None)
+  row["compile_s"], row["ours_s"] = measure(torch_bridge.Backend(options))
+  if inductor:
+    row["inductor_compile_s"], row["inductor_s"] = measure("inductor")
+  return row
+
+
+def _fmt_ms(seconds) -> str:
+  return "-" if seconds is None else f"{seconds * 1e3:.2f}"
+
+
+def print_table(rows: list[dict], out=None) -> None:
+  out = out or sys.stdout
+  head = (f"{'model':<11} {'match':<5} {'error':>8} {'graphs':>6} "
+          f"{'clusters':>8} {'eager':>5} {'compile s':>9} {'ind. s':>7} "
+          f"{'eager ms':>9} {'ours ms':>8} {'ind. ms':>8} {'/eager':>7} "
+          f"{'/ind.':>6}")
+  print(head, file=out)
+  ratios_e, ratios_i = [], []
+  for r in rows:
+    ind = r.get("inductor_s")
+    ratio_e = r["ours_s"] / r["eager_s"]
+    ratio_i = r["ours_s"] / ind if ind else None
+    ratios_e.append(ratio_e)
+    if ratio_i:
+      ratios_i.append(ratio_i)
+    print(f"{r['model']:<11} {str(r['match']):<5} {r['error']:>8.1e} "
+          f"{r['graphs']:>6} {r['clusters']:>8} {r['eager_nodes']:>5} "
+          f"{r['compile_s']:>9.2f} "
+          f"{r.get('inductor_compile_s', float('nan')):>7.2f} "
+          f"{_fmt_ms(r['eager_s']):>9} {_fmt_ms(r['ours_s']):>8} "
+          f"{_fmt_ms(ind):>8} {ratio_e:>7.2f} "
+          f"{'-' if ratio_i is None else f'{ratio_i:.2f}':>6}", file=out)
+
+  def geomean(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+  ge, gi = geomean(ratios_e), geomean(ratios_i)
+  print(f"geomean ours/eager: {ge:.2f}" +
+        (f", ours/inductor: {gi:.2f}" if gi else ""), file=out)
+
+
+def main(argv=None) -> int:
+  parser = argparse.ArgumentParser(
+      prog="python -m torch_bridge.tools.bench",
+      description=__doc__.split("\n\n")[0] + " Prints, per model: match, "
+      "clusters, eager nodes, compile time and step time vs eager and "
+      "inductor.")
+  parser.add_argument("--models", default="mlp,cnn,lstm,unlowered,gpt2,bert",
+                      help="comma-separated, from: " +
+                      ", ".join(models.CASES))
+  parser.add_argument("--mode", choices=("inference", "train", "both"),
+                      default="both")
+  parser.add_argument("--steps", type=int, default=20,
+                      help="timed steps after the first (default 20)")
+  parser.add_argument("--no-inductor", action="store_true",
+                      help="skip the inductor comparison")
+  parser.add_argument("--plugin", default=None,
+                      help="PJRT plugin: a registered name, a library path "
+                      "or module:attribute (default: our CPU plugin)")
+  parser.add_argument("--min-cluster-size", type=int, default=4)
+  args = parser.parse_args(argv)
+  os.environ.setdefault("HF_HUB_OFFLINE", "1")
+  warnings.simplefilter("ignore", torch_bridge.FallbackWarning)
+  options = {"min_cluster_size": args.min_cluster_size}
+  if args.plugin:
+    options["plugin"] = args.plugin
+  names = [n.strip() for n in args.models.split(",") if n.strip()]
+  unknown = [n for n in names if n not in models.CASES]
+  if unknown:
+    parser.error(f"unknown model(s) {unknown}")
+  modes = ["inference", "train"] if args.mode == "both" else [args.mode]
+  for mode in modes:
+    rows = []
+    for name in names:
+      needs = models.CASES[name].needs
+      if needs:
+        try:
+          __import__(needs)
+        except ImportError:
+          print(f"{name}: skipped ({needs} is not installed)")
+          continue
+      rows.append(bench_model(name, mode, args.steps, not args.no_inductor,
+                              options))
+    print(f"\n== {mode} (torch {torch.__version__}, "
+          f"{torch.get_num_threads()} threads)")
+    print_table(rows)
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())
