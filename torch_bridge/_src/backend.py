@@ -203,12 +203,15 @@ def partition(gm: torch.fx.GraphModule, options: Options, kind: str
       info.program = text
       exe, seconds, hit = runtime.compile_program(text, options.plugin)
       client = runtime.client(options.plugin)
-    except (support.XlaError, ValueError) as e:
-      info.fallback_reason = str(e)
+    except Exception as e:  # pylint: disable=broad-except
+      # Whatever goes wrong (a lowering the table lacks, a plugin that
+      # rejects the program, or a bug of ours) costs speed, not the model.
+      info.fallback_reason = (str(e) if isinstance(e, support.XlaError)
+                              else f"{type(e).__name__}: {e}")
       what = ("lowering" if isinstance(e, registry.LoweringError)
               else "compilation")
       _fallback(options, f"{what} of {kind} cluster {node.target} failed: "
-                f"{e}")
+                f"{info.fallback_reason}")
       continue
     info.compiled, info.compile_seconds, info.cache_hit = True, seconds, hit
     setattr(fused, node.target,

@@ -2,6 +2,8 @@
 forward passes, 3 SGD training steps, fallback of unsupported ops, bad
 input, and `explain`."""
 
+import importlib.util
+import os
 import warnings
 
 import pytest
@@ -162,6 +164,32 @@ def test_plugin_compile_failure_falls_back(monkeypatch):
   assert not cluster.compiled and "planted" in cluster.fallback_reason
 
 
+def test_plugin_execution_failure_falls_back(monkeypatch):
+  def broken(exe, client, inputs):
+    raise support.InternalError("planted execution failure")
+  monkeypatch.setattr(runtime, "execute", broken)
+  case = models.CASES["mlp"]
+  be = torch_bridge.Backend()
+  with pytest.warns(torch_bridge.FallbackWarning,
+                    match="planted execution failure"):
+    err = models.compare_inference(case.make(), case.inputs(), be)
+  assert err <= FORWARD_TOLERANCE
+  (cluster,) = be.reports[0].clusters
+  assert cluster.compiled and "planted" in cluster.fallback_reason
+
+
+def test_lowering_bug_falls_back_not_crashes(monkeypatch):
+  from torch_bridge._src import lowering  # pylint: disable=g-import-not-at-top
+  def buggy(gm, name="x"):
+    raise KeyError("planted bug")
+  monkeypatch.setattr(lowering, "lower_graph", buggy)
+  case = models.CASES["mlp"]
+  be = torch_bridge.Backend()
+  with pytest.warns(torch_bridge.FallbackWarning, match="KeyError"):
+    err = models.compare_inference(case.make(), case.inputs(), be)
+  assert err <= FORWARD_TOLERANCE
+
+
 def test_unsupported_dtype_falls_back():
   model = models.MLP().to(torch.bfloat16)  # bf16 is not lowered (yet)
   x = torch.randn(4, 16, dtype=torch.bfloat16)
@@ -220,6 +248,37 @@ def test_options_are_validated():
     torch_bridge.Options.make({"no_such_option": 1})
   with pytest.raises(support.InvalidArgumentError, match="min_cluster_size"):
     torch_bridge.Options.make({"min_cluster_size": 0})
+
+
+def _xla_cpu_pjrt_path():
+  """The real OpenXLA CPU plugin of the xla-cpu-pjrt package, if installed
+  (the library sits next to the module xla_plugins.xla_cpu_pjrt)."""
+  try:
+    spec = importlib.util.find_spec("xla_plugins.xla_cpu_pjrt")
+  except ImportError:
+    return None
+  if spec is None or not spec.origin:
+    return None
+  path = os.path.join(os.path.dirname(spec.origin), "xla_cpu_pjrt.so")
+  return path if os.path.exists(path) else None
+
+
+@pytest.mark.skipif(_xla_cpu_pjrt_path() is None,
+                    reason="xla-cpu-pjrt (requirements-test.txt) is not "
+                    "installed")
+@pytest.mark.parametrize("name", ["cnn", "unlowered"])
+def test_training_on_the_real_xla_cpu_plugin(name):
+  case = models.CASES[name]
+  be = torch_bridge.Backend({"plugin": _xla_cpu_pjrt_path()})
+  with warnings.catch_warnings():
+    warnings.simplefilter("ignore", torch_bridge.FallbackWarning)
+    result = models.compare_training(case.make(), case.inputs(), be, steps=3)
+  assert result.outputs <= FORWARD_TOLERANCE
+  assert result.grads <= GRAD_TOLERANCE
+  assert result.params <= FORWARD_TOLERANCE
+  assert result.buffers <= FORWARD_TOLERANCE
+  compiled = _compiled_clusters(be)
+  assert compiled and all(not c.fallback_reason for c in compiled)
 
 
 def test_registered_by_name():

@@ -104,7 +104,10 @@ def unsupported_reason(node: torch.fx.Node,
     if problem:
       return problem
   if entry.check is not None:
-    return entry.check(node)
+    try:
+      return entry.check(node)
+    except Exception as e:  # pylint: disable=broad-except
+      return f"the check of {name} failed ({type(e).__name__}: {e})"
   return None
 
 
