@@ -164,12 +164,13 @@ def _constant(imp, op):
   shape = _shape(op)
   if (isinstance(value, a.DenseElementsAttr) and shape.is_array() and
       math.prod(shape.dimensions) > 1 and
-      hlo_pattern.is_splat_array(value.array)):
+      (value.splat or hlo_pattern.is_splat_array(value.array))):
     # A splat: a scalar constant broadcast, as XLA's simplifier would make
     # it. Materialised, a splat of a large shape costs its size in memory,
     # in every pass that looks at the literal, and as data in the kernel.
     scalar_ty = t.RankedTensorType((), t.element_type_of(ty))
-    first = np.asarray(value.array).reshape(-1)[:1].reshape(())
+    array = np.asarray(value.array)
+    first = np.array(array[(0,) * array.ndim])  # no copy of a broadcast
     scalar = imp.add(hi.create_constant(tc.literal(
         a.DenseElementsAttr(scalar_ty, first, splat=True), scalar_ty)))
     return [imp.add(hi.create_broadcast(shape, scalar, ()))]

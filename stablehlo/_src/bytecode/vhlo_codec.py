@@ -229,14 +229,16 @@ def _numpy_dtype(element: tree.Type):
 
 
 def tensor_values(attr: tree.Attr) -> np.ndarray:
-  """The elements of a `TensorV1Attr` as a numpy array of its shape."""
+  """The elements of a `TensorV1Attr` as a numpy array of its shape. A
+  splat (one stored element) comes back as a read-only broadcast view, so
+  a splat constant of a large shape costs no memory or time to read."""
   tensor_type, blob = attr.fields
   shape = tuple(CODEC.get(tensor_type, "shape"))
   n = element_count(tensor_type)
   if _is_bool_tensor(tensor_type):
     packed = (n + 7) // 8
     if len(blob) == 1 and blob[0] == 0xFF:
-      return np.ones(shape, np.bool_)
+      return np.broadcast_to(np.ones((), np.bool_), shape)
     if len(blob) == packed and len(blob) != n:
       bits = np.unpackbits(np.frombuffer(blob, np.uint8), bitorder="little")
       return bits[:n].astype(np.bool_).reshape(shape)
@@ -245,7 +247,7 @@ def tensor_values(attr: tree.Attr) -> np.ndarray:
     raw = np.frombuffer(blob, _numpy_dtype(CODEC.get(tensor_type,
                                                      "elementType")))
   if raw.size == 1 and n != 1:
-    return np.broadcast_to(raw, shape).copy()
+    return np.broadcast_to(raw.reshape(()), shape)
   if raw.size != n:
     raise support.DataLossError(
         f"tensor blob holds {raw.size} elements, type needs {n}")

@@ -158,6 +158,18 @@ def dense_from_vhlo(attr: tree.Attr) -> a.DenseElementsAttr:
     values = vhlo_codec.tensor_values(attr)
   except (ValueError, TypeError) as e:
     raise ConversionError(f"malformed #vhlo.tensor_v1 data: {e}") from e
+  if values.size > 1 and not any(values.strides):
+    # A stored splat (a broadcast view): one element converted, no scan.
+    first = values.reshape(-1)[:1] if values.ndim == 0 else values[
+        (0,) * values.ndim].reshape(1)
+    if first.dtype == np.bool_ or dtype == np.bool_:
+      first = first.astype(dtype)
+    elif first.dtype.itemsize == dtype.itemsize:
+      first = first.view(dtype)
+    else:
+      first = first.astype(dtype)
+    return a.DenseElementsAttr(
+        ty, np.broadcast_to(first.reshape(()), ty.shape), splat=True)
   if values.dtype == np.bool_ or dtype == np.bool_:
     arr = values.astype(dtype)
   else:
