@@ -195,18 +195,46 @@ def index_select(ctx, x, dim, index):
 
 def _index_check(node):
   indices = node.args[1]
-  tensors = [i for i in indices if i is not None]
-  if len(tensors) != 1 or indices[0] is None:
-    return "only one index tensor, on the first indexed dim, is lowered"
-  val = tensors[0].meta.get("val")
-  if val is None or val.dtype == torch.bool:
-    return "boolean-mask indexing has a data-dependent shape"
+  if not indices or any(i is None for i in indices):
+    return ("only index tensors on the leading dims are lowered (no None / "
+            "slices between them)")
+  for i in indices:
+    val = i.meta.get("val")
+    if val is None or val.dtype == torch.bool:
+      return "boolean-mask indexing has a data-dependent shape"
   return None
 
 
 @lowering("aten.index.Tensor", check=_index_check)
 def index(ctx, x, indices):
-  return _gather_rows(ctx.b, x, indices[0], ctx.out)
+  """x[i0, i1, ..., ik-1] with index tensors broadcast together (shape B):
+  out[b..., rest...] = x[i0[b], ..., ik-1[b], rest...]. Negative indices
+  count from the end, as in torch."""
+  b = ctx.b
+  k = len(indices)
+  batch = list(ctx.out.shape[:len(ctx.out.shape) - (x.rank - k)])
+  parts = []
+  for d, i in enumerate(indices):
+    iv = h.broadcast(b, h.convert(b, i, "i64"), batch)
+    size = b.constant(x.shape[d], iv.type)
+    negative = h.compare(b, iv, b.constant(0, iv.type), "LT")
+    iv = b.op("stablehlo.select",
+              [negative, b.op("stablehlo.add", [iv, size], iv.type), iv],
+              iv.type)
+    parts.append(h.reshape(b, iv, batch + [1]))
+  idx = parts[0] if k == 1 else b.op(
+      "stablehlo.concatenate", parts, TensorType(tuple(batch) + (k,), "i64"),
+      f"dimension = {len(batch)} : i64")
+  offset_dims = list(range(len(batch), len(batch) + x.rank - k))
+  dims = ", ".join(map(str, range(k)))
+  return b.op(
+      "stablehlo.gather", [x, idx], ctx.out,
+      "dimension_numbers = #stablehlo.gather<offset_dims = "
+      f"[{', '.join(map(str, offset_dims))}], collapsed_slice_dims = "
+      f"[{dims}], start_index_map = [{dims}], "
+      f"index_vector_dim = {len(batch)}>, "
+      f"slice_sizes = {mlir.i64_array([1] * k + list(x.shape[k:]))}, "
+      "indices_are_sorted = false")
 
 
 def _index_put_check(node):
