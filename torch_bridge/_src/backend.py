@@ -138,11 +138,13 @@ class CompiledCluster(torch.nn.Module):
     self.eager = eager
     self._options = options
     self._failed = False
+    self._inputs = runtime.InputCache()
 
   def forward(self, *args):
     if not self._failed:
       try:
-        values = runtime.execute(self._exe, self._client, args)
+        values = runtime.execute(self._exe, self._client, args,
+                                 self._inputs)
         return runtime.rebuild(self._structure, values)
       except support.XlaError as e:
         self._failed = True

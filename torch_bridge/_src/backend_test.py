@@ -164,8 +164,22 @@ def test_plugin_compile_failure_falls_back(monkeypatch):
   assert not cluster.compiled and "planted" in cluster.fallback_reason
 
 
+def test_weights_changed_in_place_are_seen():
+  """Input buffers are reused across calls only while the bytes are the
+  same; writes through `.data` (which bump no version counter) count."""
+  model = models.MLP()
+  x = torch.randn(4, 16)
+  compiled = torch.compile(model, backend=torch_bridge.Backend(),
+                           dynamic=False)
+  with torch.no_grad():
+    compiled(x)
+    model.net[0].weight.data.mul_(0.5)
+    model.net[2].bias.add_(1.0)
+    assert models.max_relative_error(compiled(x), model(x)) <= 1e-4
+
+
 def test_plugin_execution_failure_falls_back(monkeypatch):
-  def broken(exe, client, inputs):
+  def broken(exe, client, inputs, cache=None):
     raise support.InternalError("planted execution failure")
   monkeypatch.setattr(runtime, "execute", broken)
   case = models.CASES["mlp"]
