@@ -153,8 +153,14 @@ def main(argv=None) -> int:
   parser.add_argument("--plugin", default=None,
                       help="PJRT plugin: a registered name, a library path "
                       "or module:attribute (default: our CPU plugin)")
-  parser.add_argument("--min-cluster-size", type=int, default=4)
+  parser.add_argument("--min-cluster-size", type=int, default=4,
+                      help="smallest cluster compiled, in compute nodes "
+                      "(default 4)")
+  parser.add_argument("--threads", type=int, default=0,
+                      help="torch intra-op threads (default: torch's own)")
   args = parser.parse_args(argv)
+  if args.threads:
+    torch.set_num_threads(args.threads)
   os.environ.setdefault("HF_HUB_OFFLINE", "1")
   warnings.simplefilter("ignore", torch_bridge.FallbackWarning)
   options = {"min_cluster_size": args.min_cluster_size}
