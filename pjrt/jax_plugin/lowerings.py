@@ -12,7 +12,8 @@ fall back to the platform-less defaults (or have none). For the primitives in
     custom calls (`lapack_<t><routine>_ffi`: getrf, potrf, geqrf, orgqr,
     syevd, gesdd, geev, gees, gehrd, sytrd, gtsv, trsm, ...), which our CPU
     backend runs on LAPACK as XLA CPU does (xla/service/cpu/
-    lapack_handlers.py). Without them eig / schur / hessenberg have no
+    lapack_handlers.py, lapack_emitter.py), and jaxlib's own
+    `tridiagonal_solve_perturbed_ffi`, which lapack_handlers implements. Without them eig / schur / hessenberg have no
     lowering at all, eigh has only the TPU's Jacobi iteration and svd the
     QDWH iteration, both far slower and less accurate than LAPACK.
 
@@ -63,29 +64,6 @@ def copy_cpu_lowerings(platform: str, names) -> list[str]:
   return copied
 
 
-def _no_perturbed_tridiagonal_solve(rule):
-  """tridiagonal_solve(perturb_singular=True) lowers on "cpu" to jaxlib's
-  own (non-LAPACK) kernel "tridiagonal_solve_perturbed_ffi", which our
-  backend does not implement: fail at trace time, naming it."""
-  def lowering(ctx, *args, perturb_singular=False, **kwargs):
-    if perturb_singular:
-      raise NotImplementedError(
-          "jax.lax.linalg.tridiagonal_solve with perturb_singular=True is "
-          "not supported on the openxla_cpu platform (it lowers to jaxlib's "
-          "custom call tridiagonal_solve_perturbed_ffi, which this plugin "
-          "does not implement)")
-    return rule(ctx, *args, perturb_singular=perturb_singular, **kwargs)
-  return lowering
-
-
 def register(platform: str) -> None:
   """Registers the lowerings above for `platform`."""
   copy_cpu_lowerings(platform, FROM_CPU)
-  from jax._src.interpreters import mlir  # pylint: disable=g-import-not-at-top
-  from jax._src.lax import linalg  # pylint: disable=g-import-not-at-top
-  entry = mlir._platform_specific_lowerings["cpu"].get(  # pylint: disable=protected-access
-      linalg.tridiagonal_solve_p)
-  if entry is not None:
-    mlir.register_lowering(linalg.tridiagonal_solve_p,
-                           _no_perturbed_tridiagonal_solve(entry.rule),
-                           platform=platform, inline=entry.inline)

@@ -547,6 +547,126 @@ def _gtsv(c: _Call, ops):
   return dl_out, d_out, du_out, b_out, info
 
 
+# --- jaxlib's own kernel -------------------------------------------------------
+
+
+def _perturb_pivot(pivot, row: np.ndarray, perturb, real_dtype):
+  """A pivot of magnitude below 1 grown (by `perturb`, doubled each time)
+  or scaled up with its row until dividing the row by it cannot overflow;
+  LAPACK's xLAGTS safeguard. Returns (pivot, row)."""
+  finfo = np.finfo(real_dtype)
+  one = real_dtype.type(1)
+  tiny, small = finfo.tiny, one / finfo.max
+  safemin = tiny if small < tiny else small * (one + finfo.eps)
+  bignum = one / safemin
+  size = abs(pivot)
+  if size >= one:
+    return pivot, row
+  perturb = max(abs(perturb), safemin)
+  perturb = real_dtype.type(np.copysign(perturb, np.real(pivot)))
+  largest = np.abs(row).max() if row.size else real_dtype.type(0)
+  while size < one:
+    if size < safemin:
+      if size == 0 or largest * safemin > size:
+        pivot = pivot + perturb
+        perturb = perturb * 2
+      else:
+        return pivot * bignum, row * bignum
+    elif largest > size * bignum:
+      pivot = pivot + perturb
+      perturb = perturb * 2
+    else:
+      break
+    size = abs(pivot)
+  return pivot, row
+
+
+def _solve_perturbed(dl, d, du, b, real_dtype):
+  """One tridiagonal system T x = b (b: n x k) by Gaussian elimination with
+  row pivoting, the forward substitution done while factoring; U keeps up
+  to two superdiagonals. Pivots are chosen by magnitude relative to their
+  row's scale (as LAPACK's xLAGTF), and tiny pivots of U are perturbed by
+  about eps * max|U| in the back substitution instead of dividing by zero,
+  so a singular T gives large finite values (jaxlib's
+  tridiagonal_solve_perturbed_ffi, after LAPACK's xLAGTF + xLAGTS)."""
+  n = d.shape[0]
+  eps = np.finfo(real_dtype).eps
+  x = np.array(b, copy=True)
+  if n == 0:
+    return x
+  if n == 1:
+    p, row = _perturb_pivot(d[0], x[0].copy(), eps * abs(d[0]), real_dtype)
+    x[0] = row / p
+    return x
+  u = np.zeros((n, 3), d.dtype)
+  u[0, 0], u[0, 1] = d[0], du[0]
+  max_u = max(abs(u[0, 0]), abs(u[0, 1]))
+  scale1 = abs(u[0, 0]) + abs(u[0, 1])
+  for k in range(n - 1):
+    u[k + 1, 0] = d[k + 1]
+    scale2 = abs(dl[k + 1]) + abs(u[k + 1, 0])
+    if k < n - 2:
+      scale2 += abs(du[k + 1])
+    if dl[k + 1] == 0:
+      scale1 = scale2
+      u[k + 1, 1] = du[k + 1]
+      u[k, 2] = 0
+    else:
+      piv1 = 0.0 if u[k, 0] == 0 else abs(u[k, 0]) / scale1
+      piv2 = abs(dl[k + 1]) / scale2
+      if piv2 <= piv1:
+        scale1 = scale2
+        factor = dl[k + 1] / u[k, 0]
+        u[k + 1, 0] -= factor * u[k, 1]
+        u[k + 1, 1] = du[k + 1]
+        u[k, 2] = 0
+        x[k + 1] = x[k + 1] - factor * x[k]
+      else:
+        factor = u[k, 0] / dl[k + 1]
+        above = u[k, 1]
+        u[k, 0] = dl[k + 1]
+        u[k + 1, 0] = above - factor * d[k + 1]
+        u[k, 1] = d[k + 1]
+        if k < n - 2:
+          u[k, 2] = du[k + 1]
+          u[k + 1, 1] = -factor * du[k + 1]
+        x[k], x[k + 1] = x[k + 1].copy(), x[k] - factor * x[k + 1]
+        scale1 = abs(u[k + 1, 0]) + abs(u[k + 1, 1])
+    if k < n - 2:
+      max_u = max(max_u, *np.abs(u[k]))
+  max_u = max(max_u, abs(u[n - 1, 0]))
+  perturb = eps * max_u
+  for k in range(n - 1, -1, -1):
+    row = x[k].copy()
+    if k + 1 < n:
+      row = row - u[k, 1] * x[k + 1]
+    if k + 2 < n:
+      row = row - u[k, 2] * x[k + 2]
+    p, row = _perturb_pivot(u[k, 0], row, perturb, real_dtype)
+    x[k] = row * (1 / p)
+  return x
+
+
+def _tridiagonal_solve_perturbed(instr, operands):
+  dl, d, du, b = (np.asarray(x) for x in operands)
+  dtype = np.dtype(b.dtype)
+  if dtype not in LETTERS_TYPES or any(
+      np.dtype(x.dtype) != dtype for x in (dl, d, du)):
+    raise support.InvalidArgumentError(
+        f"{instr.custom_call_target}: operands must all be f32, f64, c64 or "
+        f"c128, got {[str(x.dtype) for x in (dl, d, du, b)]}")
+  real_dtype = np.dtype(dtype.type(0).real.dtype)
+  out = np.empty_like(b)
+  for i in np.ndindex(*b.shape[:-2]):
+    out[i] = _solve_perturbed(dl[i], d[i], du[i], b[i], real_dtype)
+  return out
+
+
+LETTERS_TYPES = tuple(np.dtype(t) for t in (np.float32, np.float64,
+                                           np.complex64, np.complex128))
+HANDLERS["tridiagonal_solve_perturbed_ffi"] = _tridiagonal_solve_perturbed
+
+
 def targets() -> list[str]:
   """The custom-call targets handled here."""
   return sorted(HANDLERS)

@@ -358,7 +358,7 @@ def test_unsupported_type_is_unimplemented():
 
 def test_every_routine_has_four_types():
   routines = {t[len("lapack_") + 1:-len("_ffi")]
-              for t in lapack_handlers.targets()}
+              for t in lapack_handlers.targets() if t.startswith("lapack_")}
   for r in routines:
     real = r.replace("ungqr", "orgqr").replace("unmqr", "ormqr").replace(
         "heevd", "syevd").replace("hetrd", "sytrd")
@@ -384,3 +384,65 @@ def test_compiled_and_evaluated_programs_call_the_handlers():
   ev = hlo_evaluator.HloEvaluator(custom_calls=lapack_handlers.HANDLERS)
   got, = ev.evaluate(module, [x])
   close(np.tril(-np.asarray(got)), np.linalg.cholesky(x), np.float64)
+
+
+# --- jaxlib's tridiagonal_solve_perturbed_ffi ---------------------------------
+
+
+def _perturbed(dl, d, du, b):
+  dtype = np.asarray(b).dtype
+  n, k = b.shape[-2:]
+  shape = _shape(dtype, b.shape)
+  diag = _shape(dtype, d.shape)
+  module = hlo_parser.parse_and_return_unverified_module(
+      f"HloModule m\nENTRY e {{\n  a = {diag} parameter(0)\n"
+      f"  b = {diag} parameter(1)\n  c = {diag} parameter(2)\n"
+      f"  r = {shape} parameter(3)\n  ROOT x = {shape} custom-call(a, b, c, "
+      "r), custom_call_target=\"tridiagonal_solve_perturbed_ffi\", "
+      "api_version=API_VERSION_TYPED_FFI\n}")
+  del n, k
+  return lapack_handlers.HANDLERS["tridiagonal_solve_perturbed_ffi"](
+      module.entry_computation.root_instruction, [dl, d, du, b])
+
+
+def _tridiagonal(dl, d, du):
+  return np.diag(d) + np.diag(dl[1:], -1) + np.diag(du[:-1], 1)
+
+
+@pytest.mark.parametrize("dtype", TYPES)
+def test_tridiagonal_solve_perturbed_regular(dtype):
+  dl, du = rand(dtype, (2, 6), 1), rand(dtype, (2, 6), 2)
+  d = (rand(dtype, (2, 6), 3) + 3).astype(dtype)
+  b = rand(dtype, (2, 6, 2), 4)
+  x = _perturbed(dl, d, du, b)
+  assert x.dtype == np.dtype(dtype)
+  for i in range(2):
+    close(_tridiagonal(dl[i], d[i], du[i]) @ x[i], b[i], dtype)
+
+
+def test_tridiagonal_solve_perturbed_pivots_rows():
+  """A system that needs row exchanges (its first pivot would be tiny
+  relative to the row below)."""
+  dl = np.array([0.0, 2.0, -2.0, 3.0], np.float32)
+  d = np.array([1.0, 4.0, 1.0, -1.0], np.float32)
+  du = np.array([2.0, -1.0, 1.0, 0.0], np.float32)
+  b = np.array([[1.0], [2.0], [3.0], [4.0]], np.float32)
+  x = _perturbed(dl, d, du, b)
+  np.testing.assert_allclose(x[:, 0], np.linalg.solve(
+      _tridiagonal(dl, d, du).astype(np.float64), b[:, 0]), atol=1e-5)
+
+
+@pytest.mark.parametrize("d,rhs", [([0.0, 0.0, 0.0], [1.0, 1.0, 1.0]),
+                                   ([1.0, 3.0], [1.0, 4.0])])
+def test_tridiagonal_solve_perturbed_singular_is_large_and_finite(d, rhs):
+  """Inconsistent singular systems (a zero matrix; [[1, 3], [1, 3]] x =
+  [1, 4]) get perturbed pivots: finite values of magnitude about
+  1 / (eps * max|U|)."""
+  n = len(d)
+  d = np.array(d, np.float32)
+  dl = np.zeros(n, np.float32)
+  du = np.zeros(n, np.float32)
+  if n == 2:
+    dl[1], du[0] = 1.0, 3.0
+  x = _perturbed(dl, d, du, np.array(rhs, np.float32)[:, None])
+  assert np.isfinite(x).all() and (np.abs(x) > 1e6).all()
