@@ -16,10 +16,8 @@ from torch_bridge._src.registry import lowering
 
 
 @lowering("aten.view.default", "aten._unsafe_view.default",
-          "aten.reshape.default", "aten.view.dtype")
+          "aten.reshape.default")
 def view(ctx, x, *unused_shape):
-  if ctx.out.dtype != x.dtype:
-    ctx.fail("view as another dtype (a bitcast) is not lowered")
   return h.reshape(ctx.b, x, ctx.out.shape)
 
 
