@@ -369,9 +369,14 @@ def _buffer_copy_to_memory(args):
 def _buffer_to_host_buffer(args):
   buffer = live_buffer_of(args.src)
   rank = len(buffer.shape)
-  if args.host_layout:
+  if args.host_layout and args.host_layout.contents.struct_size:
     layout = layouts.read(args.host_layout.contents, rank)
   else:
+    # No layout, or (seen from jaxlib 0.10.2, now and then, when it copies
+    # an array to another client's device through the host) a layout struct
+    # left all zeros: the buffer's own dense layout, which is what that
+    # copy wants. A layout with a wrong nonzero struct_size is still an
+    # error.
     layout = ("minor_to_major", buffer.minor_to_major)
   if layout[0] == "strides":
     needed = layouts.strided_size(buffer.shape, layout[1],

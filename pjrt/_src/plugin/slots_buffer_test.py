@@ -98,6 +98,24 @@ def test_host_layout_strides_and_size_query(client):
                  dst=out.ctypes.data, dst_size=3)
 
 
+def test_all_zero_host_layout_means_the_buffer_layout(client):
+  """jaxlib sometimes hands a host layout struct left all zeros when it
+  copies an array to another client's device; that reads as no layout."""
+  array = np.arange(6, dtype=np.float64).reshape(2, 3)
+  buffer = client.buffer_from_numpy(array)
+  layout = abi.PJRT_Buffer_MemoryLayout()  # struct_size 0, all zeros
+  out = np.zeros(6, np.float64)
+  args = testing.call(client, "Buffer_ToHostBuffer", src=buffer.handle,
+                      host_layout=layout, dst=out.ctypes.data,
+                      dst_size=out.nbytes)
+  pjrt.Event(client.plugin, args.event).wait()
+  np.testing.assert_array_equal(out, array.reshape(-1))
+  layout.struct_size = 8  # set, but too small: still an error
+  with pytest.raises(support.InvalidArgumentError, match="struct_size"):
+    testing.call(client, "Buffer_ToHostBuffer", src=buffer.handle,
+                 host_layout=layout, dst=out.ctypes.data, dst_size=out.nbytes)
+
+
 def test_delete(client):
   buffer = testing.ones(client)
   event = buffer.ready()

@@ -449,3 +449,27 @@ def test_roll_chain_compiles_and_matches_numpy():
     for _ in range(n):
       want = np.roll(want, 8) + want
   np.testing.assert_array_equal(out, want)
+
+
+def test_multiply_then_subtract_may_fuse_into_an_fma():
+  """A program's multiply and add / subtract may contract into one FMA, as
+  on XLA CPU: with c = 1 + 2^-30 and d = 1 - 2^-30, c * d rounds to 1.0,
+  so c * d - 1 is 0 with two roundings and -2^-60 (exact) with one. JAX's
+  incomplete beta function needs the exact residual to stop iterating."""
+  from xla.service.cpu import jit  # pylint: disable=g-import-not-at-top
+  if "+fma" not in jit.host_target_info().features.split(","):
+    pytest.skip("the host has no FMA instruction")
+  text = """HloModule m
+ENTRY e {
+  c = f64[8] parameter(0)
+  d = f64[8] parameter(1)
+  one = f64[] constant(1)
+  ones = f64[8] broadcast(one), dimensions={}
+  p = f64[8] multiply(c, d)
+  ROOT r = f64[8] subtract(p, ones)
+}"""
+  _, exe = ct.compile_text(text)
+  c = np.full(8, 1 + 2.0**-30)
+  d = np.full(8, 1 - 2.0**-30)
+  got, = exe.execute([c, d])
+  np.testing.assert_array_equal(got, np.full(8, -2.0**-60))
