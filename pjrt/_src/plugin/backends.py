@@ -99,13 +99,13 @@ class InterpreterCompiled(Compiled):
     interp = getattr(self._local, "interp", None)
     if interp is None:
       interp = self._local.interp = self._interpreter_cls(
-          self._program.module)
+          self._program.stablehlo())
     return interp
 
   def _check_kernels(self) -> None:
     """Fails at compile time for an op the interpreter cannot run."""
     interp = self._interpreter()
-    for fn in self._program.module.functions:
+    for fn in self._program.stablehlo().functions:
       for region in fn.regions:
         for block in region.blocks:
           for op in block.operations:
@@ -130,7 +130,7 @@ def import_hlo(program: programs.Program, verify: bool = True):
   `verify` is False (the CPU compiler verifies what it is given)."""
   if program.is_hlo:
     return program.fresh_hlo()
-  module = program.fresh_module()
+  module = program.take_module()
   if any(op.name == "ml_program.global" for op in module.walk()):
     raise support.UnimplementedError(
         "programs with ml_program globals are supported by the interpreter "

@@ -192,11 +192,14 @@ def compile_executable(code: bytes, fmt: str, options_bytes: bytes, *,
   """Parses, checks and compiles a program for a topology of `num_devices`."""
   opts = options_lib.decode_compile_options(options_bytes)
   check_options(opts, num_devices)
-  program = programs.load(code, fmt)
-  multi = opts.num_replicas * opts.num_partitions > 1
-  if multi and backends.collective_backend(program, backend):
-    backend = backends.collective_backend(program, backend)
-  compiled = backends.compile_program(program, backend, fallback=fallback)
+  # Parsing allocates many small objects that all stay alive: the cyclic
+  # collector's passes over them find nothing (as in the compiler).
+  with support.heap.gc_paused():
+    program = programs.load(code, fmt)
+    multi = opts.num_replicas * opts.num_partitions > 1
+    if multi and backends.collective_backend(program, backend):
+      backend = backends.collective_backend(program, backend)
+    compiled = backends.compile_program(program, backend, fallback=fallback)
   return Executable(program, opts, options_bytes, compiled)
 
 

@@ -18,7 +18,10 @@ evaluator) run it.
 
 `Program` keeps the original bytes: backends that rewrite the module in
 place get a fresh copy from them (`fresh_module`, `fresh_hlo`), and
-serialized executables store them.
+serialized executables store them. The first such backend takes the module
+`load` parsed instead (`take_module`: a second parse of a large program
+cost as much as its first); `stablehlo()` parses it again for any later
+reader.
 """
 
 from __future__ import annotations
@@ -86,6 +89,8 @@ class Program:
   uses_collectives: bool
   # The HloModule of a program in an HLO format (see `register_hlo_reader`).
   hlo: Any = None
+  # `module` was handed to a consumer that rewrites it (`take_module`).
+  taken: bool = False
 
   @property
   def is_hlo(self) -> bool:
@@ -106,6 +111,22 @@ class Program:
           "StableHLO; only the cpu and evaluator backends run it")
     return parse(self.code, self.format)
 
+  def take_module(self) -> core.Module:
+    """The module for a consumer that rewrites it in place: the one `load`
+    parsed if nobody took it yet (this Program then parses again on
+    demand, see `stablehlo`), else a fresh copy."""
+    if self.taken or self.module is None:
+      return self.fresh_module()
+    module, self.module, self.taken = self.module, None, True
+    return module
+
+  def stablehlo(self) -> core.Module:
+    """The (unmodified) StableHLO module, parsed again if it was taken."""
+    if self.module is None:
+      self.module = self.fresh_module()
+      self.taken = False
+    return self.module
+
   def fresh_hlo(self) -> Any:
     """A new copy of the HloModule of an HLO-format program."""
     if not self.is_hlo:
@@ -117,7 +138,7 @@ class Program:
     if self.is_hlo:
       return self.hlo.to_string()
     from stablehlo import text as mlir_text  # pylint: disable=g-import-not-at-top
-    return mlir_text.print_module(self.module)
+    return mlir_text.print_module(self.stablehlo())
 
 
 def parse(code: bytes, fmt: str) -> core.Module:

@@ -250,3 +250,15 @@ def test_hlo_matches_the_real_xla_cpu_plugin():
   for o, r, e in zip(ours, real, _mix_numpy(x, y)):
     np.testing.assert_allclose(r, e, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(o, r, rtol=1e-5, atol=1e-5)
+
+
+def test_take_module_hands_over_the_parsed_module_once():
+  program = programs.load(_SIGNATURE.encode(), "mlir")
+  parsed = program.module
+  assert program.take_module() is parsed  # no second parse
+  assert program.module is None and program.taken
+  again = program.take_module()
+  assert again is not parsed  # later takers get fresh copies
+  restored = program.stablehlo()  # readers get it parsed again
+  assert restored is not parsed and restored is not again
+  assert not program.taken and program.module is restored
