@@ -119,12 +119,9 @@ def test_op_matches_eager(name):
       assert torch.equal(g, w), (g, w)
 
 
-@pytest.mark.xfail(
-    strict=True, raises=support.InternalError,
-    reason="our CPU plugin fails to compile two variances over different "
-    "dims of one input (DuplicatedNameError in fusion naming); the real "
-    "xla_cpu_pjrt plugin compiles the same program")
 def test_two_variances_over_different_dims():
+  """Once failed to compile on our CPU plugin (two fusion kernels got the
+  same symbol name)."""
   fn = lambda x: (x.var(1, correction=0), x.var(2))
   x = _f32(3, 4, 5)
   got, _ = _run(fn, x)

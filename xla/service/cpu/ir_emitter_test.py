@@ -70,3 +70,38 @@ def test_compiling_a_dot_imports_only_its_emitter():
                        capture_output=True, text=True, timeout=120,
                        check=True).stdout.split()
   assert out == ["dot", "-"]
+
+
+def test_kernel_names_stay_unique_when_bases_collide():
+  """"fusion.multi.1" twice and then "fusion.multi.1.1" clean to the same
+  symbol; each must still get its own (two variances over different dims
+  of one array failed to compile with a duplicated name)."""
+  from llvmlite import ir  # pylint: disable=g-import-not-at-top
+  from xla.service.cpu import kernel_api  # pylint: disable=g-import-not-at-top
+  ctx = kernel_api.KernelContext(ir.Module("m"))
+  names = [ctx.new_kernel(base)[0].name for base in (
+      "fusion.multi.1", "fusion.multi.1", "fusion.multi.1.1",
+      "fusion_multi_1_1", "fusion.multi.1")]
+  assert len(set(names)) == len(names), names
+  assert names[0] == "fusion_multi_1"
+
+
+def test_two_fusions_whose_names_collide_compile():
+  from xla.service.cpu import cpu_testing as ct  # pylint: disable=g-import-not-at-top
+  text = """HloModule m
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  x = f32[3,4,5] parameter(0)
+  z = f32[] constant(0)
+  r1 = f32[3,5] reduce(x, z), dimensions={1}, to_apply=add
+  q = f32[3,4,5] multiply(x, x)
+  r2 = f32[3,5] reduce(q, z), dimensions={1}, to_apply=add
+  r3 = f32[3,4] reduce(x, z), dimensions={2}, to_apply=add
+  r4 = f32[3,4] reduce(q, z), dimensions={2}, to_apply=add
+  ROOT t = (f32[3,5], f32[3,5], f32[3,4], f32[3,4]) tuple(r1, r2, r3, r4)
+}"""
+  ct.run_and_compare(text)

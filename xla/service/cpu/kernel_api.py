@@ -130,11 +130,19 @@ class KernelContext:
     self.constant_globals: dict[int, tuple[ir.Value, object]] = {}
 
   def unique_name(self, base: str) -> str:
-    """A symbol name not yet used in this module, derived from `base`."""
+    """A symbol name not yet used in this module, derived from `base`.
+    (Distinct bases can clean to the same name, and a numbered name can
+    equal another base: "fusion.multi.1" twice and "fusion.multi.1.1".)"""
     clean = "".join(c if c.isalnum() or c == "_" else "_" for c in base)
     n = self._names.get(clean, 0)
+    name = clean if n == 0 else f"{clean}_{n}"
+    while name in self._names or name in self.module.globals:
+      n += 1
+      name = f"{clean}_{n}"
     self._names[clean] = n + 1
-    return clean if n == 0 else f"{clean}_{n}"
+    if name != clean:
+      self._names[name] = 1
+    return name
 
   def new_kernel(self, base: str) -> tuple[ir.Function, ir.IRBuilder]:
     """Declares a kernel-ABI function and returns it with a builder at its
