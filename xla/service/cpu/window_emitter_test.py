@@ -54,6 +54,18 @@ def test_sum_with_padding_counts_init():
                                       1 + 4 + 5 + 1])
 
 
+# An order-dependent reducer: acc * 0.5 + x weighs each window position
+# differently, so a wrong window order changes the result completely,
+# while its rounding differences do not grow along the window. (In the
+# kernel the multiply and add fuse into an FMA, as on XLA CPU: one rounding
+# instead of two; squaring reducers, (a + b)^2, doubled that difference at
+# every step.)
+_ORDERED = """  h = f32[] constant(0.5)
+  p = f32[] multiply(a, h)
+  ROOT m = f32[] add(p, b)"""
+ORDER_RTOL = 1e-6
+
+
 @pytest.mark.parametrize("window,in_shape,out_shape", [
     ("size=3x2 stride=2x1 pad=1_2x0_1", (7, 5), (4, 5)),
     ("size=2x2 stride=1x1 lhs_dilate=2x3", (3, 4), (4, 9)),
@@ -65,10 +77,8 @@ def test_sum_with_padding_counts_init():
 ])
 def test_padding_and_dilation(window, in_shape, out_shape):
   x = _RNG.standard_normal(in_shape).astype(np.float32)
-  body = """  s = f32[] add(a, b)
-  ROOT m = f32[] multiply(s, s)"""  # order dependent, not associative
-  text = _rw("f32", in_shape, out_shape, window, body)
-  _check(text, [x, np.float32(0.5)], rtol=1e-6)
+  text = _rw("f32", in_shape, out_shape, window, _ORDERED)
+  _check(text, [x, np.float32(0.5)], rtol=ORDER_RTOL)
 
 
 def test_variadic_argmax():
@@ -160,10 +170,8 @@ def test_select_and_scatter_min_int():
 ])
 def test_row_kernel_keeps_window_order(window, in_shape, out_shape):
   x = _RNG.standard_normal(in_shape).astype(np.float32)
-  body = """  s = f32[] add(a, b)
-  ROOT m = f32[] multiply(s, s)"""  # order dependent, not associative
-  text = _rw("f32", in_shape, out_shape, window, body)
-  _check(text, [x * 0.3, np.float32(0.5)], rtol=1e-6)
+  text = _rw("f32", in_shape, out_shape, window, _ORDERED)
+  _check(text, [x * 0.3, np.float32(0.5)], rtol=ORDER_RTOL)
 
 
 @pytest.mark.parametrize("ty,dtype", [("f32", np.float32), ("s16", np.int16),
