@@ -56,6 +56,7 @@ from xla.service import hlo_verifier
 from xla.service import linalg_expander
 from xla.service import multi_output_fusion
 from xla.service.cpu import compilation_cache as cc
+from xla.service.cpu import conv_canonicalization
 from xla.service.cpu import cpu_copy_insertion
 from xla.service.cpu import cpu_executable
 from xla.service.cpu import fft_host_call
@@ -253,6 +254,11 @@ def cpu_pipeline(options: Optional[CpuCompileOptions] = None
   add(licm.WhileLoopInvariantCodeMotion(), "licm")
   add(reshape_mover.ReshapeMover())
   add(transpose_folding.TransposeFolding())
+  # Convolutions whose dimension order leaves conv_emitter only its loops
+  # (JAX's kernel gradients: fb01_io01->fb01) get transposed operands and
+  # result around a canonical convolution; the simplifier then merges
+  # transposes that meet.
+  add(conv_canonicalization.ConvCanonicalization())
   add(simplifier(), "algsimp")
   add(hlo_dce.HloDCE(), "dce")
   # Before fusion: the producers of split reductions fuse into their first
