@@ -219,8 +219,17 @@ def _is_pointer_type(field_type: Any) -> bool:
                                                      _POINTER_BASE)
 
 
+_FIELD_TYPES: dict[type, dict[str, Any]] = {}
+
+
 def _field_types(struct_type: type[ctypes.Structure]) -> dict[str, Any]:
-  return {f[0]: f[1] for f in getattr(struct_type, "_fields_")}
+  """name -> ctypes type of `struct_type`'s fields (built once per type:
+  every PJRT call makes an args struct)."""
+  types = _FIELD_TYPES.get(struct_type)
+  if types is None:
+    types = _FIELD_TYPES[struct_type] = {
+        f[0]: f[1] for f in getattr(struct_type, "_fields_")}
+  return types
 
 
 def _convert(struct: ctypes.Structure, field_type: Any, value: Any) -> Any:

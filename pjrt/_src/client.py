@@ -382,16 +382,18 @@ class Buffer(_Owned):
     """Copies the buffer to a new host array (dense, row-major)."""
     dtype = self.dtype
     out = np.empty(self.shape, dtype)
-    # Ask the plugin for the size it will write, and refuse a mismatch
-    # rather than let it write past `out` (sub-byte types may be packed).
-    size_args = abi.make_args(abi.PJRT_Buffer_ToHostBuffer_Args,
-                              src=self.handle)
-    self._client.plugin.call("Buffer_ToHostBuffer", size_args)
-    _take_event(self._client.plugin, size_args.event)
-    if size_args.dst_size != out.nbytes:
-      raise support.UnimplementedError(
-          f"buffer of {self.element_type.name}{list(self.shape)} needs "
-          f"{size_args.dst_size} host bytes, numpy uses {out.nbytes}")
+    if self.element_type in dtypes.SUB_BYTE:
+      # Ask the plugin for the size it will write, and refuse a mismatch
+      # rather than let it write past `out` (sub-byte types may be packed;
+      # other types are dense, dst_size bounds the write).
+      size_args = abi.make_args(abi.PJRT_Buffer_ToHostBuffer_Args,
+                                src=self.handle)
+      self._client.plugin.call("Buffer_ToHostBuffer", size_args)
+      _take_event(self._client.plugin, size_args.event)
+      if size_args.dst_size != out.nbytes:
+        raise support.UnimplementedError(
+            f"buffer of {self.element_type.name}{list(self.shape)} needs "
+            f"{size_args.dst_size} host bytes, numpy uses {out.nbytes}")
     args = abi.make_args(abi.PJRT_Buffer_ToHostBuffer_Args, src=self.handle,
                          dst=out.ctypes.data, dst_size=out.nbytes)
     self._client.plugin.call("Buffer_ToHostBuffer", args)
@@ -883,15 +885,19 @@ class Client:
         byte_strides = list(array.strides)
     if device is None and memory is None:
       device = self.addressable_devices()[0]
-    args = abi.make_args(
-        abi.PJRT_Client_BufferFromHostBuffer_Args, client=self.handle,
-        data=array.ctypes.data, type=element_type, dims=list(array.shape),
-        num_dims=array.ndim, byte_strides=byte_strides,
-        num_byte_strides=len(byte_strides) if byte_strides else 0,
+    fields = dict(
+        client=self.handle, data=array.ctypes.data, type=element_type,
+        dims=array.shape, num_dims=array.ndim,
         host_buffer_semantics=(
-            abi.HostBufferSemantics.IMMUTABLE_UNTIL_TRANSFER_COMPLETES),
-        device=device.handle if device is not None else None,
-        memory=memory.handle if memory is not None else None)
+            abi.HostBufferSemantics.IMMUTABLE_UNTIL_TRANSFER_COMPLETES))
+    if byte_strides:
+      fields.update(byte_strides=byte_strides,
+                    num_byte_strides=len(byte_strides))
+    if device is not None:
+      fields["device"] = device.handle
+    if memory is not None:
+      fields["memory"] = memory.handle
+    args = abi.make_args(abi.PJRT_Client_BufferFromHostBuffer_Args, **fields)
     self.plugin.call("Client_BufferFromHostBuffer", args)
     buffer = Buffer(self, args.buffer)
     # `array` must outlive the transfer: wait for the plugin to be done.
