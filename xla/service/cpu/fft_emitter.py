@@ -139,6 +139,30 @@ def _emit_butterflies(b, cx, line, tw, n, inverse):
 
 
 def _emit_axis_fft(b, cx, work, tw, n, inner, outer, inverse):
+  """A call of the module's function for `_emit_axis_fft_body` with these
+  n, inner and direction (made on first use): the same transform in
+  several kernels (forward and inverse of one shape, rfft and fft of one
+  length, every row group) is compiled once."""
+  del cx, tw
+  module = b.module
+  name = f"__fft_axis_{n}_{inner}_{'inv' if inverse else 'fwd'}"
+  fn = module.globals.get(name)
+  if fn is None:
+    fn = ir.Function(module, ir.FunctionType(
+        ir.VoidType(), [F64.as_pointer(), u.I64]), name)
+    fn.linkage = "internal"
+    # Kept out of line: inlined into every caller it would be compiled
+    # once per caller again.
+    fn.attributes.add("noinline")
+    fb = ir.IRBuilder(fn.append_basic_block("entry"))
+    _emit_axis_fft_body(fb, _Cplx(fb), fn.args[0], _twiddles(module, n), n,
+                        inner, fn.args[1], inverse)
+    fb.ret_void()
+  outer = u.i64(outer) if isinstance(outer, int) else outer
+  b.call(fn, [work, outer])
+
+
+def _emit_axis_fft_body(b, cx, work, tw, n, inner, outer, inverse):
   """The radix-2 FFT along an axis of length `n` (power of two) of the
   `outer` x n x `inner` block in `work`, in place: the rows (n of them,
   each `inner` contiguous elements) are put in bit-reversed order by swaps,
