@@ -102,42 +102,6 @@ def _bit_reversal(module: ir.Module, n: int) -> ir.GlobalVariable:
   return g
 
 
-def _emit_butterflies(b, cx, line, tw, n, inverse):
-  """The in-place iterative radix-2 FFT of the bit-reversed `line`: stage
-  by stage (spans 2, 4, ..., n), X[k] +/- w^k X[k + half] with
-  w = exp(-/+ 2 pi i / span), the twiddle tw[k * n / span]."""
-  span = 2
-  while span <= n:
-    half, blocks = span // 2, n // span
-    step = n // span
-
-    def butterfly(blk, k, step=step, span=span, half=half):
-      m = b.mul(k, u.i64(2 * step))
-      wr = b.load(b.gep(tw, [u.i64(0), m]))
-      wi = b.load(b.gep(tw, [u.i64(0), b.add(m, u.i64(1))]))
-      if not inverse:
-        wi = b.fneg(wi)
-      top = b.add(b.mul(blk, u.i64(span)), k)
-      bot = b.add(top, u.i64(half))
-      ur, ui = cx.load(line, top)
-      xr, xi = cx.load(line, bot)
-      vr = b.fsub(b.fmul(xr, wr), b.fmul(xi, wi))
-      vi = b.fadd(b.fmul(xr, wi), b.fmul(xi, wr))
-      cx.store(line, top, b.fadd(ur, vr), b.fadd(ui, vi))
-      cx.store(line, bot, b.fsub(ur, vr), b.fsub(ui, vi))
-
-    # The longer loop innermost: the early stages have many short blocks.
-    if half >= blocks:
-      with u.for_range(b, 0, blocks, "blk") as blk:
-        with u.for_range(b, 0, half, "bf") as k:
-          butterfly(blk, k)
-    else:
-      with u.for_range(b, 0, half, "bf") as k:
-        with u.for_range(b, 0, blocks, "blk") as blk:
-          butterfly(blk, k)
-    span *= 2
-
-
 def _emit_axis_fft(b, cx, work, tw, n, inner, outer, inverse):
   """A call of the module's function for `_emit_axis_fft_body` with these
   n, inner and direction (made on first use): the same transform in
@@ -483,28 +447,22 @@ def _emit_c2r_fft(b, cx, work, dst, out_base, rows, half, n, out_et, tw,
   Hermitian extension X[n - m] = conj(X[m]), with the imaginary parts of
   X[0] and X[n / 2] taken as zero (numpy's convention): the result is real
   and its real part is the output."""
-  rev = _bit_reversal(b.module, n)
   zero = ir.Constant(F64, 0.0)
-  scale = ir.Constant(F64, 1.0 / n)
-
-  def put(m, re, im):
-    cx.store(line, b.load(b.gep(rev, [u.i64(0), m])), re, im)
-
   with u.for_range(b, 0, rows, "crow") as r:
     rbase = b.mul(r, u.i64(half))
     x0, _ = cx.load(work, rbase)
-    put(u.i64(0), x0, zero)
+    cx.store(line, u.i64(0), x0, zero)
     xn, _ = cx.load(work, b.add(rbase, u.i64(n // 2)))
-    put(u.i64(n // 2), xn, zero)
+    cx.store(line, u.i64(n // 2), xn, zero)
     with u.for_range(b, 1, n // 2, "cm") as m:
       xr, xi = cx.load(work, b.add(rbase, m))
-      put(m, xr, xi)
-      put(b.sub(u.i64(n), m), xr, b.fneg(xi))
-    _emit_butterflies(b, cx, line, tw, n, inverse=True)
+      cx.store(line, m, xr, xi)
+      cx.store(line, b.sub(u.i64(n), m), xr, b.fneg(xi))
+    _emit_axis_fft(b, cx, line, tw, n, 1, 1, inverse=True)  # scales 1/n
     with u.for_range(b, 0, n, "ct") as t:
       re, _ = cx.load(line, t)
       o = b.add(out_base, b.add(b.mul(r, u.i64(n)), t))
-      _store_value(b, b.gep(dst, [o]), out_et, b.fmul(re, scale), None)
+      _store_value(b, b.gep(dst, [o]), out_et, re, None)
 
 
 def _emit_c2r_last_axis(b, cx, work, dst, out_base, work_dims, n, out_et,
