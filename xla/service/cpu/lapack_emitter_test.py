@@ -15,48 +15,17 @@ from xla.service.cpu import cpu_compiler
 from xla.service.cpu import lapack
 from xla.service.cpu import lapack_emitter
 from xla.service.cpu import lapack_handlers
+from xla.service.cpu import lapack_testing as lt
 
 pytestmark = pytest.mark.skipif(not lapack.available(),
                                 reason="no LAPACK library")
 
-_HLO = {np.float32: "f32", np.float64: "f64", np.complex64: "c64",
-        np.complex128: "c128", np.int32: "s32"}
-_LETTER = {np.float32: "s", np.float64: "d", np.complex64: "c",
-           np.complex128: "z"}
-TYPES = list(_LETTER)
-
-
-def _shape(dtype, dims):
-  return f"{_HLO[np.dtype(dtype).type]}[{','.join(map(str, dims))}]"
-
-
-def _text(target, operands, results, config):
-  params = "\n".join(f"  p{i} = {_shape(x.dtype, x.shape)} parameter({i})"
-                     for i, x in enumerate(operands))
-  shapes = [_shape(dt, dims) for dt, dims in results]
-  shape = shapes[0] if len(shapes) == 1 else f"({', '.join(shapes)})"
-  args = ", ".join(f"p{i}" for i in range(len(operands)))
-  return (f"HloModule m\nENTRY e {{\n{params}\n  ROOT r = {shape} "
-          f"custom-call({args}), custom_call_target=\"{target}\", "
-          f"api_version=API_VERSION_TYPED_FFI, backend_config={config}\n}}")
-
-
-def _rand(dtype, shape, seed=0):
-  rng = np.random.default_rng(seed)
-  x = rng.standard_normal(shape)
-  if np.issubdtype(dtype, np.complexfloating):
-    x = x + 1j * rng.standard_normal(shape)
-  return x.astype(dtype)
-
-
-def _real(dtype):
-  return np.dtype(dtype).type(0).real.dtype.type
-
-
-def _hermitian_pd(dtype, shape):
-  a = _rand(dtype, shape)
-  n = shape[-1]
-  return (a @ np.conj(np.swapaxes(a, -1, -2)) + n * np.eye(n)).astype(dtype)
+_LETTER = lt.LETTER
+TYPES = lt.TYPES
+_text = lt.custom_call_text
+_rand = lt.rand
+_real = lt.real_of
+_hermitian_pd = lt.spd
 
 
 def check(routine, dtype, operands, results, config="{}", native=True):

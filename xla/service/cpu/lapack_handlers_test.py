@@ -11,31 +11,23 @@ from xla.hlo.parser import hlo_parser
 from xla.service.cpu import cpu_compiler
 from xla.service.cpu import lapack
 from xla.service.cpu import lapack_handlers
+from xla.service.cpu import lapack_testing as lt
 
 pytestmark = pytest.mark.skipif(not lapack.available(),
                                 reason="no LAPACK library")
 
-_HLO_TYPE = {np.float32: "f32", np.float64: "f64", np.complex64: "c64",
-             np.complex128: "c128", np.int32: "s32"}
-_LETTER = {np.float32: "s", np.float64: "d", np.complex64: "c",
-           np.complex128: "z"}
-TYPES = list(_LETTER)
-
-
-def _shape(dtype, dims):
-  return f"{_HLO_TYPE[np.dtype(dtype).type]}[{','.join(map(str, dims))}]"
+_LETTER = lt.LETTER
+TYPES = lt.TYPES
+_shape = lt.hlo_shape
+rand = lt.rand
+real_of = lt.real_of
+ct = lt.ct
+spd = lt.spd
 
 
 def _module(target, operands, results, config="{}"):
-  params = "\n".join(f"  p{i} = {_shape(x.dtype, x.shape)} parameter({i})"
-                     for i, x in enumerate(operands))
-  shapes = [_shape(dt, dims) for dt, dims in results]
-  shape = shapes[0] if len(shapes) == 1 else f"({', '.join(shapes)})"
-  args = ", ".join(f"p{i}" for i in range(len(operands)))
   return hlo_parser.parse_and_return_unverified_module(
-      f"HloModule m\nENTRY e {{\n{params}\n  ROOT r = {shape} custom-call("
-      f"{args}), custom_call_target=\"{target}\", "
-      f"api_version=API_VERSION_TYPED_FFI, backend_config={config}\n}}")
+      lt.custom_call_text(target, operands, results, config))
 
 
 def run(routine, operands, results, config="{}"):
@@ -46,24 +38,8 @@ def run(routine, operands, results, config="{}"):
   return list(out) if isinstance(out, tuple) else [out]
 
 
-def rand(dtype, shape, seed=0):
-  rng = np.random.default_rng(seed)
-  x = rng.standard_normal(shape)
-  if np.issubdtype(dtype, np.complexfloating):
-    x = x + 1j * rng.standard_normal(shape)
-  return x.astype(dtype)
-
-
-def real_of(dtype):
-  return np.dtype(np.dtype(dtype).type(0).real.dtype).type
-
-
 def tol(dtype):
   return 2e-4 if np.dtype(dtype) in (np.float32, np.complex64) else 1e-11
-
-
-def ct(x):
-  return np.conj(np.swapaxes(x, -1, -2))
 
 
 def close(got, want, dtype, scale=None):
@@ -71,12 +47,6 @@ def close(got, want, dtype, scale=None):
   scale = scale if scale is not None else max(1.0, float(np.abs(want).max()))
   err = float(np.abs(np.asarray(got) - want).max()) if want.size else 0.0
   assert err <= tol(dtype) * scale * 10, err
-
-
-def spd(dtype, shape, seed=0):
-  a = rand(dtype, shape, seed)
-  n = shape[-1]
-  return (a @ ct(a) + n * np.eye(n)).astype(dtype)
 
 
 # --- attributes ---------------------------------------------------------------
@@ -390,17 +360,8 @@ def test_compiled_and_evaluated_programs_call_the_handlers():
 
 
 def _perturbed(dl, d, du, b):
-  dtype = np.asarray(b).dtype
-  n, k = b.shape[-2:]
-  shape = _shape(dtype, b.shape)
-  diag = _shape(dtype, d.shape)
-  module = hlo_parser.parse_and_return_unverified_module(
-      f"HloModule m\nENTRY e {{\n  a = {diag} parameter(0)\n"
-      f"  b = {diag} parameter(1)\n  c = {diag} parameter(2)\n"
-      f"  r = {shape} parameter(3)\n  ROOT x = {shape} custom-call(a, b, c, "
-      "r), custom_call_target=\"tridiagonal_solve_perturbed_ffi\", "
-      "api_version=API_VERSION_TYPED_FFI\n}")
-  del n, k
+  module = _module("tridiagonal_solve_perturbed_ffi", [dl, d, du, b],
+                   [(b.dtype, b.shape)])
   return lapack_handlers.HANDLERS["tridiagonal_solve_perturbed_ffi"](
       module.entry_computation.root_instruction, [dl, d, du, b])
 
