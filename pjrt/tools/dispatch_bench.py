@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import ctypes
 import gc
-import importlib.util
 import json
 import os
 import subprocess
@@ -45,25 +44,12 @@ module @dispatch_bench {
 }
 """
 
-_XLA_CPU_PJRT_MODULE = "xla_plugins.xla_cpu_pjrt"
 _CHILD_TIMEOUT_S = 300
-
-
-def installed_xla_cpu_pjrt() -> str | None:
-  """Path of the xla-cpu-pjrt plugin library, or None."""
-  try:
-    spec = importlib.util.find_spec(_XLA_CPU_PJRT_MODULE)
-  except ImportError:
-    return None
-  if spec is None or not spec.origin:
-    return None
-  path = os.path.join(os.path.dirname(spec.origin), "xla_cpu_pjrt.so")
-  return path if os.path.exists(path) else None
 
 
 def default_plugins() -> list[str]:
   plugins = []
-  path = installed_xla_cpu_pjrt()
+  path = plugin_choice.xla_cpu_pjrt_path()
   if path:
     plugins.append(path)
   plugins.append(plugin_choice.OUR_PLUGIN)

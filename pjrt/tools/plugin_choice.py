@@ -13,6 +13,7 @@ A choice is one of:
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 from typing import Any
 
@@ -21,6 +22,22 @@ import support
 
 # Our own CPU plugin (pjrt/_src/plugin), as a `module:attribute` choice.
 OUR_PLUGIN = "pjrt._src.plugin.api:get_api"
+
+# The PyPI package xla-cpu-pjrt (a real OpenXLA CPU plugin) installs this
+# module with the plugin library next to its __init__.py.
+XLA_CPU_PJRT_MODULE = "xla_plugins.xla_cpu_pjrt"
+
+
+def xla_cpu_pjrt_path() -> str | None:
+  """Path of the installed xla_cpu_pjrt plugin library, or None."""
+  try:
+    spec = importlib.util.find_spec(XLA_CPU_PJRT_MODULE)
+  except ImportError:
+    return None
+  if spec is None or not spec.origin:
+    return None
+  path = os.path.join(os.path.dirname(spec.origin), "xla_cpu_pjrt.so")
+  return path if os.path.exists(path) else None
 
 
 def is_path(choice: str) -> bool:

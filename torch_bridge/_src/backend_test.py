@@ -2,8 +2,6 @@
 forward passes, 3 SGD training steps, fallback of unsupported ops, bad
 input, and `explain`."""
 
-import importlib.util
-import os
 import warnings
 
 import pytest
@@ -13,6 +11,7 @@ torch = pytest.importorskip(
 
 # pylint: disable=g-import-not-at-top
 import support
+from pjrt.tools import plugin_choice
 import torch_bridge
 from torch_bridge._src import backend as backend_lib
 from torch_bridge._src import runtime
@@ -264,17 +263,7 @@ def test_options_are_validated():
     torch_bridge.Options.make({"min_cluster_size": 0})
 
 
-def _xla_cpu_pjrt_path():
-  """The real OpenXLA CPU plugin of the xla-cpu-pjrt package, if installed
-  (the library sits next to the module xla_plugins.xla_cpu_pjrt)."""
-  try:
-    spec = importlib.util.find_spec("xla_plugins.xla_cpu_pjrt")
-  except ImportError:
-    return None
-  if spec is None or not spec.origin:
-    return None
-  path = os.path.join(os.path.dirname(spec.origin), "xla_cpu_pjrt.so")
-  return path if os.path.exists(path) else None
+_xla_cpu_pjrt_path = plugin_choice.xla_cpu_pjrt_path
 
 
 @pytest.mark.skipif(_xla_cpu_pjrt_path() is None,

@@ -1,7 +1,6 @@
 """torch.export -> portable artifact -> PJRT, against eager PyTorch, on our
 plugin and on the real xla_cpu_pjrt plugin; the loader without torch."""
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -12,21 +11,14 @@ import pytest
 import torch
 
 import support
+from pjrt.tools import plugin_choice
 import torch_bridge
 from torch_bridge.testing import models
 
 TOLERANCE = 1e-4  # relative to max |ref|
 
 
-def _xla_cpu_pjrt_path():
-  try:
-    spec = importlib.util.find_spec("xla_plugins.xla_cpu_pjrt")
-  except ImportError:
-    return None
-  if spec is None or not spec.origin:
-    return None
-  path = os.path.join(os.path.dirname(spec.origin), "xla_cpu_pjrt.so")
-  return path if os.path.exists(path) else None
+_xla_cpu_pjrt_path = plugin_choice.xla_cpu_pjrt_path
 
 
 def _export(name, tmp_path):

@@ -236,8 +236,8 @@ def test_hlo_on_the_interpreter_is_unimplemented():
 
 def test_hlo_matches_the_real_xla_cpu_plugin():
   _jax()
-  from pjrt.tools import dispatch_bench  # pylint: disable=g-import-not-at-top
-  path = dispatch_bench.installed_xla_cpu_pjrt()
+  from pjrt.tools import plugin_choice  # pylint: disable=g-import-not-at-top
+  path = plugin_choice.xla_cpu_pjrt_path()
   if path is None:
     pytest.skip("xla-cpu-pjrt is not installed")
   import pjrt  # pylint: disable=g-import-not-at-top
