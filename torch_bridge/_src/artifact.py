@@ -31,6 +31,24 @@ SIDECAR = "model.shlo-ext"
 FORMAT = "torch_bridge.exported.v1"
 
 
+# The name our CPU plugin has in pjrt's registry when the pjrt wheel is
+# installed (entry point group "pjrt_plugins"); in a source tree, where no
+# entry point exists, the same plugin is loaded as a Python plugin object.
+DEFAULT_PLUGIN = "openxla_cpu"
+
+
+def load_plugin(choice: str = DEFAULT_PLUGIN) -> pjrt.Plugin:
+  """The PJRT plugin `choice` names (a registered name, a library path, or
+  `module:attribute`); DEFAULT_PLUGIN falls back to our plugin's module."""
+  from pjrt.tools import plugin_choice  # pylint: disable=g-import-not-at-top
+  try:
+    return plugin_choice.load(choice)
+  except support.NotFoundError:
+    if choice != DEFAULT_PLUGIN:
+      raise
+    return plugin_choice.load(plugin_choice.OUR_PLUGIN)
+
+
 def write_manifest(directory: pathlib.Path, manifest: dict) -> None:
   (directory / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
 
@@ -70,20 +88,12 @@ class Loaded:
   the model's outputs flattened (torch's pytree order): one array, or a
   tuple of them."""
 
-  def __init__(self, directory, plugin: Any = "openxla_cpu"):
+  def __init__(self, directory, plugin: Any = DEFAULT_PLUGIN):
     self.manifest = read_manifest(directory)
     if isinstance(plugin, pjrt.Client):
       self.client = plugin
     else:
-      from pjrt.tools import plugin_choice  # pylint: disable=g-import-not-at-top
-      if plugin == "openxla_cpu":
-        try:
-          loaded = plugin_choice.load(plugin)
-        except support.NotFoundError:  # a source tree: no entry point
-          loaded = plugin_choice.load(plugin_choice.OUR_PLUGIN)
-      else:
-        loaded = plugin_choice.load(plugin)
-      self.client = pjrt.Client(loaded)
+      self.client = pjrt.Client(load_plugin(plugin))
     self.executable = self.client.compile(program_text(directory))
 
   def __call__(self, *args) -> Any:
@@ -105,7 +115,7 @@ class Loaded:
     return flat[0] if len(flat) == 1 else flat
 
 
-def load(directory, plugin: Any = "openxla_cpu") -> Loaded:
+def load(directory, plugin: Any = DEFAULT_PLUGIN) -> Loaded:
   """The exported model in `directory`, compiled for `plugin` (a registered
   plugin name, a library path, `module:attribute`, or a pjrt.Client)."""
   return Loaded(directory, plugin)

@@ -18,26 +18,13 @@ import numpy as np
 import torch
 
 import pjrt
-import support
-from pjrt.tools import plugin_choice
+from torch_bridge._src import artifact
 
-# The name our CPU plugin has in pjrt's registry when the pjrt wheel is
-# installed (entry point group "pjrt_plugins"); in a source tree, where no
-# entry point exists, the same plugin is loaded as a Python plugin object.
-DEFAULT_PLUGIN = "openxla_cpu"
+DEFAULT_PLUGIN = artifact.DEFAULT_PLUGIN
 
 _lock = threading.RLock()
 _clients: dict[str, pjrt.Client] = {}
 _executables: dict[tuple[str, str], pjrt.LoadedExecutable] = {}
-
-
-def _load(choice: str) -> pjrt.Plugin:
-  try:
-    return plugin_choice.load(choice)
-  except support.NotFoundError:
-    if choice != DEFAULT_PLUGIN:
-      raise
-    return plugin_choice.load(plugin_choice.OUR_PLUGIN)
 
 
 def client(plugin: str = DEFAULT_PLUGIN) -> pjrt.Client:
@@ -45,7 +32,7 @@ def client(plugin: str = DEFAULT_PLUGIN) -> pjrt.Client:
   path, or `module:attribute`)."""
   with _lock:
     if plugin not in _clients:
-      _clients[plugin] = pjrt.Client(_load(plugin))
+      _clients[plugin] = pjrt.Client(artifact.load_plugin(plugin))
     return _clients[plugin]
 
 
