@@ -108,11 +108,33 @@ def clone_with_operands(instr: HloInstruction,
 
 
 def _topological(comp: HloComputation, members: Sequence[HloInstruction]):
+  """`members` with each after the members it uses. Only edges between
+  members are followed: a path through a non-member would make the fusion
+  a cycle, which the callers exclude. (Ordering the whole computation for
+  each group made multi-output fusion quadratic in the program's size.)"""
+  del comp
   if len(members) == 2 and any(o is members[0]
                                for o in members[1].operands):
     return list(members)  # producer, consumer: no need to order the rest
   ids = {id(m) for m in members}
-  return [i for i in comp.make_instruction_post_order() if id(i) in ids]
+  order: list[HloInstruction] = []
+  done: set[int] = set()
+  for start in members:
+    stack = [(start, False)]
+    while stack:
+      instr, expanded = stack.pop()
+      if id(instr) in done:
+        continue
+      if expanded:
+        done.add(id(instr))
+        order.append(instr)
+        continue
+      stack.append((instr, True))
+      for op in reversed(list(instr.operands) +
+                         list(instr.control_predecessors)):
+        if id(op) in ids and id(op) not in done:
+          stack.append((op, False))
+  return order
 
 
 def fuse_group(members: Sequence[HloInstruction],
@@ -205,21 +227,25 @@ def fuse_into_fusion(producer: HloInstruction, fusion: HloInstruction,
   comp = fusion.parent
   fused = fusion.fused_computation
   old_inputs = list(fusion.operands)
-  stale = [i for i, op in enumerate(old_inputs) if op is producer]
+  # Instructions compare by identity, so list.index / count are identity
+  # searches that run in C: this function stays cheap for fusions with
+  # hundreds of inputs.
+  stale = [i for i in range(len(old_inputs)) if old_inputs[i] is producer] \
+      if old_inputs.count(producer) > 1 else [old_inputs.index(producer)]
   param_of: dict[int, HloInstruction] = {}
-  for i, op in enumerate(old_inputs):
-    if op is not producer:
-      param_of.setdefault(id(op), fused.parameter_instruction(i))
   added: list[HloInstruction] = []
   operands = []
   for op in producer.operands:
-    if id(op) not in param_of:
+    param = param_of.get(id(op))
+    if param is None and op is not producer and op in old_inputs:
+      param = fused.parameter_instruction(old_inputs.index(op))
+    if param is None:
       n = fused.num_parameters
       param = fused.add_parameter(
           hi.create_parameter(n, op.shape, name=f"param_{n}"))
-      param_of[id(op)] = param
       added.append(op)
-    operands.append(param_of[id(op)])
+    param_of[id(op)] = param
+    operands.append(param)
   clone = fused.add_instruction(clone_with_operands(producer, operands))
   for i in reversed(stale):
     fused.parameter_instruction(i).replace_all_uses_with(clone)
@@ -227,13 +253,16 @@ def fuse_into_fusion(producer: HloInstruction, fusion: HloInstruction,
   stale_ids = set(stale)
   inputs = [op for i, op in enumerate(old_inputs)
             if i not in stale_ids] + added
-  new = comp.add_instruction(
-      hi.create_fusion(fusion.shape, kind, inputs, fused), name=fusion.name)
-  fusion.replace_all_uses_with(new)
-  comp.remove_instruction(fusion)
+  # The fusion instruction is updated in place (as XLA's FuseInstruction
+  # does): rebuilding it cost a new instruction, a unique name and a
+  # rewiring of its users per fused producer, most of the fusion pass's
+  # time on programs with long elementwise chains.
+  fusion.set_operands(inputs)
+  if fusion.fusion_kind != kind:
+    fusion.set_attr("kind", kind)
   if not producer.users and not producer.is_root():
     comp.remove_instruction(producer)
-  return new
+  return fusion
 
 
 def _inline(target: HloComputation, source: HloComputation,
@@ -331,9 +360,9 @@ class InstructionFusion(hpi.HloModulePass):
         # instead of being duplicated once for the consumer and again for
         # B. Duplicating at every such diamond grows a chain of diamonds
         # (a hash's rounds) exponentially.
-        order = sorted(range(current.operand_count),
-                       key=lambda i: -position.get(id(current.operand(i)),
-                                                   -1))
+        keys = [position.get(id(op), -1) for op in current.operands]
+        order = sorted(range(len(keys)), key=keys.__getitem__,
+                       reverse=True)  # stable, like sorting on -key
         for i in order:
           if self.should_fuse(current, i):
             current = self.fuse(current.operand(i), current)

@@ -378,3 +378,29 @@ def test_shared_producers_fuse_once_not_per_user():
     counts[i.opcode.value] = counts.get(i.opcode.value, 0) + 1
   assert counts["xor"] == n and counts["shift-left"] == n, counts
   assert len(list(fused.instructions)) == 2 * n + 3, counts
+
+
+def test_fusing_into_a_fusion_updates_it_in_place():
+  # Growing a fusion keeps the instruction (as XLA's FuseInstruction), so
+  # a long chain costs one clone per producer, not a new fusion each time;
+  # its operands and their users follow.
+  module = hp.parse_and_return_verified_module("""HloModule m
+ENTRY e {
+  p = f32[8] parameter(0)
+  q = f32[8] parameter(1)
+  a = f32[8] add(p, q)
+  n = f32[8] negate(a)
+  ROOT s = f32[8] multiply(n, p)
+}""")
+  entry = module.entry_computation
+  root = entry.root_instruction
+  neg = root.operand(0)
+  fusion = inf.fuse_group([neg, root], [root], FusionKind.kLoop)
+  grown = inf.fuse_into_fusion(fusion.operand(0), fusion, FusionKind.kLoop)
+  assert grown is fusion and entry.root_instruction is fusion
+  assert [o.name for o in fusion.operands] == ["p", "q"]
+  p, q = fusion.operands
+  assert p.users == (fusion,) and q.users == (fusion,)
+  assert _opcodes(fusion.fused_computation) == [
+      "add", "multiply", "negate", "parameter", "parameter"]
+  hlo_verifier.verify(module)

@@ -125,6 +125,24 @@ class HloInstruction:
     if self.parent is not None and self.parent.root_instruction is self:
       self.parent.set_root_instruction(new_producer)
 
+  def set_operands(self, operands: Sequence["HloInstruction"]) -> None:
+    """Replaces the whole operand list, keeping the user lists of old and
+    new operands right (one pass, where removing and appending one operand
+    at a time would cost a scan of the list each)."""
+    old = self._operands
+    self._operands = list(operands)
+    before = {id(o) for o in old}
+    after = {id(o) for o in self._operands}
+    for op in old:
+      if id(op) not in after:
+        op._users = [u for u in op._users if u is not self]
+        after.add(id(op))  # an operand listed twice is handled once
+    for op in self._operands:
+      if id(op) not in before:
+        before.add(id(op))
+        if not any(u is self for u in op._users):
+          op._users.append(self)
+
   def detach_operands(self) -> None:
     """Removes this instruction from its operands' user lists."""
     for op in set(self._operands):

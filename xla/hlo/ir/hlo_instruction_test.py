@@ -32,6 +32,21 @@ def test_users_follow_operands():
   assert a.users == () and add.operands == (b, b)
 
 
+def test_set_operands_rewires_users():
+  a, b, c = _params(3)
+  t = hi.create_binary(V4, O.kAdd, a, b)
+  t.set_operands([c, a])
+  assert t.operands == (c, a)
+  assert b.users == () and c.users == (t,) and a.users == (t,)
+  t.set_operands([c, c, a])
+  assert t.operands == (c, c, a)
+  assert b.users == ()  # dropped
+  assert c.users == (t,)  # one entry although listed twice
+  assert a.users == (t,)  # kept, not duplicated
+  t.set_operands([])
+  assert a.users == () and c.users == ()
+
+
 def test_replace_all_uses_with_updates_root():
   comp = HloComputation("c")
   a, b = [comp.add_instruction(p) for p in _params()]
