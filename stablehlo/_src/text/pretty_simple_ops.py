@@ -508,9 +508,13 @@ register("stablehlo.rng_bit_generator",
 
 
 def _parse_type_list_op(p, name, pos):
-  """`op %a, %b attr-dict : T1, T2` (results typed like the operands)."""
-  toks = pc.parse_operand_toks(p)
+  """`op attr-dict %a, %b : T1, T2` (results typed like the operands).
+  Upstream writes the attribute dictionary first; one after the operands
+  is accepted too."""
   attrs = pc.parse_opt_attr_dict(p)
+  toks = pc.parse_operand_toks(p)
+  if not attrs:
+    attrs = pc.parse_opt_attr_dict(p)
   types = []
   if not toks and p.consume_punct("("):  # no operands: upstream prints `()`
     p.expect_punct(")")
@@ -526,7 +530,7 @@ def _print_type_list_op(pr, op):
     return None
   if not op.operands:
     return pr.attr_dict(op).rstrip() + "()"
-  return (f"{pr.vs(op.operands)} {pr.attr_dict(op)}: "
+  return (f"{pr.attr_dict(op)}{pr.vs(op.operands)} : "
           f"{pr.ts(op.operand_types)}")
 
 

@@ -126,7 +126,8 @@ class Printer:
             name = name[len(dd) + 1:]
           if name.startswith("builtin."):
             name = name[len("builtin."):]
-          sep = "" if not body or body[0] == "(" else " "
+          # As ODS-generated printers, no space before a leading `(` or `<`.
+          sep = "" if not body or body[0] in "(<" else " "
           text += name + sep + body
     if body is None:
       text += self._generic(op)

@@ -51,6 +51,8 @@ PRETTY = [
     "check.expect_eq_const %arg0, dense<1.000000e+00> : tensor<2xf32>",
     "check.expect_almost_eq %arg0, %arg0, tolerance = 1.000000e-01 : tensor<2xf32>",
     "%0 = call @f(%arg0) : (tensor<2xf32>) -> tensor<2xf32>",
+    # The attribute dictionary comes before the operands.
+    "%0:2 = stablehlo.optimization_barrier {tag = 1 : i32} %arg0, %arg0 : tensor<2xf32>, tensor<2xf32>",
 ]
 
 
