@@ -40,6 +40,7 @@ _FAMILY_MODULES = (
     "stablehlo._src.ops.quantization",
     "stablehlo._src.ops.misc",
     "stablehlo._src.ops.other_dialects",
+    "stablehlo._src.ops.sdy",
 )
 
 # Traits (property sets, as XLA keeps them): tables over scattered ifs.
@@ -149,6 +150,42 @@ def define_op(name: str, verify: Optional[Callable[[Any], None]] = None,
   d.spec = short if spec else None
   d.checks = tuple(f"{short}_{x}" for x in checks)
   return register(d)
+
+
+@dataclasses.dataclass
+class AttrVerifierDef:
+  """A verifier of a discardable attribute (e.g. "sdy.sharding"), run on
+  every op that carries it and on function argument / result attributes.
+
+  `verify(ctx, value, owner)`: `ctx` is the carrying op's `verify.Ctx` whose
+  `short` is the attribute name (so errors read `sdy.sharding_rank: ...`);
+  `owner` is None for an op attribute, ("arg" | "result", index, type) for
+  a function argument / result attribute.
+  """
+
+  name: str
+  verify: Callable[[Any, Any, Any], None]
+
+
+_ATTR_VERIFIERS: dict[str, AttrVerifierDef] = {}
+
+
+def define_attr_verifier(name: str, verify: Callable[[Any, Any, Any], None]
+                         ) -> AttrVerifierDef:
+  """Registers the verifier of the discardable attribute `name`, by its full
+  name (e.g. "sdy.sharding")."""
+  d = AttrVerifierDef(name, verify)
+  with _LOCK:
+    if name in _ATTR_VERIFIERS:
+      raise support.AlreadyExistsError(
+          f"attribute verifier '{name}' already registered")
+    _ATTR_VERIFIERS[name] = d
+  return d
+
+
+def lookup_attr_verifier(name: str) -> Optional[AttrVerifierDef]:
+  _ensure_loaded()
+  return _ATTR_VERIFIERS.get(name)
 
 
 def _ensure_loaded() -> None:

@@ -171,6 +171,7 @@ def verify_op(op: core.Operation, *, recursive: bool = False,
     opdef = registry.lookup(o.name)
     if opdef is None:
       if o.dialect in allowed:
+        _check_dialect_attributes(o, None)
         continue
       raise op_error(o, "", "is not a registered operation (dialect "
                      f"'{o.dialect}' is not allowed to be unregistered)")
@@ -179,6 +180,36 @@ def verify_op(op: core.Operation, *, recursive: bool = False,
     _check_quantized_types(ctx)
     if opdef.verify is not None:
       opdef.verify(ctx)
+    _check_dialect_attributes(o, opdef)
+
+
+def _check_dialect_attributes(op: core.Operation, opdef) -> None:
+  """Runs the registered verifiers of the op's discardable attributes and of
+  its function argument / result attributes."""
+  for name, value in op.attributes.items():
+    d = registry.lookup_attr_verifier(name)
+    if d is not None:
+      d.verify(_attr_ctx(op, opdef, name), value, None)
+  ft = op.attr("function_type")
+  if not (isinstance(ft, a.TypeAttr) and isinstance(ft.value, t.FunctionType)):
+    return
+  for key, kind, types in (("arg_attrs", "arg", ft.value.inputs),
+                           ("res_attrs", "result", ft.value.results)):
+    dicts = op.attr(key)
+    if not isinstance(dicts, a.ArrayAttr):
+      continue
+    for i, (d_attr, ty) in enumerate(zip(dicts.elements, types)):
+      for name, value in getattr(d_attr, "entries", ()):
+        d = registry.lookup_attr_verifier(name)
+        if d is not None:
+          d.verify(_attr_ctx(op, opdef, name), value, (kind, i, ty))
+
+
+def _attr_ctx(op, opdef, name: str) -> Ctx:
+  ctx = Ctx(op, opdef)
+  ctx.short = name
+  ctx.opdef = None  # the attribute's constraint ids are not the op's
+  return ctx
 
 
 def verify_module(module, *,
