@@ -9,6 +9,7 @@ import dataclasses
 import numpy as np
 
 from stablehlo._src.ir import attributes as a
+from stablehlo._src.ir import sdy
 from stablehlo._src.ir import types as t
 from stablehlo._src.text import dense
 from stablehlo._src.text import dialect_attrs
@@ -112,6 +113,8 @@ def format_attr(attr: a.Attribute) -> str:
         "::" + format_symbol(n) for n in attr.nested)
   if isinstance(attr, a.DenseArrayAttr):
     return _format_dense_array(attr)
+  if isinstance(attr, sdy.SdyAttr):
+    return str(attr)
   if isinstance(attr, a.DialectAttr):
     params = op_defaults.canonical_params(attr)
     if not params and attr.name in op_defaults.STRUCT_DIMS:

@@ -14,9 +14,11 @@ from __future__ import annotations
 import re
 
 from stablehlo._src.ir import attributes as a
+from stablehlo._src.ir import sdy
 from stablehlo._src.ir import types as t
 from stablehlo._src.text import diagnostics
 from stablehlo._src.text import lexer as lx
+from stablehlo._src.text import sdy_attrs
 
 _ENUM_BODY_RE = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_.]*)\s+([A-Za-z_][A-Za-z0-9_]*)\s*$")
 CONV_NAMES = frozenset(("stablehlo.conv",))
@@ -34,6 +36,8 @@ CONV_FIELDS = (
 
 def parse_dialect_attr(p, name: str, tok: lx.Token) -> a.Attribute:
   """Parses the `<...>` body after `#name` (the lexer is at the `<`)."""
+  if name == sdy.DIALECT or name.startswith("sdy."):
+    return sdy_attrs.parse_dialect_attr(p, name, tok)
   start = p.lex.token_start()
   end = p.lex.skip_balanced(start)
   body = p.text[start + 1:end - 1]

@@ -23,7 +23,8 @@ DEFAULT_DIALECT = op_defaults.DEFAULT_DIALECT
 
 # Ops whose regions are isolated from above: values defined outside cannot
 # be named inside, and forward references must resolve within the region.
-ISOLATED_OPS = frozenset(("builtin.module", "func.func", "vhlo.func_v1"))
+ISOLATED_OPS = frozenset(("builtin.module", "func.func", "vhlo.func_v1",
+                          "sdy.manual_computation", "sdy.named_computation"))
 
 
 class _Scope:

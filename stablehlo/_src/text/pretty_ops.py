@@ -14,6 +14,7 @@ from __future__ import annotations
 from stablehlo._src.text import pretty_misc_ops
 from stablehlo._src.text import pretty_ml_program
 from stablehlo._src.text import pretty_region_ops
+from stablehlo._src.text import pretty_sdy
 from stablehlo._src.text import pretty_simple_ops
 # pylint: enable=unused-import
 from stablehlo._src.text.pretty_registry import PRETTY_FORMS as PRETTY_FORMS

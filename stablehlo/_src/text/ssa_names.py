@@ -39,7 +39,8 @@ _BAD_NAME_CHAR = re.compile(r"[^A-Za-z0-9_$.\-]")
 
 # Regions whose values the source names cannot leak out of (only used when
 # keeping source names).
-_ISOLATED = frozenset(("builtin.module", "func.func", "vhlo.func_v1"))
+_ISOLATED = frozenset(("builtin.module", "func.func", "vhlo.func_v1",
+                       "sdy.manual_computation", "sdy.named_computation"))
 
 def _scan_arg_name(op, i: int) -> str:
   seg = op.attr("operandSegmentSizes")
