@@ -8,6 +8,7 @@ import numpy as np
 import stablehlo
 from stablehlo import interpreter
 from stablehlo import ops
+from stablehlo import sdy
 from stablehlo import text
 from stablehlo import transforms
 from stablehlo import verify
@@ -94,3 +95,23 @@ def test_chlo_legalize_is_public():
 
 def test_support_env_finds_the_checkout():
   assert (support.env.source_root() / "support" / "__init__.py").is_file()
+
+
+def test_sdy_is_public_and_light():
+  loaded = _loaded_after("import stablehlo.sdy")
+  assert "stablehlo._src.vhlo" not in loaded
+  assert "stablehlo._src.interpreter" not in loaded
+  module = text.parse_module("""
+  sdy.mesh @mesh = <["x"=2]>
+  func.func @main(%a: tensor<4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>}) -> tensor<4xf32> {
+    return %a : tensor<4xf32>
+  }""")
+  verify.verify_module(module)
+  arg = module.functions[0].attr("arg_attrs").elements[0].get(sdy.SHARDING)
+  assert arg == sdy.TensorSharding.of("mesh", [["x"]])
+  mesh = sdy.lookup_mesh(module, arg.mesh_or_ref)
+  ty = stablehlo.types.RankedTensorType((4,), stablehlo.types.f32)
+  assert sdy.local_type(ty, arg, ["x"], mesh).shape == (2,)
+  assert sdy.sharding_problem(sdy.TensorSharding.of("mesh", [["y"]]), ty,
+                              module.op) == ("axis_known",
+                                             'unknown axis name: "y"')
