@@ -22,6 +22,7 @@ import support
 from xla import xla_data
 from xla.hlo.ir import hlo_attrs
 from xla.hlo.ir import hlo_opcode
+from xla.hlo.ir import hlo_sharding
 from xla.hlo.ir.hlo_attrs import FusionKind
 from xla.hlo.ir.hlo_computation import HloComputation
 from xla.hlo.ir.hlo_instruction import HloInstruction
@@ -51,49 +52,15 @@ def _unknown(msg, what: str) -> None:
 
 # -- sharding (kept as HLO text in the IR) -------------------------------------
 
-_REPLICATED, _MAXIMAL, _TUPLE, _OTHER, _MANUAL = 0, 1, 2, 3, 4
 
-
-def _sharding_text(sp, top=True) -> str:
-  if sp.type == _TUPLE:
-    return "{" + ", ".join(_sharding_text(t, False)
-                           for t in sp.tuple_shardings) + "}"
-  if sp.type == _REPLICATED:
-    body = "replicated"
-  elif sp.type == _MANUAL:
-    body = "manual"
-  elif sp.type == _MAXIMAL and len(sp.tile_assignment_devices) == 1:
-    body = f"maximal device={sp.tile_assignment_devices[0]}"
-  elif sp.type == _OTHER and sp.tile_assignment_devices and not (
-      sp.last_tile_dims or sp.iota_reshape_dims):
-    body = ("devices=[" + ",".join(map(str, sp.tile_assignment_dimensions)) +
-            "]" + ",".join(map(str, sp.tile_assignment_devices)))
-    if sp.replicate_on_last_tile_dim:
-      body += " last_tile_dim_replicate"
-  else:
-    raise support.UnimplementedError(
-        f"Unimplemented: OpSharding of type {sp.type} with these fields")
-  del top
-  return "{" + body + "}"
+def _sharding_text(sp) -> str:
+  # As XLA prints an instruction's sharding (with its metadata).
+  return hlo_sharding.HloSharding.from_proto(sp).to_string(
+      include_metadata=True)
 
 
 def _sharding_proto(text: str, sp) -> None:
-  body = text.strip()
-  if not (body.startswith("{") and body.endswith("}")):
-    raise support.UnimplementedError(
-        f"Unimplemented: sharding {text} in an HloModuleProto")
-  inner = body[1:-1].strip()
-  if inner == "replicated":
-    sp.type = _REPLICATED
-  elif inner == "manual":
-    sp.type = _MANUAL
-  elif inner.startswith("maximal device=") and inner[15:].isdigit():
-    sp.type = _MAXIMAL
-    sp.tile_assignment_dimensions.append(1)
-    sp.tile_assignment_devices.append(int(inner[15:]))
-  else:
-    raise support.UnimplementedError(
-        f"Unimplemented: sharding {text} in an HloModuleProto")
+  sp.CopyFrom(hlo_sharding.HloSharding.parse(text).to_proto())
 
 
 # -- result accuracy (kept as HLO text in the IR) ------------------------------
