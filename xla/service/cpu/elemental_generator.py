@@ -40,6 +40,7 @@ index-changing instructions on a path, not with the chain's length.
 from __future__ import annotations
 
 import contextlib
+import math
 
 import numpy as np
 from llvmlite import ir
@@ -117,6 +118,8 @@ class ElementGenerator:
     self.b = b
     self._sources = {k: _Source(p, s) for k, (p, s) in sources.items()}
     self._memo: list[dict] = [{}]
+    # id(instr) -> (instr, its one-element operands, transitively)
+    self._singles: dict[int, tuple] = {}
 
   # -- scopes --------------------------------------------------------------------
 
@@ -363,6 +366,26 @@ class ElementGenerator:
       if size:
         pieces.append((o, offset, size))
       offset += size
+    at = multi[dim]
+    if isinstance(at, ir.Constant):
+      # A known position (an element taken by a slice, or a scalar chain
+      # of a small solver): the piece is known, so no branches. Branching
+      # would also give each piece a memo scope of its own, regenerating
+      # what the pieces share, once per piece at every level of nesting.
+      pos = int(at.constant)
+      for o, off, size in pieces:
+        if off <= pos < off + size:
+          op_multi = list(multi)
+          op_multi[dim] = le.i64(pos - off)
+          return self.value(o, Index(_shape_dims(o), op_multi))
+    # Single-element values the pieces use are generated here, before the
+    # branches, so that every piece finds them in the memo instead of
+    # generating them again in its own scope (they are index-free: the
+    # scalar arithmetic of a solver step, or elements taken by slices).
+    for o, _, _ in pieces:
+      for single in self._single_elements_below(o):
+        self.value(single, Index(_shape_dims(single),
+                                 [le.i64(0)] * len(single.shape.dimensions)))
     merge = b.append_basic_block("concat.merge")
     incoming = []
     for k, (o, off, size) in enumerate(pieces):
@@ -387,6 +410,34 @@ class ElementGenerator:
     for v, blk in incoming:
       phi.add_incoming(v, blk)
     return phi
+
+  def _single_elements_below(self, root) -> list:
+    """The one-element instructions `root` reaches through its operands
+    (stopping at sources), operands before users."""
+    cache = self._singles
+    hit = cache.get(id(root))
+    if hit is not None:
+      return hit[1]
+    order, seen = [], set()
+    stack = [(root, False)]
+    while stack:
+      instr, expanded = stack.pop()
+      if expanded:
+        if (instr is not root and not instr.shape.is_tuple() and
+            math.prod(instr.shape.dimensions) == 1 and generatable(instr)):
+          order.append(instr)
+        continue
+      if id(instr) in seen:
+        continue
+      seen.add(id(instr))
+      stack.append((instr, True))
+      if id(instr) in self._sources:
+        continue
+      for o in instr.operands:
+        if id(o) not in seen:
+          stack.append((o, False))
+    cache[id(root)] = (root, order)
+    return order
 
   # -- generated values ----------------------------------------------------------------
 

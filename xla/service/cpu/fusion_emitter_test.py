@@ -473,3 +473,70 @@ ENTRY e {
   d = np.full(8, 1 - 2.0**-30)
   got, = exe.execute([c, d])
   np.testing.assert_array_equal(got, np.full(8, -2.0**-60))
+
+
+def _solver_chain_text(n: int) -> str:
+  """v_{k+1} = [v_k[1] * v_k[0], v_k[1] - v_k[0]]: the scalar arithmetic
+  of a small solver, its two-element state rebuilt by a concatenate every
+  step and read back through one-element slices."""
+  body = ["  v0 = f64[2] parameter(0)"]
+  for k in range(n):
+    body += [f"  hi{k} = f64[1] slice(v{k}), slice={{[1:2]}}",
+             f"  rh{k} = f64[] reshape(hi{k})",
+             f"  lo{k} = f64[1] slice(v{k}), slice={{[0:1]}}",
+             f"  rl{k} = f64[] reshape(lo{k})",
+             f"  mul{k} = f64[] multiply(rh{k}, rl{k})",
+             f"  dif{k} = f64[] subtract(rh{k}, rl{k})",
+             f"  bmul{k} = f64[1] broadcast(mul{k}), dimensions={{}}",
+             f"  bdif{k} = f64[1] broadcast(dif{k}), dimensions={{}}",
+             f"  v{k + 1} = f64[2] concatenate(bmul{k}, bdif{k}), "
+             "dimensions={0}"]
+  body.append(f"  ROOT out = f64[2] add(v{n}, v0)")
+  return "\n".join(
+      ["HloModule m", "fused {"] + body + ["}", "ENTRY e {",
+       "  p = f64[2] parameter(0)",
+       "  ROOT f = f64[2] fusion(p), kind=kLoop, calls=fused", "}"])
+
+
+def test_concatenate_chain_generates_each_value_a_bounded_number_of_times(
+    monkeypatch):
+  """Each concatenate piece is generated in a branch with a memo scope of
+  its own. Reading a concatenate at a known position, or the one-element
+  values its pieces share, must not regenerate the chain below once per
+  piece and level (4^n generations for this chain before; an adaptive ODE
+  solver's step took most of its compile emitting this)."""
+  from llvmlite import ir  # pylint: disable=g-import-not-at-top
+  from xla.service.cpu import elemental_generator as eg  # pylint: disable=g-import-not-at-top
+  from xla.service.cpu import fusion_emitter  # pylint: disable=g-import-not-at-top
+  from xla.service.cpu import kernel_api  # pylint: disable=g-import-not-at-top
+  module = ct.parse(_solver_chain_text(24))
+  fusion = module.entry_computation.root_instruction
+  size = len(list(fusion.fused_computation.instructions))
+  calls = [0]
+
+  def counted(fn):
+    def wrapper(self, instr, index):
+      calls[0] += 1
+      if calls[0] > 4 * size:
+        raise AssertionError(
+            f"{calls[0]} element generations for a fusion of {size}")
+      return fn(self, instr, index)
+    return wrapper
+
+  monkeypatch.setattr(eg.ElementGenerator, "_generate",
+                      counted(eg.ElementGenerator._generate))
+  monkeypatch.setattr(eg.ElementGenerator, "_elementwise",
+                      counted(eg.ElementGenerator._elementwise))
+  ctx = kernel_api.KernelContext(ir.Module(name="m"))
+  fusion_emitter.emit_fusion(ctx, fusion)
+  assert _ir_instruction_count(ctx.module) <= 12 * size
+
+
+def test_concatenate_chain_matches_numpy():
+  n = 12
+  x = np.array([0.75, 1.25])
+  _, (out,) = ct.run_and_compare(_solver_chain_text(n), [x])
+  v = x.copy()
+  for _ in range(n):
+    v = np.array([v[1] * v[0], v[1] - v[0]])
+  np.testing.assert_allclose(out, v + x, rtol=1e-15)
