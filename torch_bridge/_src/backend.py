@@ -128,24 +128,20 @@ class CompiledCluster(torch.nn.Module):
   """One cluster: a PJRT executable, with its eager graph kept for a
   fallback if running the executable fails."""
 
-  def __init__(self, info: ClusterInfo, exe, client, structure,
+  def __init__(self, info: ClusterInfo, program: runtime.Program, structure,
                eager: torch.fx.GraphModule, options: Options):
     super().__init__()
     self.info = info
-    self._exe = exe
-    self._client = client
+    self._program = program
     self._structure = structure
     self.eager = eager
     self._options = options
     self._failed = False
-    self._inputs = runtime.InputCache()
 
   def forward(self, *args):
     if not self._failed:
       try:
-        values = runtime.execute(self._exe, self._client, args,
-                                 self._inputs)
-        return runtime.rebuild(self._structure, values)
+        return runtime.rebuild(self._structure, self._program(args))
       except support.XlaError as e:
         self._failed = True
         self.info.fallback_reason = f"execution failed: {e}"
@@ -203,8 +199,10 @@ def partition(gm: torch.fx.GraphModule, options: Options, kind: str
     try:
       text, _, structure = lowering.lower_graph(sub, name=node.target)
       info.program = text
+      arg_types, result_types = lowering.signature(sub)
       exe, seconds, hit = runtime.compile_program(text, options.plugin)
-      client = runtime.client(options.plugin)
+      program = runtime.Program(exe, runtime.client(options.plugin),
+                                arg_types, result_types)
     except Exception as e:  # pylint: disable=broad-except
       # Whatever goes wrong (a lowering the table lacks, a plugin that
       # rejects the program, or a bug of ours) costs speed, not the model.
@@ -217,7 +215,7 @@ def partition(gm: torch.fx.GraphModule, options: Options, kind: str
       continue
     info.compiled, info.compile_seconds, info.cache_hit = True, seconds, hit
     setattr(fused, node.target,
-            CompiledCluster(info, exe, client, structure, sub, options))
+            CompiledCluster(info, program, structure, sub, options))
 
   for node in fused.graph.nodes:
     if node.op == "call_function" and op_support.op_name(node) != "getitem":

@@ -127,3 +127,28 @@ def _check_types(ctx: Context, out: Any) -> None:
     if g.type != w:
       raise support.InternalError(
           f"lowering of {ctx.op} produced {g.type}, torch expects {w}")
+
+
+def signature(gm: torch.fx.GraphModule
+              ) -> tuple[list[tuple[tuple[int, ...], torch.dtype]],
+                         list[tuple[tuple[int, ...], torch.dtype]]]:
+  """(shape, dtype) of the arguments and of the results of the program
+  `lower_graph(gm)` makes, in its order."""
+  def of(node: torch.fx.Node):
+    val = node.meta.get("val")
+    tensor_type(val)  # Raises for what lower_graph cannot lower.
+    return tuple(int(d) for d in val.shape), val.dtype
+
+  args, results = [], []
+  for node in gm.graph.nodes:
+    if node.op == "placeholder":
+      args.append(of(node))
+    elif node.op == "output":
+      def collect(v):
+        if isinstance(v, (list, tuple)):
+          for x in v:
+            collect(x)
+        elif v is not None:
+          results.append(of(v))
+      collect(node.args[0])
+  return args, results

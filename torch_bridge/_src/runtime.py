@@ -4,10 +4,31 @@ torch tensors.
 One client per plugin name per process. Executables are cached by (plugin,
 program text): a cluster that occurs again (another graph, a recompile of
 the same shapes) is compiled once.
+
+`Program` runs one compiled cluster per call. On a client whose buffers
+live in host memory (PJRT_Buffer_IsOnCpu, e.g. any CPU plugin) it moves no
+bytes it does not have to:
+
+  * an input that is the same tensor object, with the same storage, as on
+    the previous call (a weight, a buffer) becomes a PJRT view of the
+    tensor's memory (PJRT_Client_CreateViewOfDeviceBuffer), made once and
+    reused: the program reads the tensor's current bytes however they were
+    written (an optimizer step, `p.data.copy_()`), so nothing is compared
+    or transferred per call;
+  * an input that is an output of a program (a saved activation of the
+    forward pass going to the backward pass, a value between two clusters)
+    is passed as the PJRT buffer it already is;
+  * any other input is copied in with one prepared
+    PJRT_Client_BufferFromHostBuffer call;
+  * outputs are torch tensors over the memory of their PJRT buffers
+    (PJRT_Buffer_UnsafePointer), which they keep alive: no copy out.
+
+Other clients (device memory) copy in and out.
 """
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import threading
 import time
@@ -18,6 +39,7 @@ import numpy as np
 import torch
 
 import pjrt
+import support
 from torch_bridge._src import artifact
 
 DEFAULT_PLUGIN = artifact.DEFAULT_PLUGIN
@@ -25,6 +47,8 @@ DEFAULT_PLUGIN = artifact.DEFAULT_PLUGIN
 _lock = threading.RLock()
 _clients: dict[str, pjrt.Client] = {}
 _executables: dict[tuple[str, str], pjrt.LoadedExecutable] = {}
+# id(client) -> whether its buffers can be read and viewed in host memory.
+_host_memory: dict[int, bool] = {}
 
 
 def client(plugin: str = DEFAULT_PLUGIN) -> pjrt.Client:
@@ -61,56 +85,53 @@ def clear_cache() -> None:
     _executables.clear()
 
 
+# --------------------------------------------------------------------------
+# Element types.
+
+# torch dtype -> (PJRT element type, the numpy dtype of the same size that
+# carries its bytes between torch and PJRT: numpy has no bfloat16).
+_TYPES = {
+    torch.float32: (pjrt.BufferType.F32, np.dtype(np.float32)),
+    torch.float64: (pjrt.BufferType.F64, np.dtype(np.float64)),
+    torch.float16: (pjrt.BufferType.F16, np.dtype(np.float16)),
+    torch.bfloat16: (pjrt.BufferType.BF16, np.dtype(np.int16)),
+    torch.int64: (pjrt.BufferType.S64, np.dtype(np.int64)),
+    torch.int32: (pjrt.BufferType.S32, np.dtype(np.int32)),
+    torch.int16: (pjrt.BufferType.S16, np.dtype(np.int16)),
+    torch.int8: (pjrt.BufferType.S8, np.dtype(np.int8)),
+    torch.uint8: (pjrt.BufferType.U8, np.dtype(np.uint8)),
+    torch.bool: (pjrt.BufferType.PRED, np.dtype(np.bool_)),
+}
+
+
 def _to_numpy(t: torch.Tensor) -> np.ndarray:
+  """A host array of `t`'s values (a view where `t` is dense on the CPU)."""
   t = t.detach()
   if t.device.type != "cpu":
     t = t.cpu()
-  return t.contiguous().numpy()
+  t = t.contiguous()
+  if t.dtype == torch.bfloat16:
+    import ml_dtypes  # pylint: disable=g-import-not-at-top
+    return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+  return t.numpy()
 
 
-class InputCache:
-  """Device buffers of a program's inputs, reused while the tensor they came
-  from is the same object with the same bytes: weights that did not change
-  since the last call are not transferred again. The bytes are compared
-  with the snapshot that was transferred (a version counter would miss
-  writes through `.data`), so a stale buffer is never used."""
-
-  def __init__(self):
-    self._slots: dict[int, tuple[Any, np.ndarray, pjrt.Buffer]] = {}
-
-  def buffer(self, c: pjrt.Client, index: int, t: torch.Tensor
-             ) -> pjrt.Buffer:
-    current = _to_numpy(t)
-    slot = self._slots.get(index)
-    if (slot is not None and slot[0]() is t and
-        slot[1].shape == current.shape and slot[1].dtype == current.dtype and
-        np.array_equal(slot[1].reshape(-1).view(np.uint8),
-                       current.reshape(-1).view(np.uint8))):
-      return slot[2]
-    snapshot = np.array(current, copy=True)
-    buf = c.buffer_from_numpy(snapshot)
-    try:
-      self._slots[index] = (weakref.ref(t), snapshot, buf)
-    except TypeError:  # not weak-referenceable: do not cache
-      pass
-    return buf
+def _from_numpy(array: np.ndarray) -> torch.Tensor:
+  if array.dtype.name == "bfloat16":
+    return torch.from_numpy(array.view(np.int16)).view(torch.bfloat16)
+  return torch.from_numpy(array)
 
 
 def execute(exe: pjrt.LoadedExecutable, c: pjrt.Client,
-            inputs: Sequence[torch.Tensor],
-            cache: InputCache | None = None) -> list[torch.Tensor]:
-  if cache is None:
-    buffers = [c.buffer_from_numpy(_to_numpy(t)) for t in inputs]
-  else:
-    buffers = [cache.buffer(c, i, t) for i, t in enumerate(inputs)]
-  outs = exe.execute(buffers)
-  results = []
-  for o in outs:
-    array = o.to_numpy()
-    if not array.flags.writeable:
-      array = array.copy()
-    results.append(torch.from_numpy(array))
-  return results
+            inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+  """Runs `exe` once, copying in and out (no state kept between calls)."""
+  buffers = [c.buffer_from_numpy(_to_numpy(t)) for t in inputs]
+  return [_from_numpy(_writeable(o.to_numpy()))
+          for o in exe.execute(buffers)]
+
+
+def _writeable(array: np.ndarray) -> np.ndarray:
+  return array if array.flags.writeable else array.copy()
 
 
 def rebuild(structure: Any, values: list[torch.Tensor]) -> Any:
@@ -119,3 +140,261 @@ def rebuild(structure: Any, values: list[torch.Tensor]) -> Any:
   if isinstance(structure, int):
     return values[structure]
   return type(structure)(rebuild(s, values) for s in structure)
+
+
+# --------------------------------------------------------------------------
+# Zero-copy transfers.
+
+# Views need the data at least this aligned (compiled code may assume the
+# alignment of the buffers the plugin allocates itself).
+_VIEW_ALIGNMENT = 64
+
+
+def host_memory(c: pjrt.Client) -> bool:
+  """Whether `c`'s buffers are in host memory that a pointer reaches, and
+  the client can view host memory as a buffer: the zero-copy paths."""
+  key = id(c)
+  known = _host_memory.get(key)
+  if known is None:
+    known = _host_memory[key] = _probe_host_memory(c)
+  return known
+
+
+def _probe_host_memory(c: pjrt.Client) -> bool:
+  plugin = c.plugin
+  if not all(plugin.has(s) for s in (
+      "Buffer_IsOnCpu", "Buffer_UnsafePointer",
+      "Client_CreateViewOfDeviceBuffer", "Client_BufferFromHostBuffer")):
+    return False
+  try:
+    data = np.arange(16, dtype=np.float32)
+    buf = c.buffer_from_numpy(data)
+    if not buf.is_on_cpu:
+      return False
+    pointer = plugin.call("Buffer_UnsafePointer",
+                          buffer=buf.handle).buffer_pointer
+    if not pointer:
+      return False
+    read = np.ctypeslib.as_array((ctypes.c_float * 16).from_address(pointer))
+    if not np.array_equal(read, data):
+      return False
+    aligned = _aligned_empty(16, np.float32)
+    aligned[:] = data
+    view = _Lane(c).view(aligned.ctypes.data, pjrt.BufferType.F32, (16,))
+    return bool(np.array_equal(view.to_numpy(), data))
+  except support.XlaError:
+    return False
+
+
+def _aligned_empty(count: int, dtype) -> np.ndarray:
+  dtype = np.dtype(dtype)
+  raw = np.empty(count * dtype.itemsize + _VIEW_ALIGNMENT, np.uint8)
+  start = -raw.ctypes.data % _VIEW_ALIGNMENT
+  return raw[start:start + count * dtype.itemsize].view(dtype)
+
+
+# The on_delete_callback of every view (PJRT_Client_CreateViewOfDeviceBuffer
+# requires one): the viewed tensor is held by the Program, as long as the
+# view is, so there is nothing to release.
+@ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
+def _view_deleted(unused_data, unused_arg):
+  pass
+
+
+class _Lane:
+  """Prepared argument structs of the transfer calls, for one thread at a
+  time (each Program owns one and guards it with its lock)."""
+
+  def __init__(self, c: pjrt.Client):
+    self.client = c
+    self.plugin = c.plugin
+    device = c.addressable_devices()[0]
+    self._pointer = pjrt.abi.make_args(
+        pjrt.abi.args_type("Buffer_UnsafePointer"))
+    self._upload = pjrt.abi.make_args(
+        pjrt.abi.args_type("Client_BufferFromHostBuffer"), client=c.handle,
+        device=device.handle, host_buffer_semantics=int(
+            pjrt.abi.HostBufferSemantics.IMMUTABLE_ONLY_DURING_CALL))
+    self._view = pjrt.abi.make_args(
+        pjrt.abi.args_type("Client_CreateViewOfDeviceBuffer"),
+        client=c.handle, device=device.handle,
+        on_delete_callback=_view_deleted)
+    self._event = pjrt.abi.make_args(pjrt.abi.args_type("Event_Destroy"))
+
+  def pointer(self, buffer: pjrt.Buffer) -> int:
+    args = self._pointer
+    args.buffer = buffer.handle
+    self.plugin.call("Buffer_UnsafePointer", args)
+    return args.buffer_pointer
+
+  def upload(self, data: int, element_type: int, dims: Any, rank: int
+             ) -> pjrt.Buffer:
+    """A copy of the dense row-major data at `data` (copied during the
+    call: the memory may change once it returns)."""
+    args = self._upload
+    args.data = data
+    args.type = element_type
+    args.dims = dims
+    args.num_dims = rank
+    args.done_with_host_buffer = None
+    self.plugin.call("Client_BufferFromHostBuffer", args)
+    buffer = pjrt.Buffer(self.client, args.buffer)
+    if args.done_with_host_buffer:
+      self._event.event = args.done_with_host_buffer
+      self.plugin.call("Event_Destroy", self._event)
+    return buffer
+
+  def view(self, data: int, element_type: int, shape: tuple[int, ...]
+           ) -> pjrt.Buffer:
+    """A buffer over the dense row-major data at `data`, which must stay
+    alive and in place as long as the buffer is used."""
+    args = self._view
+    args.device_buffer_ptr = data
+    args.element_type = int(element_type)
+    args.dims = (ctypes.c_int64 * max(1, len(shape)))(*shape)
+    args.num_dims = len(shape)
+    self.plugin.call("Client_CreateViewOfDeviceBuffer", args)
+    return pjrt.Buffer(self.client, args.buffer)
+
+
+class _HostMemory:
+  """The owner of an output's memory as numpy and torch see it: holds the
+  PJRT buffer (its memory lives as long as the tensor over it)."""
+
+  __slots__ = ("__array_interface__", "buffer", "dtype", "shape",
+               "__weakref__")
+
+
+# Output data address -> its _HostMemory, while a tensor over it lives:
+# a program input that is such a tensor is passed as the buffer itself.
+_produced: "weakref.WeakValueDictionary[int, _HostMemory]" = (
+    weakref.WeakValueDictionary())
+
+
+class _Slot:
+  """What a Program knows about one of its inputs: the type the program
+  takes, and the view it made of the tensor that keeps coming back."""
+
+  __slots__ = ("shape", "dtype", "element_type", "dims", "rank",
+               "last", "view_of", "view_pointer", "view", "__weakref__")
+
+  def __init__(self, shape: tuple[int, ...], dtype: torch.dtype):
+    self.shape = torch.Size(shape)
+    self.dtype = dtype
+    self.element_type = int(_TYPES[dtype][0])
+    self.rank = len(shape)
+    self.dims = (ctypes.c_int64 * max(1, len(shape)))(*shape)
+    self.last = None        # weakref to the previous call's tensor
+    self.view_of = None     # the tensor `view` reads (kept alive by it)
+    self.view_pointer = 0
+    self.view = None
+
+
+class _Result:
+  __slots__ = ("shape", "dtype", "typestr", "empty")
+
+  def __init__(self, shape: tuple[int, ...], dtype: torch.dtype):
+    self.shape = tuple(shape)
+    self.dtype = dtype
+    self.typestr = _TYPES[dtype][1].str
+    self.empty = any(d == 0 for d in shape)
+
+
+def supported_dtype(dtype: torch.dtype) -> bool:
+  return dtype in _TYPES
+
+
+class Program:
+  """A compiled program called with torch tensors of fixed types.
+
+  Args:
+    exe: the executable.
+    c: its client.
+    arg_types: (shape, dtype) of each parameter.
+    result_types: (shape, dtype) of each result.
+  """
+
+  def __init__(self, exe: pjrt.LoadedExecutable, c: pjrt.Client,
+               arg_types: Sequence[tuple[tuple[int, ...], torch.dtype]],
+               result_types: Sequence[tuple[tuple[int, ...], torch.dtype]]):
+    self._exe = exe
+    self._client = c
+    self._zero_copy = (host_memory(c) and
+                       all(supported_dtype(d) for _, d in arg_types) and
+                       all(supported_dtype(d) for _, d in result_types))
+    self._slots = [_Slot(tuple(s), d) for s, d in arg_types]
+    self._results = [_Result(tuple(s), d) for s, d in result_types]
+    self._lane = _Lane(c) if self._zero_copy else None
+    # The lane's structs and the slots' views are used by one call at a
+    # time; a concurrent call takes the copying path.
+    self._busy = threading.Lock()
+
+  def __call__(self, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    if not self._zero_copy or not self._busy.acquire(blocking=False):
+      return self._copying(inputs)
+    try:
+      lane = self._lane
+      buffers = [self._buffer(lane, slot, t)
+                 for slot, t in zip(self._slots, inputs)]
+      if len(buffers) != len(inputs):
+        raise support.InvalidArgumentError(
+            f"the program takes {len(self._slots)} inputs, got {len(inputs)}")
+      outputs = self._exe.execute(buffers)
+      return [self._tensor(lane, r, o)
+              for r, o in zip(self._results, outputs)]
+    finally:
+      self._busy.release()
+
+  def _copying(self, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    c = self._client
+    outputs = self._exe.execute([c.buffer_from_numpy(_to_numpy(t))
+                                 for t in inputs])
+    return [_from_numpy(_writeable(o.to_numpy())) for o in outputs]
+
+  def _buffer(self, lane: _Lane, slot: _Slot, t: torch.Tensor
+              ) -> pjrt.Buffer:
+    if (t.dtype is not slot.dtype or t.device.type != "cpu" or
+        t.shape != slot.shape):
+      # Not what the program takes: the plugin says why.
+      return self._client.buffer_from_numpy(_to_numpy(t))
+    if not t.is_contiguous():
+      t = t.contiguous()
+    pointer = t.data_ptr()
+    if slot.view_of is t and slot.view_pointer == pointer:
+      return slot.view
+    memory = _produced.get(pointer)
+    if (memory is not None and memory.dtype is slot.dtype and
+        memory.shape == slot.shape):
+      return memory.buffer
+    last = slot.last
+    if (last is not None and last() is t and pointer and
+        pointer % _VIEW_ALIGNMENT == 0):
+      # The same tensor as last time: a weight. View it from now on.
+      slot.view = None  # The old view goes before its tensor.
+      slot.view_of = None
+      slot.view = lane.view(pointer, slot.element_type, tuple(slot.shape))
+      slot.view_of, slot.view_pointer = t, pointer
+      return slot.view
+    try:
+      slot.last = weakref.ref(t)
+    except TypeError:
+      slot.last = None
+    return lane.upload(pointer, slot.element_type, slot.dims, slot.rank)
+
+  def _tensor(self, lane: _Lane, result: _Result, buffer: pjrt.Buffer
+              ) -> torch.Tensor:
+    if result.empty:
+      return torch.empty(result.shape, dtype=result.dtype)
+    pointer = lane.pointer(buffer)
+    memory = _HostMemory()
+    memory.buffer = buffer
+    memory.dtype = result.dtype
+    memory.shape = result.shape
+    memory.__array_interface__ = {
+        "data": (pointer, False), "shape": result.shape,
+        "typestr": result.typestr, "version": 3}
+    t = torch.from_numpy(np.asarray(memory))
+    if t.dtype is not result.dtype:
+      t = t.view(result.dtype)
+    _produced[pointer] = memory
+    return t
