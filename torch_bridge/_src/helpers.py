@@ -78,8 +78,10 @@ def transpose(b: FunctionBuilder, v: Value, perm: Sequence[int]) -> Value:
   if perm == list(range(v.rank)):
     return v
   shape = [v.shape[p] for p in perm]
-  return b.op("stablehlo.transpose", [v], v.type.with_shape(shape),
-              "permutation = " + mlir.i64_array(perm))
+  result = b.op("stablehlo.transpose", [v], v.type.with_shape(shape),
+                "permutation = " + mlir.i64_array(perm))
+  b.transposes[result.name] = (v, tuple(perm))
+  return result
 
 
 def reduce(b: FunctionBuilder, v: Value, dims: Sequence[int], op_name: str,
@@ -105,9 +107,28 @@ def keep_dims(b: FunctionBuilder, v: Value, rank: int, dims: Sequence[int]
   return reshape(b, v, shape)
 
 
+def _through_transpose(b: FunctionBuilder, v: Value, batch, contract):
+  """(operand, batch dims, contracting dims) of a dot_general operand `v`,
+  reading through `v = transpose(u)` where that keeps the result's layout
+  (the free dims of `v` in the same order in `u`): the plugin then needs no
+  transposed copy (a weight `t()` before a matmul, most of backward)."""
+  source = b.transposes.get(v.name)
+  if source is None:
+    return v, list(batch), list(contract)
+  u, perm = source
+  free = [perm[i] for i in range(v.rank) if i not in batch and i not in contract]
+  if free != sorted(free):
+    return v, list(batch), list(contract)
+  return u, [perm[i] for i in batch], [perm[i] for i in contract]
+
+
 def dot_general(b: FunctionBuilder, lhs: Value, rhs: Value, out: TensorType,
                 lhs_batch=(), rhs_batch=(), lhs_contract=(), rhs_contract=()
                 ) -> Value:
+  lhs, lhs_batch, lhs_contract = _through_transpose(b, lhs, lhs_batch,
+                                                    lhs_contract)
+  rhs, rhs_batch, rhs_contract = _through_transpose(b, rhs, rhs_batch,
+                                                    rhs_contract)
   lists = (f"lhs_batching_dimensions = [{', '.join(map(str, lhs_batch))}], "
            f"rhs_batching_dimensions = [{', '.join(map(str, rhs_batch))}], "
            if lhs_batch else "")

@@ -100,6 +100,17 @@ _CASES = {
         x, (6,), w, b), (_f32(2, 3, 6), _f32(6), _f32(6))),
     "avg_pool": (lambda x: torch.nn.functional.avg_pool2d(x, 2),
                  (_f32(1, 2, 6, 6),)),
+    "pow_small_exponents": (lambda x: (
+        x.pow(3.0), x.pow(3), x.abs().add(0.5).pow(-0.5), (x + 3).pow(-1),
+        (x + 3).pow(-2), x.abs().pow(2.5), x.pow(2.0),
+        torch.arange(-3, 3).pow(3)), (_f32(3, 4),)),
+    "matmul_transposed_operands": (lambda a, b, c, d: (
+        a @ b.t(), b.t() @ c, torch.nn.functional.linear(a, c, d[:5]),
+        torch.bmm(a[None].expand(2, 4, 3),
+                  b.permute(1, 0)[None].expand(2, 3, 5)),
+        torch.bmm(c.t()[None], c[None]),
+        torch.bmm(d.view(2, 2, 2).transpose(0, 2), d.view(2, 2, 2))),
+        (_f32(4, 3), _f32(5, 3), _f32(5, 3), _f32(8))),
 }
 
 
@@ -170,6 +181,20 @@ def test_training_ops_match_autograd():
   for got, want in zip(args, ref_args):
     if want.requires_grad:
       assert models.max_relative_error(got.grad, want.grad) <= 1e-4
+
+
+def test_matmul_reads_a_transposed_weight_without_a_transpose():
+  """`x @ w.t()` (every nn.Linear) is one dot_general contracting `w`'s
+  second dim: no transposed copy of the weight per call."""
+  x, w = _f32(4, 3), _f32(5, 3)
+  got, _ = _run(lambda x, w: x @ w.t(), x, w)
+  assert models.max_relative_error(got, x @ w.t()) <= 1e-5
+  gm = make_fx(lambda x, w: x @ w.t(),
+               decomposition_table=core_aten_decompositions(),
+               tracing_mode="fake")(x, w)
+  text, _, _ = lowering.lower_graph(gm)
+  (dot,) = [l for l in text.splitlines() if "stablehlo.dot_general" in l]
+  assert "%arg1" in dot and "rhs_contracting_dimensions = [1]" in dot, dot
 
 
 def test_unlowered_op_is_reported_by_name():

@@ -119,6 +119,9 @@ class FunctionBuilder:
     self._args: list[Value] = []
     self._count = 0
     self._constants: dict[tuple, Value] = {}
+    # Result name of each stablehlo.transpose -> (operand, permutation):
+    # a dot_general reads through a transpose instead of materializing it.
+    self.transposes: dict[str, tuple[Value, tuple[int, ...]]] = {}
 
   def _fresh(self, prefix: str = "v") -> str:
     self._count += 1

@@ -108,8 +108,21 @@ def pow_(ctx, x, exponent):
     if exponent == 2:
       xv = h.operand(b, x, ty)
       return b.op("stablehlo.multiply", [xv, xv], ty)
-    if exponent == 0.5 and ty.is_float:
-      return b.op("stablehlo.sqrt", [h.operand(b, x, ty)], ty)
+    if exponent == 3:
+      # Multiplies, as torch's own kernel does: a general power costs a
+      # log and an exp per element.
+      xv = h.operand(b, x, ty)
+      square = b.op("stablehlo.multiply", [xv, xv], ty)
+      return b.op("stablehlo.multiply", [square, xv], ty)
+    if ty.is_float and exponent in (0.5, -0.5, -1, -2):
+      xv = h.operand(b, x, ty)
+      if exponent == 0.5:
+        return b.op("stablehlo.sqrt", [xv], ty)
+      if exponent == -0.5:
+        return b.op("stablehlo.rsqrt", [xv], ty)
+      if exponent == -2:
+        xv = b.op("stablehlo.multiply", [xv, xv], ty)
+      return b.op("stablehlo.divide", [b.constant(1, ty), xv], ty)
   return _binary(ctx, "stablehlo.power", x, exponent)
 
 
