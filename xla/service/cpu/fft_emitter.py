@@ -7,7 +7,7 @@ for f32 / c64, as XLA's FFT library computes single-precision transforms,
 double for f64 / c128).
 
 * Axes whose length is a power of two take an in-place radix-2 FFT that
-  updates whole rows per butterfly (`_emit_axis_fft_body`); a batch of 1-d
+  updates whole rows per butterfly (`_axis_function`); a batch of 1-d
   transforms, and the last axis of a 2-d or 3-d block, go through groups
   of ROW_GROUP rows stored transposed, so these vectorise too.
 * Other lengths (the CPU compiler sends only short ones here; long ones go
@@ -125,97 +125,86 @@ def _bit_reversal(module: ir.Module, n: int) -> ir.GlobalVariable:
 
 
 def _emit_axis_fft(b, cx, work, tw, n, inner, outer, inverse):
-  """A call of the module's function for `_emit_axis_fft_body` with these
-  n, inner, direction and precision (made on first use): the same
-  transform in several kernels (forward and inverse of one shape, rfft and
-  fft of one length, every row group) is compiled once."""
-  del cx, tw
-  module = b.module
+  """The radix-2 FFT along an axis of length `n` (a power of two) of the
+  `outer` x n x `inner` block in `work`, in place, as a call of the
+  module's one axis function for the work type (`_axis_function`)."""
+  del cx
   ft = work.type.pointee
-  name = (f"__fft_axis_{n}_{inner}_{'inv' if inverse else 'fwd'}_"
-          f"{_tag(ft)}")
-  fn = module.globals.get(name)
-  if fn is None:
-    fn = ir.Function(module, ir.FunctionType(
-        ir.VoidType(), [ft.as_pointer(), u.I64]), name)
-    fn.linkage = "internal"
-    # Kept out of line: inlined into every caller it would be compiled
-    # once per caller again.
-    fn.attributes.add("noinline")
-    fb = ir.IRBuilder(fn.append_basic_block("entry"))
-    _emit_axis_fft_body(fb, _Cplx(fb), fn.args[0], _twiddles(module, n, ft),
-                        n, inner, fn.args[1], inverse)
-    fb.ret_void()
-  outer = u.i64(outer) if isinstance(outer, int) else outer
-  b.call(fn, [work, outer])
-
-
-def _emit_axis_fft_body(b, cx, work, tw, n, inner, outer, inverse):
-  """The radix-2 FFT along an axis of length `n` (power of two) of the
-  `outer` x n x `inner` block in `work`, in place: the rows (n of them,
-  each `inner` contiguous elements) are put in bit-reversed order by swaps,
-  then each butterfly updates two whole rows, so for an axis other than the
-  last the innermost loop runs over contiguous elements.
-
-  The log2(n) stages are one loop at run time rather than one loop nest
-  each: the vectorised row loop is then emitted twice instead of 2 log2(n)
-  times, which made these functions most of an FFT program's LLVM time
-  (fft_transforms: 0.87 s)."""
-  ft = work.type.pointee
+  fn = _axis_function(b.module, ft)
   rev = _bit_reversal(b.module, n)
-  rows = _row_butterfly(b.module, inner, ft) if inner > 1 else None
+  outer = u.i64(outer) if isinstance(outer, int) else outer
+  b.call(fn, [work, outer, u.i64(n), u.i64(n.bit_length() - 1), u.i64(inner),
+              ir.Constant(ir.IntType(1), int(bool(inverse))),
+              b.gep(tw, [u.i64(0), u.i64(0)]),
+              b.gep(rev, [u.i64(0), u.i64(0)])])
+
+
+def _axis_function(module: ir.Module, ft: ir.Type) -> ir.Function:
+  """The module's radix-2 axis transform for work type `ft`:
+  f(work, outer, n, log2 n, inner, inverse, twiddles, bit reversal) on the
+  `outer` x n x `inner` block in `work`, in place.
+
+  The rows (n of them, each `inner` contiguous elements) are put in
+  bit-reversed order by swaps, then each butterfly updates two whole rows,
+  so for an axis other than the last the innermost loop runs over
+  contiguous elements. Length, row width and direction are arguments, and
+  the log2(n) stages one loop, so that every transform of a program shares
+  one compiled function: one per length, width and direction, and one
+  loop nest per stage, made the axis functions most of an FFT program's
+  LLVM time (fft_transforms: 1.56 s of CPU)."""
+  name = f"__fft_axis_{_tag(ft)}"
+  fn = module.globals.get(name)
+  if fn is not None:
+    return fn
+  p = ft.as_pointer()
+  fn = ir.Function(module, ir.FunctionType(
+      ir.VoidType(), [p, u.I64, u.I64, u.I64, u.I64, ir.IntType(1), p,
+                      u.I64.as_pointer()]), name)
+  fn.linkage = "internal"
+  # Kept out of line: inlined into every kernel it would be compiled once
+  # per kernel again.
+  fn.attributes.add("noinline")
+  work, outer, n, log2n, inner, inverse, tw, rev = fn.args
+  b = ir.IRBuilder(fn.append_basic_block("entry"))
+  cx = _Cplx(b)
+  rows = _row_butterfly(module, ft)
+  block = b.mul(n, inner)
+  one = ir.Constant(ft, 1.0)
+  scale = b.fdiv(one, b.uitofp(n, ft))
+  # exp(-/+ 2 pi i m / n): the sign of the twiddles' imaginary parts, as a
+  # factor (a select on `inverse` in the loops would make LLVM unswitch
+  # them, compiling every loop nest twice).
+  sign = b.select(inverse, one, ir.Constant(ft, -1.0))
+
+  def row(r):
+    return b.gep(work, [b.mul(b.add(base, b.mul(r, inner)), u.i64(2))])
+
   with u.for_range(b, 0, outer, "fo") as o:
-    base = b.mul(o, u.i64(n * inner))
-
-    def elem(row, c):
-      idx = b.add(base, b.mul(row, u.i64(inner)) if inner > 1 else row)
-      return idx if c is None else b.add(idx, c)
-
-    def columns(body):
-      if inner == 1:
-        body(None)
-        return
-      with u.for_range(b, 0, inner, "col") as c:
-        body(c)
-
+    base = b.mul(o, block)
     with u.for_range(b, 0, n, "br") as t:
-      r = b.load(b.gep(rev, [u.i64(0), t]))
+      r = b.load(b.gep(rev, [t]))
       with b.if_then(b.icmp_signed("<", t, r)):
-        def swap(c):
-          i, j = elem(t, c), elem(r, c)
-          ar, ai = cx.load(work, i)
-          br, bi = cx.load(work, j)
-          cx.store(work, i, br, bi)
-          cx.store(work, j, ar, ai)
-        columns(swap)
+        rt, rr = row(t), row(r)
+        with u.for_range(b, 0, inner, "col") as c:
+          ar, ai = cx.load(rt, c)
+          br, bi = cx.load(rr, c)
+          cx.store(rt, c, br, bi)
+          cx.store(rr, c, ar, ai)
 
-    with u.for_range(b, 0, n.bit_length() - 1, "stage") as st:
+    with u.for_range(b, 0, log2n, "stage") as st:
       # Stage st: butterflies of span 2 * half between rows half apart, in
       # `blocks` blocks; butterfly k of a block uses twiddle k * blocks.
       half = b.shl(u.i64(1), st)
-      blocks = b.lshr(u.i64(n // 2), st)
+      blocks = b.lshr(b.lshr(n, u.i64(1)), st)
       span = b.shl(half, u.i64(1))
 
       def butterflies(blk, k):
         m = b.mul(k, b.shl(blocks, u.i64(1)))
-        wr = b.load(b.gep(tw, [u.i64(0), m]))
-        wi = b.load(b.gep(tw, [u.i64(0), b.add(m, u.i64(1))]))
-        if not inverse:
-          wi = b.fneg(wi)
+        wr = b.load(b.gep(tw, [m]))
+        wi = b.load(b.gep(tw, [b.add(m, u.i64(1))]))
+        wi = b.fmul(wi, sign)
         top = b.add(b.mul(blk, span), k)
-        bot = b.add(top, half)
-        if inner > 1:
-          b.call(rows, [b.gep(work, [b.mul(elem(top, u.i64(0)), u.i64(2))]),
-                        b.gep(work, [b.mul(elem(bot, u.i64(0)), u.i64(2))]),
-                        wr, wi])
-          return
-        i, j = elem(top, None), elem(bot, None)
-        ur, ui = cx.load(work, i)
-        xr, xi = cx.load(work, j)
-        vr = b.fsub(b.fmul(xr, wr), b.fmul(xi, wi))
-        vi = b.fadd(b.fmul(xr, wi), b.fmul(xi, wr))
-        cx.store(work, i, b.fadd(ur, vr), b.fadd(ui, vi))
-        cx.store(work, j, b.fsub(ur, vr), b.fsub(ui, vi))
+        b.call(rows, [row(top), row(b.add(top, half)), wr, wi, inner])
 
       # The longer loop inside: early stages have many short blocks.
       with b.if_else(b.icmp_unsigned(">=", half, blocks)) as (few, many):
@@ -228,31 +217,33 @@ def _emit_axis_fft_body(b, cx, work, tw, n, inner, outer, inverse):
             with u.for_range(b, 0, blocks, "blk") as blk:
               butterflies(blk, k)
 
-    if inverse:
-      scale = ir.Constant(ft, 1.0 / n)
-      with u.for_range(b, 0, n * inner, "sc") as e:
-        re, im = cx.load(work, b.add(base, e))
-        cx.store(work, b.add(base, e), b.fmul(re, scale), b.fmul(im, scale))
+    with b.if_then(inverse):
+      start = row(u.i64(0))
+      with u.for_range(b, 0, block, "sc") as e:
+        re, im = cx.load(start, e)
+        cx.store(start, e, b.fmul(re, scale), b.fmul(im, scale))
+  b.ret_void()
+  return fn
 
 
-def _row_butterfly(module: ir.Module, inner: int, ft: ir.Type) -> ir.Function:
+def _row_butterfly(module: ir.Module, ft: ir.Type) -> ir.Function:
   """(top, bottom) := (top + w * bottom, top - w * bottom) over two rows of
   `inner` complex elements. The rows are `noalias` arguments of a function
   that is always inlined, which tells LLVM's vectoriser that they do not
   overlap (their distance is only known at run time, so it would otherwise
   add an overlap check in front of every row loop)."""
-  name = f"__fft_rows_{inner}_{_tag(ft)}"
+  name = f"__fft_rows_{_tag(ft)}"
   fn = module.globals.get(name)
   if fn is not None:
     return fn
   p = ft.as_pointer()
-  fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [p, p, ft, ft]),
-                   name)
+  fn = ir.Function(module, ir.FunctionType(ir.VoidType(),
+                                           [p, p, ft, ft, u.I64]), name)
   fn.linkage = "internal"
   fn.attributes.add("alwaysinline")
   for a in fn.args[:2]:
     a.add_attribute("noalias")
-  top, bot, wr, wi = fn.args
+  top, bot, wr, wi, inner = fn.args
   b = ir.IRBuilder(fn.append_basic_block("entry"))
   cx = _Cplx(b)
   with u.for_range(b, 0, inner, "col") as c:

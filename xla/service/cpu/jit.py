@@ -380,6 +380,37 @@ def partition_module(module: ir.Module, exported: Sequence[str],
     for d in seen:
       if d in parent and find(d) != find(r):
         parent[find(d)] = find(r)
+  shared = _shared_helpers(module, roots, closure)
+  declare: dict[str, set[str]] = {}
+  if shared:
+    # Out-of-line helpers (`noinline`) that several roots use are compiled
+    # once, in a part of their own, and declared where they are called:
+    # copied into every part, each copy was optimised and compiled again
+    # (an FFT program's axis transforms, shared by its kernels, cost most of
+    # its LLVM time that way). The parts' object files are loaded into one
+    # engine, which links the calls.
+    for h in shared:
+      texts[h] = _with_external_linkage(module.globals[h])
+    roots = roots + sorted(shared - set(roots))
+    parent.update({h: h for h in shared})
+    closure = {}
+    for r in roots:
+      seen, stack, needs = {r}, [r], set()
+      while stack:
+        for d in refs.get(stack.pop(), ()):
+          if d in shared and d != r:
+            needs.add(d)
+          elif d in texts and d not in seen:
+            seen.add(d)
+            stack.append(d)
+      closure[r] = seen
+      declare[r] = needs
+    for r in roots:
+      parent[r] = r
+    for r in roots:
+      for d in closure[r]:
+        if d in parent and find(d) != find(r):
+          parent[find(d)] = find(r)
   units: dict[str, set[str]] = {}
   for r in roots:
     units.setdefault(find(r), set()).update(closure[r])
@@ -395,8 +426,44 @@ def partition_module(module: ir.Module, exported: Sequence[str],
   out = []
   for members in sorted(bins, key=lambda m: -sum(len(texts[x]) for x in m)):
     body = [texts[x] for x in order if x in members]
-    out.append("\n".join(header + declarations + body + metadata))
+    needed = set().union(*(declare.get(x, ()) for x in members)) - members
+    extern = [_declaration(texts[x]) for x in sorted(needed)]
+    out.append("\n".join(header + declarations + extern + body + metadata))
   return out
+
+
+def _shared_helpers(module: ir.Module, roots: Sequence[str],
+                    closure: dict[str, set[str]]) -> set[str]:
+  """The `noinline` helper functions in the closures of two or more roots."""
+  count: dict[str, int] = {}
+  for r in roots:
+    for d in closure[r]:
+      if d != r:
+        count[d] = count.get(d, 0) + 1
+  out = set()
+  for name, n in count.items():
+    fn = module.globals.get(name)
+    if (n >= 2 and isinstance(fn, ir.Function) and
+        "noinline" in fn.attributes):
+      out.add(name)
+  return out
+
+
+def _with_external_linkage(fn: ir.Function) -> str:
+  saved = fn.linkage
+  fn.linkage = ""
+  try:
+    return str(fn)
+  finally:
+    fn.linkage = saved
+
+
+def _declaration(text: str) -> str:
+  """`declare` for the function defined by `text` (its header line up to
+  the body)."""
+  head = text.split("\n", 1)[0]
+  head = head[:head.rindex("{")] if "{" in head else head
+  return "declare" + head.strip()[len("define"):]
 
 
 def _unlocked(name: str):

@@ -235,3 +235,45 @@ def test_runtime_library_functions_resolve():
   jit.CpuJit(0)
   for name in ("fmodf", "fmod", "__truncdfhf2", "__extendhfsf2"):
     assert llvm.address_of_symbol(name), name
+
+
+def _module_with_shared_helper(n_kernels=3):
+  """Kernels s<i>(x) = shared(x) + i, where `shared` is a noinline helper
+  (as the FFT kernels' axis transforms are)."""
+  m = ir.Module(name="jit_shared")
+  jit.configure_module(m)
+  shared = ir.Function(m, FN_TY, "shared")
+  shared.linkage = "internal"
+  shared.attributes.add("noinline")
+  b = ir.IRBuilder(shared.append_basic_block("entry"))
+  b.ret(b.mul(shared.args[0], I64(3)))
+  for i in range(n_kernels):
+    fn = ir.Function(m, FN_TY, f"s{i}")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    b.ret(b.add(b.call(shared, [fn.args[0]]), I64(i)))
+  return m
+
+
+def test_partition_compiles_shared_noinline_helper_once():
+  m = _module_with_shared_helper(3)
+  exported = ["s0", "s1", "s2"]
+  texts = jit.partition_module(m, exported, parts=4)
+  defining = []
+  for text in texts:
+    fns, mod = _defined(text)
+    mod.verify()
+    if "shared" in fns:
+      defining.append(fns["shared"])
+    elif any(n in fns for n in exported):
+      # Declared where it is called, not copied.
+      assert "declare" in text and '@"shared"' in text
+  assert len(defining) == 1
+  assert defining[0].linkage == llvm.Linkage.external
+  assert m.globals["shared"].linkage == "internal"  # module unchanged
+  # The parts link when their objects are loaded together.
+  objs = jit.compile_objects(m, exported, threads=2)
+  cj = jit.CpuJit()
+  cj.load_object_code(jit.pack_objects(objs))
+  for i, name in enumerate(exported):
+    f = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(cj.address(name))
+    assert f(5) == 15 + i
