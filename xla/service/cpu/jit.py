@@ -285,13 +285,33 @@ def _refs(text: str) -> set[str]:
   return {a or b for a, b in _GLOBAL_REF.findall(text)}
 
 
-def _canonical_text(text: str, name: str) -> Optional[str]:
-  """`text` of function `name` with its own name replaced by a placeholder
-  (None if the name occurs more than once)."""
-  token = f'@"{name}"' if f'@"{name}"' in text else f"@{name}("
-  if text.count(token) != 1:
-    return None
-  return text.replace(token, '@"<kernel>"' + ("(" if token[-1] == "(" else ""))
+def _unit_key(root: str, texts: dict[str, str], refs: dict[str, set[str]],
+              exported) -> Optional[str]:
+  """The text of `root` and of the helpers and constants it reaches, with
+  their names replaced by placeholders in the order they are first used:
+  two kernels with equal keys compile to the same code (the same sort with
+  its own comparator, the same LAPACK call with its own argument
+  constants). None where the unit reaches another exported function."""
+  seq: list[str] = []
+  seen: set[str] = set()
+  stack = [root]
+  while stack:
+    name = stack.pop()
+    if name in seen:
+      continue
+    if name != root and name in exported:
+      return None
+    seen.add(name)
+    seq.append(name)
+    found = [a or b for a, b in _GLOBAL_REF.findall(texts[name])]
+    stack.extend(reversed([d for d in found if d in texts and d in
+                           refs[name] and d not in seen]))
+  mapping = {n: f'@"<{i}>"' for i, n in enumerate(seq)}
+
+  def rename(m):
+    name = m.group(1) or m.group(2)
+    return mapping.get(name, m.group(0))
+  return "\n".join(_GLOBAL_REF.sub(rename, texts[n]) for n in seq)
 
 
 def partition_module(module: ir.Module, exported: Sequence[str],
@@ -303,12 +323,12 @@ def partition_module(module: ir.Module, exported: Sequence[str],
   each other stay together. Returns None where the module cannot be split
   (a global variable that is not internal: it must exist once).
 
-  With `aliases` (a dict to fill), an exported function whose text equals
-  an earlier one's but for its name, that calls nothing of the module and
-  that nothing calls, is not compiled again: `aliases[name]` names the
-  function that stands for it (the same fusion in every layer of a model
-  is emitted once per layer; LLVM's time is the largest part of a
-  compile)."""
+  With `aliases` (a dict to fill), an exported function that nothing
+  calls and whose text, with the helpers and constants it uses, equals an
+  earlier one's but for their names, is not compiled again:
+  `aliases[name]` names the function that stands for it (the same fusion
+  in every layer of a model is emitted once per layer; LLVM's time is the
+  largest part of a compile)."""
   header = [f'; ModuleID = "{module.name}"',
             f'target triple = "{module.triple}"',
             f'target datalayout = "{module.data_layout}"', ""]
@@ -346,9 +366,9 @@ def partition_module(module: ir.Module, exported: Sequence[str],
     referenced = set().union(*refs.values()) if refs else set()
     first: dict[str, str] = {}
     for name in [n for n in order if n in exported]:
-      if name in referenced or any(d in texts for d in refs[name]):
+      if name in referenced:
         continue
-      key = _canonical_text(texts[name], name)
+      key = _unit_key(name, texts, refs, exported)
       if key is None:
         continue
       kept = first.setdefault(key, name)

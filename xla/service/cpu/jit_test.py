@@ -277,3 +277,46 @@ def test_partition_compiles_shared_noinline_helper_once():
   for i, name in enumerate(exported):
     f = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(cj.address(name))
     assert f(5) == 15 + i
+
+
+def _sorts_module():
+  """Kernels r<i>(x) = cmp<i>(x) + table<i>[0], each with a helper and a
+  constant of its own: r0 and r1 are the same code under other names; r2's
+  constant differs."""
+  m = ir.Module(name="jit_units")
+  jit.configure_module(m)
+  for i, value in enumerate((7, 7, 8)):
+    cmp = ir.Function(m, FN_TY, f"cmp{i}")
+    cmp.linkage = "internal"
+    cmp.attributes.add("alwaysinline")
+    b = ir.IRBuilder(cmp.append_basic_block("entry"))
+    b.ret(b.mul(cmp.args[0], I64(2)))
+    table = ir.GlobalVariable(m, I64, f"table{i}")
+    table.linkage = "internal"
+    table.global_constant = True
+    table.initializer = I64(value)
+    fn = ir.Function(m, FN_TY, f"r{i}")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    b.ret(b.add(b.call(cmp, [fn.args[0]]), b.load(table)))
+  return m
+
+
+def test_partition_compiles_kernels_equal_with_their_helpers_once():
+  # The same sort emitted twice has its own comparator (and constants)
+  # each time: the kernels are equal once those are renamed consistently.
+  aliases = {}
+  texts = jit.partition_module(_sorts_module(), ["r0", "r1", "r2"],
+                               parts=3, aliases=aliases)
+  assert aliases == {"r1": "r0"}
+  defined = set()
+  for text in texts:
+    defined |= set(_defined(text)[0])
+  assert "r1" not in defined and "cmp1" not in defined
+  objs = jit.compile_objects(_sorts_module(), ["r0", "r1", "r2"], threads=2,
+                             aliases=(found := {}))
+  engine = jit.CpuJit(2)
+  engine.load_object_code(jit.pack_objects(objs))
+  for name, want in (("r0", 27), ("r1", 27), ("r2", 28)):
+    fn = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(
+        engine.address(found.get(name, name)))
+    assert fn(10) == want
