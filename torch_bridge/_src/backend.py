@@ -138,6 +138,10 @@ class CompiledCluster(torch.nn.Module):
     self._options = options
     self._failed = False
 
+  def __call__(self, *args):
+    # Called only by the partitioned graph: no hooks to run.
+    return self.forward(*args)
+
   def forward(self, *args):
     if not self._failed:
       try:
@@ -263,6 +267,16 @@ def picture(gm: torch.fx.GraphModule) -> str:
   return "\n".join(lines)
 
 
+def _generated_forward(gm: torch.fx.GraphModule) -> Callable:
+  """`gm`'s generated forward. A lazy GraphModule's `forward` generates the
+  code on the first call and then calls the module again, through
+  nn.Module.__call__, on every call: the code is generated here instead."""
+  real_recompile = getattr(gm, "real_recompile", None)
+  if callable(real_recompile):
+    real_recompile()
+  return gm.forward
+
+
 class Backend:
   """A torch.compile backend instance; keeps the reports of what it
   compiled (for `explain` and the benchmark)."""
@@ -277,7 +291,7 @@ class Backend:
       from functorch.compile import make_boxed_func  # pylint: disable=g-import-not-at-top
       fused, report = partition(gm, self.options, kind)
       self.reports.append(report)
-      return make_boxed_func(fused.forward)
+      return make_boxed_func(_generated_forward(fused))
     return compile_graph
 
   def __call__(self, gm: torch.fx.GraphModule, example_inputs):

@@ -220,11 +220,22 @@ class _Lane:
         client=c.handle, device=device.handle,
         on_delete_callback=_view_deleted)
     self._event = pjrt.abi.make_args(pjrt.abi.args_type("Event_Destroy"))
+    # The two calls of every step, made directly (Plugin.call's checks
+    # cost more than the plugin's work); `_call` raises their errors.
+    self._pointer_fn = self.plugin.function("Buffer_UnsafePointer")
+    self._pointer_p = ctypes.byref(self._pointer)
+    self._upload_fn = self.plugin.function("Client_BufferFromHostBuffer")
+    self._upload_p = ctypes.byref(self._upload)
+
+  def _raise(self, error: int) -> None:
+    raise self.plugin.take_error(error)
 
   def pointer(self, buffer: pjrt.Buffer) -> int:
     args = self._pointer
     args.buffer = buffer.handle
-    self.plugin.call("Buffer_UnsafePointer", args)
+    error = self._pointer_fn(self._pointer_p)
+    if error:
+      self._raise(error)
     return args.buffer_pointer
 
   def upload(self, data: int, element_type: int, dims: Any, rank: int
@@ -237,7 +248,9 @@ class _Lane:
     args.dims = dims
     args.num_dims = rank
     args.done_with_host_buffer = None
-    self.plugin.call("Client_BufferFromHostBuffer", args)
+    error = self._upload_fn(self._upload_p)
+    if error:
+      self._raise(error)
     buffer = pjrt.Buffer(self.client, args.buffer)
     if args.done_with_host_buffer:
       self._event.event = args.done_with_host_buffer
@@ -265,10 +278,21 @@ class _HostMemory:
                "__weakref__")
 
 
-# Output data address -> its _HostMemory, while a tensor over it lives:
-# a program input that is such a tensor is passed as the buffer itself.
-_produced: "weakref.WeakValueDictionary[int, _HostMemory]" = (
-    weakref.WeakValueDictionary())
+# Output data address -> weak reference to its _HostMemory: a program
+# input that is a tensor over it is passed as the buffer itself. A live
+# entry is right (the memory is the buffer's while the _HostMemory lives);
+# dead ones are dropped when the table grows.
+_produced: dict[int, weakref.ref] = {}
+_PRODUCED_PURGE = 4096
+
+
+def _remember(pointer: int, memory: _HostMemory) -> None:
+  global _PRODUCED_PURGE
+  _produced[pointer] = weakref.ref(memory)
+  if len(_produced) > _PRODUCED_PURGE:
+    for key in [k for k, r in list(_produced.items()) if r() is None]:
+      _produced.pop(key, None)
+    _PRODUCED_PURGE = max(4096, 2 * len(_produced))
 
 
 class _Slot:
@@ -333,12 +357,18 @@ class Program:
     if not self._zero_copy or not self._busy.acquire(blocking=False):
       return self._copying(inputs)
     try:
-      lane = self._lane
-      buffers = [self._buffer(lane, slot, t)
-                 for slot, t in zip(self._slots, inputs)]
-      if len(buffers) != len(inputs):
+      if len(inputs) != len(self._slots):
         raise support.InvalidArgumentError(
             f"the program takes {len(self._slots)} inputs, got {len(inputs)}")
+      lane = self._lane
+      buffers = []
+      for slot, t in zip(self._slots, inputs):
+        # Inline, the common case: the weight viewed last time.
+        if (slot.view_of is t and t.data_ptr() == slot.view_pointer and
+            t.shape == slot.shape and t.is_contiguous()):
+          buffers.append(slot.view)
+        else:
+          buffers.append(self._buffer(lane, slot, t))
       outputs = self._exe.execute(buffers)
       return [self._tensor(lane, r, o)
               for r, o in zip(self._results, outputs)]
@@ -360,9 +390,8 @@ class Program:
     if not t.is_contiguous():
       t = t.contiguous()
     pointer = t.data_ptr()
-    if slot.view_of is t and slot.view_pointer == pointer:
-      return slot.view
-    memory = _produced.get(pointer)
+    ref = _produced.get(pointer)
+    memory = ref() if ref is not None else None
     if (memory is not None and memory.dtype is slot.dtype and
         memory.shape == slot.shape):
       return memory.buffer
@@ -396,5 +425,5 @@ class Program:
     t = torch.from_numpy(np.asarray(memory))
     if t.dtype is not result.dtype:
       t = t.view(result.dtype)
-    _produced[pointer] = memory
+    _remember(pointer, memory)
     return t
