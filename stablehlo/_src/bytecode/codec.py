@@ -10,6 +10,7 @@ Field encodings (`kind` in a `(name, kind)` field spec):
   varint, svarint, byte       integers
   attr, type                  a reference (varint index)
   opt_attr                    0, or (index << 1 | 1); value None when absent
+  opt_varint                  0, or (value << 1 | 1); value None when absent
   flag_attr                   varint 0, or varint 1 then a reference
   string                      a string-section reference
   blob                        varint size + bytes
@@ -166,6 +167,13 @@ def _read_field(codec, kind, r, ctx, values):
         raise r.error("absent optional attribute with a nonzero index")
       return None
     return ctx.attr(index, r)
+  if kind == "opt_varint":
+    value, present = r.varint_with_flag("optional varint")
+    if not present:
+      if value:
+        raise r.error("absent optional varint with a nonzero value")
+      return None
+    return value
   if kind == "flag_attr":
     flag = r.varint("attribute flag")
     if flag > 1:
@@ -237,6 +245,11 @@ def _write_field(codec, kind, value, e, ctx, done):
       e.varint(0)
     else:
       e.varint_with_flag(ctx.attr_index(value), True)
+  elif kind == "opt_varint":
+    if value is None:
+      e.varint(0)
+    else:
+      e.varint_with_flag(value, True)
   elif kind == "flag_attr":
     if value is None:
       e.varint(0)

@@ -4,7 +4,7 @@ The structure follows MLIR's `mlir/docs/BytecodeFormat.md` and
 `BytecodeReader.cpp`: header, then sections in any order (string, dialect,
 attribute/type offsets + data, IR, optional resources, properties from
 version 5). Attributes and types are decoded lazily through the dialect
-codecs registered in `codec.py` (builtin and VHLO are always loaded).
+codecs registered in `codec.py` (builtin, VHLO and sdy are always loaded).
 
 Malformed input raises `support.DataLossError` (with the file offset), an
 unsupported version `support.InvalidArgumentError`; nothing else escapes.
@@ -16,6 +16,7 @@ import support
 from stablehlo._src.bytecode import builtin_codec
 from stablehlo._src.bytecode import codec
 from stablehlo._src.bytecode import encoding
+from stablehlo._src.bytecode import sdy_codec  # pylint: disable=unused-import
 from stablehlo._src.bytecode import tree
 from stablehlo._src.bytecode import vhlo_codec  # pylint: disable=unused-import
 
