@@ -21,11 +21,13 @@ import numpy as np
 from stablehlo._src.bytecode import tree
 from stablehlo._src.bytecode import vhlo_codec
 from stablehlo._src.ir import attributes as a
+from stablehlo._src.ir import sdy
 from stablehlo._src.ir import types as t
 from stablehlo._src.text import attr_parser
 from stablehlo._src.text import dense
 from stablehlo._src.text import diagnostics
 from stablehlo._src.text import lexer as lx
+from stablehlo._src.vhlo import sdy_conversion
 from stablehlo._src.vhlo import type_conversion as tc
 
 ConversionError = tc.ConversionError
@@ -226,7 +228,10 @@ def _width(ty: t.Type) -> int:
 
 
 def to_vhlo(attr) -> tree.Attr:
-  """The VHLO attribute for one of our attributes (generic rules)."""
+  """The VHLO attribute for one of our attributes (generic rules). Shardy
+  attributes keep their own encoding (mixed serialization)."""
+  if isinstance(attr, sdy.SdyAttr):
+    return sdy_conversion.to_tree(attr)
   if isinstance(attr, a.BoolAttr):
     return boolean(attr.value)
   if isinstance(attr, a.IntegerAttr):
@@ -366,7 +371,10 @@ def _signed(value: int, width: int) -> int:
 
 
 def from_vhlo(attr) -> a.Attribute:
-  """Our attribute for a VHLO attribute (generic rules)."""
+  """Our attribute for a VHLO attribute (generic rules), or for a Shardy
+  attribute kept in its own encoding."""
+  if sdy_conversion.is_sdy(attr):
+    return sdy_conversion.from_tree(attr)
   if not isinstance(attr, tree.Attr) or attr.dialect != DIALECT:
     raise ConversionError(f"expected a VHLO attribute, got {_describe(attr)}")
   kind, f = attr.kind, attr.fields

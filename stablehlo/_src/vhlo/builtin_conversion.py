@@ -15,12 +15,14 @@ import numpy as np
 import support
 from stablehlo._src.bytecode import tree
 from stablehlo._src.ir import attributes as a
+from stablehlo._src.ir import sdy
 from stablehlo._src.ir import types as t
 from stablehlo._src.text import attr_printer
 from stablehlo._src.text import dense
 from stablehlo._src.text import diagnostics
 from stablehlo._src.text import lexer as lx
 from stablehlo._src.vhlo import attr_conversion as ac
+from stablehlo._src.vhlo import sdy_conversion
 from stablehlo._src.vhlo import type_conversion as tc
 
 ConversionError = tc.ConversionError
@@ -119,7 +121,10 @@ def _int_width(ty: t.Type) -> int:
 
 
 def attr_to_builtin(attr: a.Attribute):
-  """The builtin bytecode attribute for one of our attributes."""
+  """The builtin bytecode attribute for one of our attributes (Shardy
+  attributes keep their own encoding)."""
+  if isinstance(attr, sdy.SdyAttr):
+    return sdy_conversion.to_tree(attr)
   if isinstance(attr, a.UnitAttr):
     return ba("UnitAttr")
   if isinstance(attr, a.BoolAttr):
@@ -169,6 +174,8 @@ def dictionary(entries) -> tree.Attr:
 
 
 def attr_from_builtin(attr) -> a.Attribute:
+  if sdy_conversion.is_sdy(attr):
+    return sdy_conversion.from_tree(attr)
   if isinstance(attr, tree.AsmAttr):
     return ac.parse_attr_text(attr.text.decode("utf-8"))
   if not isinstance(attr, tree.Attr) or attr.dialect != DIALECT:

@@ -7,8 +7,12 @@ default value (VHLO ops always carry every declared attribute); struct
 attributes such as dimension numbers are spread into one VHLO attribute per
 field; discardable attributes are converted generically and kept.
 
-VHLO has no CHLO ops (nor ops of other dialects): a module holding them is
-rejected, as upstream does; legalize CHLO to StableHLO first.
+VHLO has no CHLO ops: a module holding them is rejected, as upstream does;
+legalize CHLO to StableHLO first. Shardy (`sdy`) ops stay as they are, with
+builtin types, as jaxlib's "mixed" serialization keeps them: a value
+crossing between a VHLO op and an sdy op goes through a
+`builtin.unrealized_conversion_cast`, placed where MLIR's dialect
+conversion materializes it (`_Casts`).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from stablehlo._src.ir import types as t
 from stablehlo._src.vhlo import attr_conversion as ac
 from stablehlo._src.vhlo import builtin_conversion as bc
 from stablehlo._src.vhlo import ops
+from stablehlo._src.vhlo import sdy_conversion
 from stablehlo._src.vhlo import type_conversion as tc
 from stablehlo._src.vhlo import vhlo_ir
 
@@ -337,6 +342,68 @@ def _defaults(op: core.Operation, attrs: dict) -> dict:
 # --- ops --------------------------------------------------------------------------
 
 
+class _Casts:
+  """The unrealized casts between VHLO and builtin (sdy) values.
+
+  MLIR's conversion driver materializes a cast right after the definition
+  of the value it converts (at the block start for a block argument), and
+  keeps one per value and type:
+    * into VHLO ("target"): for a VHLO op using an sdy value, created when
+      that op is converted (pre-order), located at the user;
+    * out of VHLO ("source"): for an sdy op using a VHLO value, created
+      when the value's producer (or its block's signature) is converted,
+      result by result, located at the producer.
+  Each new cast goes right after the definition, so later ones precede
+  earlier ones.
+  """
+
+  def __init__(self):
+    # id(tree value) -> (ops list of its block, producer op or None).
+    self.home: dict = {}
+    self.cache: dict = {}  # (id(value), type) -> cast result
+    # id(cast op) -> (id(producer) or id(block ops), index of the source).
+    self.source_of: dict = {}
+
+  def define(self, value: tree.Value, ops_list: list, producer) -> None:
+    self.home[id(value)] = (ops_list, producer)
+
+  def cast(self, value: tree.Value, ty, loc, source: bool, index: int):
+    key = (id(value), ty)
+    hit = self.cache.get(key)
+    if hit is not None:
+      return hit
+    ops_list, producer = self.home[id(value)]
+    new = vhlo_ir.VhloOp(name=sdy_conversion.CAST, location=loc,
+                         operands=[value])
+    new.results = [tree.Value(ty)]
+    self.define(new.results[0], ops_list, new)
+    at = 0 if producer is None else _index(ops_list, producer) + 1
+    anchor = id(ops_list) if producer is None else id(producer)
+    if source:
+      # Casts made earlier for later results / arguments come first.
+      while at < len(ops_list):
+        seen = self.source_of.get(id(ops_list[at]))
+        if seen is None or seen[0] != anchor or seen[1] < index:
+          break
+        at += 1
+      self.source_of[id(new)] = (anchor, index)
+    ops_list.insert(at, new)
+    self.cache[key] = new.results[0]
+    return new.results[0]
+
+
+def _index(ops_list: list, op) -> int:
+  for i, other in enumerate(ops_list):
+    if other is op:
+      return i
+  raise support.InternalError(f"{op.name} is not in its block")
+
+
+def _is_vhlo_type(ty) -> bool:
+  return isinstance(ty, (tree.Type, tree.AsmType, tree.OpaqueType)) and \
+      ty.dialect == "vhlo"
+
+
 class _Legalizer:
   """Converts one module; keeps the value and block maps."""
 
@@ -345,6 +412,9 @@ class _Legalizer:
     self.values: dict = {}
     self.blocks: dict = {}
     self.type_cache: dict = {}
+    self.casts = _Casts()
+    # id(tree value) -> (its IR value's location, index) for source casts.
+    self.origin: dict = {}
 
   def type(self, ty: t.Type) -> tree.Type:
     try:
@@ -362,11 +432,26 @@ class _Legalizer:
   def loc(self, loc) -> tree.Attr:
     return bc.location_to_builtin(loc, self.module.location_aliases)
 
-  def value(self, v: core.Value, op) -> tree.Value:
+  def value(self, v: core.Value, op, vhlo_user: bool = True) -> tree.Value:
+    """The tree value for `v` as `op` uses it: cast into VHLO for a VHLO
+    user of an sdy value, out of VHLO for an sdy user of a VHLO value."""
     mapped = self.values.get(id(v))
     if mapped is None:
       raise _fail(op, "uses a value that is not defined before it")
-    return mapped
+    if _is_vhlo_type(mapped.type) == vhlo_user:
+      return mapped
+    if vhlo_user:
+      return self.casts.cast(mapped, self.type(v.type), self.loc(op.location),
+                             source=False, index=0)
+    loc, index = self.origin[id(mapped)]
+    return self.casts.cast(mapped, self.builtin_type(v.type, op), loc,
+                           source=True, index=index)
+
+  def builtin_type(self, ty: t.Type, op) -> tree.Type:
+    try:
+      return bc.type_to_builtin(ty)
+    except support.XlaError as e:
+      raise _fail(op, str(e)) from e
 
   def module_op(self) -> vhlo_ir.VhloOp:
     mod = self.module.op
@@ -381,27 +466,35 @@ class _Legalizer:
 
   def region(self, region: core.Region, parent) -> tree.Region:
     out = tree.Region()
+    foreign = parent.dialect == sdy_conversion.DIALECT
     for block in region.blocks:
       out.blocks.append(self.blocks.setdefault(id(block), tree.Block()))
     for block, new in zip(region.blocks, out.blocks):
       locs = block.argument_locations
       for i, arg in enumerate(block.arguments):
         loc = locs[i] if i < len(locs) else None
-        value = tree.Value(self.type(arg.type), loc=self.loc(loc))
+        ty = (self.builtin_type(arg.type, parent) if foreign
+              else self.type(arg.type))
+        value = tree.Value(ty, loc=self.loc(loc))
         self.values[id(arg)] = value
+        self.casts.define(value, new.ops, None)
+        self.origin[id(value)] = (value.loc, i)
         new.args.append(value)
       for op in block.operations:
-        new.ops.append(self.op(op))
+        self.op(op, new.ops)
     return out
 
-  def op(self, op: core.Operation) -> vhlo_ir.VhloOp:
+  def op(self, op: core.Operation, out: list) -> None:
+    if op.dialect == sdy_conversion.DIALECT:
+      self.sdy_op(op, out)
+      return
     base = ops.vhlo_base(op.name)
     if base is None:
       if op.dialect == "chlo":
         raise _fail(op, "VHLO has no CHLO ops; legalize CHLO to StableHLO "
                     "before serializing (CHLO -> StableHLO decomposition)")
       raise _fail(op, f"'{op.dialect}' ops have no VHLO counterpart (only "
-                  "stablehlo and func ops can be serialized)")
+                  "stablehlo, func and sdy ops can be serialized)")
     definition = ops.latest(base)
     attrs = dict(op.attributes)
     attrs.update(op.properties)
@@ -421,16 +514,38 @@ class _Legalizer:
     new = vhlo_ir.VhloOp(
         name=definition.full_name, location=self.loc(op.location),
         operands=[self.value(v, op) for v in op.operands], named=named)
-    new.results = [tree.Value(ty) for ty in result_types]
-    for old, value in zip(op.results, new.results):
-      self.values[id(old)] = value
+    self._results(op, new, result_types, out)
     new.regions = [self.region(r, op) for r in op.regions]
     new.successors = [self.blocks.setdefault(id(b), tree.Block())
                       for b in op.successors]
     missing = [n for n in definition.attributes if n not in named]
     if missing:
       raise _fail(op, f"missing required attribute(s) {', '.join(missing)}")
-    return new
+
+  def _results(self, op, new, result_types, out) -> None:
+    new.results = [tree.Value(ty) for ty in result_types]
+    out.append(new)
+    for i, (old, value) in enumerate(zip(op.results, new.results)):
+      self.values[id(old)] = value
+      self.casts.define(value, out, new)
+      self.origin[id(value)] = (new.location, i)
+
+  def sdy_op(self, op: core.Operation, out: list) -> None:
+    """An sdy op, kept with builtin types and attributes."""
+    named = {}
+    try:
+      for name, attr in list(op.properties.items()) + list(
+          op.attributes.items()):
+        named[name] = bc.attr_to_builtin(attr)
+    except (tc.ConversionError, support.UnimplementedError) as e:
+      raise _fail(op, str(e)) from e
+    result_types = [self.builtin_type(r.type, op) for r in op.results]
+    new = vhlo_ir.VhloOp(
+        name=op.name, location=self.loc(op.location),
+        operands=[self.value(v, op, vhlo_user=False) for v in op.operands],
+        named=named)
+    self._results(op, new, result_types, out)
+    new.regions = [self.region(r, op) for r in op.regions]
 
 
 def module_to_vhlo(module: core.Module) -> vhlo_ir.VhloOp:

@@ -359,7 +359,11 @@ class _Unlegalizer:
   def type(self, ty) -> t.Type:
     cached = self.type_cache.get(ty)
     if cached is None:
-      cached = self.type_cache[ty] = ac.type_from_vhlo(ty)
+      if getattr(ty, "dialect", None) == "builtin":  # around sdy ops
+        cached = bc.type_from_builtin(ty)
+      else:
+        cached = ac.type_from_vhlo(ty)
+      self.type_cache[ty] = cached
     return cached
 
   def module(self, root: vhlo_ir.VhloOp) -> core.Module:
@@ -388,7 +392,9 @@ class _Unlegalizer:
                                  if arg.loc is not None else None)
         self.values[id(arg)] = value
       for op in block.ops:
-        new.append(self.op(op, parent))
+        converted = self.op(op, parent)
+        if converted is not None:
+          new.append(converted)
     return out
 
   def value(self, v: tree.Value, op) -> core.Value:
@@ -397,7 +403,50 @@ class _Unlegalizer:
       raise _fail(op, "uses a value that is not defined before it")
     return mapped
 
-  def op(self, op: vhlo_ir.VhloOp, parent) -> core.Operation:
+  def cast(self, op: vhlo_ir.VhloOp) -> None:
+    """A cast between a VHLO and a builtin type: the same type in our IR,
+    so its result is its operand."""
+    if len(op.operands) != 1 or len(op.results) != 1 or op.regions:
+      raise _fail(op, "expected one operand and one result")
+    source = self.value(op.operands[0], op)
+    try:
+      ty = self.type(op.results[0].type)
+    except tc.ConversionError as e:
+      raise _fail(op, str(e)) from e
+    if source.type != ty:
+      raise _fail(op, f"casts {attr_printer.format_type(source.type)} to "
+                  f"{attr_printer.format_type(ty)}")
+    self.values[id(op.results[0])] = source
+
+  def sdy_op(self, op: vhlo_ir.VhloOp) -> core.Operation:
+    """An sdy op of a mixed artifact: builtin types and attributes."""
+    declared = vhlo_ir.foreign_properties(op.name) or ()
+    inherent = {n for n, _ in declared}
+    props, attrs = {}, {}
+    try:
+      for name, attr in op.named.items():
+        (props if name in inherent else attrs)[name] = \
+            bc.attr_from_builtin(attr)
+      result_types = [self.type(r.type) for r in op.results]
+    except (tc.ConversionError, support.UnimplementedError) as e:
+      raise _fail(op, str(e)) from e
+    new = core.Operation(
+        op.name, [self.value(v, op) for v in op.operands], result_types,
+        attributes=attrs, properties={n: props[n] for n, _ in declared
+                                      if n in props},
+        location=bc.location_from_builtin(op.location))
+    for old, value in zip(op.results, new.results):
+      self.values[id(old)] = value
+    for region in op.regions:
+      new.add_region(self.region(region, op))
+    return new
+
+  def op(self, op: vhlo_ir.VhloOp, parent) -> core.Operation | None:
+    if op.name == vhlo_ir.CAST:
+      self.cast(op)
+      return None
+    if op.dialect == "sdy":
+      return self.sdy_op(op)
     definition = op.definition
     if definition is None:
       raise DeserializationError(

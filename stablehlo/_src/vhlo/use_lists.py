@@ -8,6 +8,11 @@ write the same bytes we replay that history on the op tree:
 
   * legalization creates every op in pre-order, operands in order, each new
     use going to the front of its value's list;
+  * the casts around sdy ops (mixed serialization) differ: a cast into
+    VHLO takes its operand when its first user is converted (just before
+    that user's uses), and at the end the uses of its result move to the
+    final cast one by one (which reverses them); a cast out of VHLO takes
+    its operand at the end, and its users (sdy ops) keep their order;
   * each op the version conversion rewrites (in pre-order) is recreated: its
     new uses go to the front; then, in rewrite order, the uses of each old
     result move to the new result one by one, each to the front (which
@@ -23,6 +28,12 @@ pairs when fewer than half of the uses move.
 from __future__ import annotations
 
 from stablehlo._src.bytecode import tree
+
+_CAST = "builtin.unrealized_conversion_cast"
+
+
+def _is_vhlo(ty) -> bool:
+  return getattr(ty, "dialect", None) == "vhlo"
 
 
 def _preorder(root: tree.Op) -> list:
@@ -65,9 +76,31 @@ def assign(root: tree.Op, rewritten: list) -> None:
   def push(value, entry):
     lists.setdefault(id(value), []).insert(0, entry)
 
+  into_vhlo = {}  # id(result of a cast into VHLO) -> the cast
+  out_of_vhlo = []
   for op in ops:
+    if op.name == _CAST:
+      if _is_vhlo(op.results[0].type):
+        into_vhlo[id(op.results[0])] = op
+      else:
+        out_of_vhlo.append(op)
+  into_results = []
+  for op in ops:
+    if op.name == _CAST:
+      continue
+    for value in op.operands:
+      cast = into_vhlo.pop(id(value), None)
+      if cast is not None:
+        for i, source in enumerate(cast.operands):
+          push(source, ("old", cast, i))
+        into_results.append(value)
     for i, value in enumerate(op.operands):
       push(value, ("old", op, i))
+  for op in out_of_vhlo:
+    for i, value in enumerate(op.operands):
+      push(value, ("old", op, i))
+  for value in into_results:
+    lists[id(value)].reverse()
   redone = {id(op) for op in rewritten}
   for op in rewritten:
     for i, value in enumerate(op.operands):

@@ -277,7 +277,7 @@ def _rename(op: vhlo_ir.VhloOp, definition: ops.OpDef) -> None:
 def upgrade(root: vhlo_ir.VhloOp) -> None:
   """Brings every VHLO op to its current version (in place)."""
   for op in root.walk():
-    if op.name == vhlo_ir.MODULE:
+    if op.dialect != "vhlo":  # the module; sdy ops and casts (mixed)
       continue
     definition = ops.lookup(op.name)
     if definition is None:
@@ -302,7 +302,7 @@ def downgrade(root: vhlo_ir.VhloOp, target: v.Version) -> list:
   """
   rewritten = []
   for op in root.walk():
-    if op.name == vhlo_ir.MODULE:
+    if op.dialect != "vhlo":  # the module; sdy ops and casts (mixed)
       continue
     definition = ops.lookup(op.name)
     versions = ops.VERSIONS[definition.base]
@@ -370,7 +370,7 @@ def check_legal(root: vhlo_ir.VhloOp, target: v.Version) -> None:
   """Raises UnsupportedAtTargetError unless all of `root` exists at target."""
   target = target.without_patch()
   for op in root.walk():
-    if op.name == vhlo_ir.MODULE:
+    if op.dialect != "vhlo":  # the module; sdy ops and casts (mixed)
       continue
     where = _stablehlo_name(op)
     definition = op.definition

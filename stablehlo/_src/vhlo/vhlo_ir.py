@@ -15,6 +15,7 @@ import dataclasses
 
 import support
 from stablehlo._src.bytecode import encoding
+from stablehlo._src.bytecode import sdy_codec
 from stablehlo._src.bytecode import tree
 from stablehlo._src.vhlo import builtin_conversion as bc
 from stablehlo._src.vhlo import ops
@@ -22,6 +23,19 @@ from stablehlo._src.vhlo import ops
 MODULE = "builtin.module"
 # builtin.module's properties: OptionalAttr sym_name, sym_visibility.
 MODULE_PROPERTIES = ("sym_name", "sym_visibility")
+# Mixed serialization (see vhlo/sdy_conversion.py): casts between VHLO and
+# builtin types around the sdy ops.
+CAST = "builtin.unrealized_conversion_cast"
+
+
+def foreign_properties(op_name: str):
+  """((name, kind), ...) of the properties of a non-VHLO op a portable
+  artifact may hold (the module, sdy ops, casts), or None for any other."""
+  if op_name == MODULE:
+    return tuple((n, "opt_attr") for n in MODULE_PROPERTIES)
+  if op_name == CAST:
+    return ()
+  return sdy_codec.OP_PROPERTIES.get(op_name)
 
 
 @dataclasses.dataclass(eq=False)
@@ -55,8 +69,9 @@ def _named_of(op: tree.Op) -> dict:
   if props is not None:
     if isinstance(props, tree.RawProperties):
       raise support.DataLossError(f"{op.name}: undecodable properties")
-    if op.name == MODULE:
-      names = MODULE_PROPERTIES
+    foreign = foreign_properties(op.name)
+    if foreign is not None:
+      names = tuple(n for n, _ in foreign)
     else:
       definition = ops.lookup(op.name)
       if definition is None:
@@ -118,9 +133,14 @@ def finalize(root: VhloOp, bytecode_version: int) -> None:
   for op in root.walk():
     if not isinstance(op, VhloOp):
       continue
-    if op.name == MODULE:
-      declared = MODULE_PROPERTIES
-      kinds = ("opt_attr", "opt_attr")
+    foreign = foreign_properties(op.name)
+    if foreign is not None:
+      declared = tuple(n for n, _ in foreign)
+      kinds = tuple(k for _, k in foreign)
+      missing = [n for n, k in foreign if k == "attr" and n not in op.named]
+      if missing:
+        raise support.InternalError(
+            f"{op.name} lacks required attributes {missing}")
       required = False
     else:
       definition = op.definition
