@@ -103,3 +103,28 @@ def test_a_shardy_attribute_alone_is_removed():
   text = mlir_text.print_module(module)
   assert "sdy" not in text
   assert "stablehlo.custom_call @my_target" in text
+
+
+def test_a_jax_export_on_a_one_device_mesh_runs():
+  import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
+  from jax.sharding import NamedSharding  # pylint: disable=g-import-not-at-top
+  from jax.sharding import PartitionSpec as P  # pylint: disable=g-import-not-at-top
+  mesh = jax.make_mesh((1,), ("x",),
+                       axis_types=(jax.sharding.AxisType.Auto,))
+
+  def f(a):
+    b = jax.lax.with_sharding_constraint(a * 2, NamedSharding(mesh, P("x")))
+    return jnp.sin(b) + a
+
+  fn = jax.jit(f, in_shardings=NamedSharding(mesh, P("x", None)))
+  data = jax.export.export(fn)(jnp.ones((4, 3), jnp.float32))
+  data = data.mlir_module_serialized
+  assert b"sharding_constraint" in data and b"sdy" in data
+  module = shardy.deserialize(data)
+  assert "sdy" not in mlir_text.print_module(module)
+  program = programs.load(data, "mlir")
+  from pjrt._src.plugin import backends  # pylint: disable=g-import-not-at-top
+  compiled = backends.compile_program(program, "interpreter", fallback=False)
+  x = np.arange(12, dtype=np.float32).reshape(4, 3)
+  np.testing.assert_allclose(compiled.run([x])[0], np.sin(x * 2) + x,
+                             rtol=1e-6)
