@@ -24,7 +24,6 @@ _FAMILIES = (
     "linalg",
     "quantization",
     "collectives",
-    "sdy",
 )
 for _f in _FAMILIES:
   importlib.import_module(f"stablehlo._src.interpreter.kernels_{_f}")

@@ -35,8 +35,7 @@ from stablehlo._src.ir import types as t
 from stablehlo._src.ops import registry
 import support
 
-_TERMINATORS = frozenset(("func.return", "stablehlo.return", "chlo.return",
-                          "sdy.return"))
+_TERMINATORS = frozenset(("func.return", "stablehlo.return", "chlo.return"))
 
 # Set by the quantization module: `wrap(op, kernel) -> kernel` gives the
 # kernel to run for an op with quantized operands or results (the spec's

@@ -128,6 +128,12 @@ _NOT_KERNELS = {
     "stablehlo.torch_index_select": "deprecated, not in the spec; use "
                                     "gather",
 }
+# Shardy ops describe how a program is partitioned; the interpreter runs
+# programs without them (a partitioned program, or one whose annotations
+# were removed for a single device as the PJRT plugin does).
+_NOT_KERNELS.update({name: "Shardy (sdy) op: run the program after "
+                     "partitioning or with its shardings removed"
+                     for name in registry.names("sdy")})
 for _name, _reason in _NOT_KERNELS.items():
   if registry.lookup(_name) is not None:
     registry.mark_unsupported(_name, "interpreter", _reason)
