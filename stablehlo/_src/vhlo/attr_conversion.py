@@ -230,7 +230,7 @@ def _width(ty: t.Type) -> int:
 def to_vhlo(attr) -> tree.Attr:
   """The VHLO attribute for one of our attributes (generic rules). Shardy
   attributes keep their own encoding (mixed serialization)."""
-  if isinstance(attr, sdy.SdyAttr):
+  if isinstance(attr, sdy.SdyAttr) or sdy_conversion.is_sdy_text(attr):
     return sdy_conversion.to_tree(attr)
   if isinstance(attr, a.BoolAttr):
     return boolean(attr.value)

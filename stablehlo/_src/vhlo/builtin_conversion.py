@@ -123,7 +123,7 @@ def _int_width(ty: t.Type) -> int:
 def attr_to_builtin(attr: a.Attribute):
   """The builtin bytecode attribute for one of our attributes (Shardy
   attributes keep their own encoding)."""
-  if isinstance(attr, sdy.SdyAttr):
+  if isinstance(attr, sdy.SdyAttr) or sdy_conversion.is_sdy_text(attr):
     return sdy_conversion.to_tree(attr)
   if isinstance(attr, a.UnitAttr):
     return ba("UnitAttr")

@@ -17,6 +17,7 @@ discardable dictionaries) through their builtin encodings.
 from __future__ import annotations
 
 from stablehlo._src.bytecode import tree
+from stablehlo._src.ir import attributes as a
 from stablehlo._src.ir import sdy
 from stablehlo._src.vhlo import type_conversion as tc
 
@@ -52,8 +53,18 @@ def _axis_refs(attrs) -> tuple:
   return tuple(from_tree(x) for x in attrs)
 
 
-def from_tree(attr) -> sdy.SdyAttr:
+def _from_text(attr: tree.AsmAttr):
+  """An sdy attribute Shardy wrote as text (those without a bytecode
+  encoding, e.g. propagation debugging attributes): parsed as our text
+  parser reads it (an `OpaqueAttr` when it is not modelled)."""
+  from stablehlo._src.text import attr_parser  # pylint: disable=g-import-not-at-top
+  return attr_parser.AttrParser(attr.text.decode("utf-8")).parse_attribute()
+
+
+def from_tree(attr):
   """Our sdy attribute for an sdy bytecode attribute."""
+  if isinstance(attr, tree.AsmAttr) and attr.dialect == DIALECT:
+    return _from_text(attr)
   if not isinstance(attr, tree.Attr) or attr.dialect != DIALECT:
     raise ConversionError(f"expected a decoded sdy attribute, got {attr!r}")
   kind, f = attr.kind, attr.fields
@@ -107,9 +118,17 @@ def _trees(values) -> tuple:
   return tuple(to_tree(x) for x in values)
 
 
-def to_tree(attr: sdy.SdyAttr) -> tree.Attr:
+def is_sdy_text(attr) -> bool:
+  """An sdy attribute our IR keeps as text (`#sdy.propagation_edges...`)."""
+  return isinstance(attr, a.OpaqueAttr) and attr.text.startswith("#sdy")
+
+
+def to_tree(attr):
   """The sdy bytecode attribute for one of our sdy attributes, in the
-  encoding Shardy writes (V2 shardings only where unreduced axes are)."""
+  encoding Shardy writes (V2 shardings only where unreduced axes are);
+  sdy attributes kept as text are written as text."""
+  if is_sdy_text(attr):
+    return tree.AsmAttr(DIALECT, attr.text.encode("utf-8"))
   if isinstance(attr, sdy.ManualAxes):
     return _sa("ManualAxesAttr", tuple(_string(x) for x in attr.axes))
   if isinstance(attr, sdy.MeshAxis):

@@ -220,6 +220,21 @@ def test_attribute_conversion_round_trips():
   assert sdy_conversion.to_tree(values[1]).kind == "TensorShardingAttrV2"
 
 
+def test_sdy_attributes_kept_as_text_round_trip():
+  # Propagation debugging attributes have no bytecode encoding: Shardy
+  # writes them as text, and our IR keeps them verbatim.
+  src = ('func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n'
+         '  %0 = stablehlo.add %a, %a {sdy.propagation_edges = '
+         '#sdy.propagation_edges<[{step-0 = [{"x" = operand-0 -> '
+         '[result-0]}]}]>} : tensor<4xf32>\n'
+         '  return %0 : tensor<4xf32>\n}')
+  module, data, back = _round_trip(src)
+  assert text.print_module(back) == text.print_module(module)
+  entries = [op.attrs for op in reader.read(data).root.walk()
+             if op.name == "vhlo.add_v1"][0].fields[0]
+  assert isinstance(entries[0][1], tree.AsmAttr)
+
+
 def test_ops_of_other_dialects_are_still_refused():
   module = text.parse_module('func.func @f() {\n  "foo.bar"() : () -> ()\n'
                              "  return\n}")
