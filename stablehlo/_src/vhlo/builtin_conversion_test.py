@@ -5,6 +5,7 @@ import pytest
 
 import support
 from stablehlo._src.ir import attributes as a
+from stablehlo._src.ir import sdy
 from stablehlo._src.ir import types as t
 from stablehlo._src.vhlo import builtin_conversion as bc
 
@@ -82,4 +83,10 @@ def test_module_attributes():
   arr = a.DenseArrayAttr(t.i64, (1, -2))
   assert bc.attr_from_builtin(bc.attr_to_builtin(arr)) == arr
   with pytest.raises(support.UnimplementedError):
-    bc.attr_to_builtin(a.OpaqueAttr("#sdy.mesh<[]>"))
+    bc.attr_to_builtin(a.OpaqueAttr("#foo.bar<[]>"))
+  # Shardy attributes (mixed serialization) keep their own encoding; one our
+  # IR holds as text is written as text.
+  mesh = sdy.Mesh((sdy.MeshAxis("x", 2),))
+  assert bc.attr_from_builtin(bc.attr_to_builtin(mesh)) == mesh
+  edges = a.OpaqueAttr("#sdy.propagation_edges<[]>")
+  assert bc.attr_from_builtin(bc.attr_to_builtin(edges)) == edges
