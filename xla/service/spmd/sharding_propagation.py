@@ -1,0 +1,563 @@
+"""ShardingPropagation: shardings for every instruction from a few annotated
+ones (after xla/service/sharding_propagation.cc, in a simpler form).
+
+The user annotates some instructions (`sharding=` on parameters, the root,
+`custom-call(...), custom_call_target="Sharding"`); this pass gives every
+other instruction of the entry computation, and of the computations that
+while loops, calls and conditionals run, a sharding the SPMD partitioner can
+follow. It works on the leaves of each value (an array is one leaf, a tuple
+has one per element) and repeats, until nothing changes:
+
+  * forward: an instruction takes a sharding derived from its operands'
+    (elementwise ops the same one, a transpose the permuted one, a reduce the
+    operand's with the reduced dimensions dropped, a dot the batch and free
+    dimensions of its operands, ...);
+  * backward: an operand takes one derived from its users' shardings;
+  * across computations: a while loop, its body and condition parameters
+    and the body root agree leaf by leaf; a call's operands flow to the
+    callee's parameters and its root back to the call.
+
+A leaf that has a sharding only takes another that is more specific (more
+distinct tiles), and ties keep the first candidate (forward before backward,
+operands and users in order), so the result is deterministic and the
+iteration ends. Annotated leaves never change. What is still unknown at the
+end becomes replicated. Entry parameters and the entry root without an
+annotation are replicated unless the module config allows propagation to
+them (`allow_spmd_sharding_propagation_to_parameters` / `_to_output`).
+
+The rules per opcode live in `FORWARD` and `BACKWARD`, tables keyed by
+HloOpcode; an opcode with no rule gets no sharding from propagation and so
+ends up replicated.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional, Sequence
+
+import support
+from xla import shape_util
+from xla.hlo.ir import hlo_attrs
+from xla.hlo.ir import hlo_sharding
+from xla.hlo.ir.hlo_opcode import HloOpcode
+from xla.hlo.ir.hlo_sharding import HloSharding
+from xla.hlo.pass_ import hlo_pass_interface
+from xla.service.spmd import sharding_util as su
+
+O = HloOpcode
+_Leaves = list  # list[Optional[HloSharding]], one per leaf of a shape
+
+# Custom-call targets with special meaning for SPMD.
+SHARDING_TARGET = "Sharding"
+FULL_TO_SHARD_TARGET = "SPMDFullToShardShape"
+SHARD_TO_FULL_TARGET = "SPMDShardToFullShape"
+
+
+def leaf_shapes(shape):
+  return [s for _, s in shape_util.leaf_shapes(shape)] or [shape]
+
+
+def num_leaves(shape) -> int:
+  return len(leaf_shapes(shape))
+
+
+def leaves_of(sharding: Optional[HloSharding], shape) -> _Leaves:
+  """The per-leaf shardings of `sharding` on `shape` (Nones if None)."""
+  n = num_leaves(shape)
+  if sharding is None:
+    return [None] * n
+  if shape.is_tuple():
+    return list(sharding.get_tuple_sharding(shape).tuple_elements) if n else [
+        None]
+  if sharding.is_tuple:
+    single = sharding.extract_single_sharding()
+    if single is None:
+      raise support.InvalidArgumentError(
+          f"tuple sharding {sharding} on array shape {shape.to_string()}")
+    return [single]
+  return [sharding]
+
+
+def from_leaves(leaves: Sequence[HloSharding], shape) -> HloSharding:
+  if shape.is_tuple():
+    return HloSharding.tuple_sharding(leaves)
+  return leaves[0]
+
+
+def _elementwise_like(instr) -> bool:
+  return instr.is_elementwise() or instr.opcode in (
+      O.kBitcastConvert, O.kStochasticConvert) and all(
+          o.shape.dimensions == instr.shape.dimensions
+          for o in instr.operands)
+
+
+class _Ctx:
+  """What the rules need: the number of devices."""
+
+  def __init__(self, num_devices: int):
+    self.n = num_devices
+
+  def map(self, s: Optional[HloSharding], rank: int):
+    if s is None or s.is_manual or s.is_tuple:
+      return None
+    try:
+      return su.tile_map(s, rank, self.n)
+    except support.XlaError:
+      return None
+
+  def to(self, m) -> Optional[HloSharding]:
+    return None if m is None else su.sharding_or_none(m)
+
+
+def _best(cands: Sequence[Optional[HloSharding]]) -> Optional[HloSharding]:
+  best = None
+  for c in cands:
+    if c is not None and su.sharding_score(c) > su.sharding_score(best):
+      best = c
+  return best
+
+
+# -- rule helpers --------------------------------------------------------------
+
+
+def _through(ctx: _Ctx, s: Optional[HloSharding], rank: int, fn
+             ) -> Optional[HloSharding]:
+  """`fn(map)` as a sharding; manual passes through unchanged."""
+  if s is None:
+    return None
+  if s.is_manual:
+    return s
+  m = ctx.map(s, rank)
+  if m is None:
+    return None
+  return ctx.to(fn(m))
+
+
+# -- rules: sharding leaves from operand (forward) or user (backward) leaves --
+
+ForwardRule = Callable[[_Ctx, object, list], Optional[_Leaves]]
+BackwardRule = Callable[[_Ctx, object, int, _Leaves], Optional[_Leaves]]
+FORWARD: dict[HloOpcode, ForwardRule] = {}
+BACKWARD: dict[HloOpcode, BackwardRule] = {}
+
+
+def _forward(*opcodes):
+  def deco(fn):
+    for op in opcodes:
+      FORWARD[op] = fn
+    return fn
+  return deco
+
+
+def _backward(*opcodes):
+  def deco(fn):
+    for op in opcodes:
+      BACKWARD[op] = fn
+    return fn
+  return deco
+
+
+def _elementwise_forward(ctx, instr, ops):
+  rank = instr.shape.rank
+  cands = [o[0] for o, op in zip(ops, instr.operands)
+           if op.shape.rank == rank and o[0] is not None]
+  return [_best(cands)]
+
+
+def _elementwise_backward(ctx, instr, i, leaves):
+  if instr.operand(i).shape.rank != instr.shape.rank:
+    return [HloSharding.replicate()]
+  return [leaves[0]]
+
+
+@_forward(O.kBroadcast)
+def _broadcast_fwd(ctx, instr, ops):
+  dims = instr.dimensions
+  rank = instr.shape.rank
+  return [_through(ctx, ops[0][0], instr.operand(0).shape.rank,
+                   lambda m: m.embed(rank, dims))]
+
+
+@_backward(O.kBroadcast)
+def _broadcast_bwd(ctx, instr, i, leaves):
+  return [_through(ctx, leaves[0], instr.shape.rank,
+                   lambda m: m.project(instr.dimensions))]
+
+
+@_forward(O.kTranspose)
+def _transpose_fwd(ctx, instr, ops):
+  return [_through(ctx, ops[0][0], instr.shape.rank,
+                   lambda m: m.transpose(instr.dimensions))]
+
+
+@_backward(O.kTranspose)
+def _transpose_bwd(ctx, instr, i, leaves):
+  perm = instr.dimensions
+  inverse = [perm.index(d) for d in range(len(perm))]
+  return [_through(ctx, leaves[0], instr.shape.rank,
+                   lambda m: m.transpose(inverse))]
+
+
+@_forward(O.kReshape)
+def _reshape_fwd(ctx, instr, ops):
+  src = instr.operand(0).shape.dimensions
+  return [_through(ctx, ops[0][0], len(src), lambda m: su.reshape_tile_map(
+      m, src, instr.shape.dimensions))]
+
+
+@_backward(O.kReshape)
+def _reshape_bwd(ctx, instr, i, leaves):
+  src = instr.operand(0).shape.dimensions
+  return [_through(ctx, leaves[0], instr.shape.rank,
+                   lambda m: su.reshape_tile_map(m, instr.shape.dimensions,
+                                                 src))]
+
+
+@_forward(O.kReduce)
+def _reduce_fwd(ctx, instr, ops):
+  n = instr.operand_count // 2
+  rank = instr.operand(0).shape.rank
+  kept = [d for d in range(rank) if d not in instr.dimensions]
+  out = [_through(ctx, ops[j][0], rank, lambda m: m.project(kept))
+         for j in range(n)]
+  best = _best(out)
+  return [best] * n
+
+
+@_backward(O.kReduce)
+def _reduce_bwd(ctx, instr, i, leaves):
+  n = instr.operand_count // 2
+  if i >= n:
+    return [HloSharding.replicate()]
+  rank = instr.operand(0).shape.rank
+  kept = [d for d in range(rank) if d not in instr.dimensions]
+  out_rank = rank - len(instr.dimensions)
+  return [_through(ctx, leaves[min(i, len(leaves) - 1)], out_rank,
+                   lambda m: m.embed(rank, kept))]
+
+
+@_forward(O.kDot)
+def _dot_fwd(ctx, instr, ops):
+  lhs, rhs = ops[0][0], ops[1][0]
+  if lhs is not None and lhs.is_manual or rhs is not None and rhs.is_manual:
+    return [HloSharding.manual()]
+  dd = su.DotDims.of(instr)
+  lm = ctx.map(lhs, instr.operand(0).shape.rank)
+  rm = ctx.map(rhs, instr.operand(1).shape.rank)
+  cands = []
+  if lm is not None and rm is not None:
+    cands.append(ctx.to(su.dot_output_map(dd, lm, rm)))
+  if lm is not None:
+    cands.append(ctx.to(su.dot_output_map(dd, lm, None)))
+  if rm is not None:
+    cands.append(ctx.to(su.dot_output_map(dd, None, rm)))
+  return [_best(cands)]
+
+
+@_backward(O.kDot)
+def _dot_bwd(ctx, instr, i, leaves):
+  dd = su.DotDims.of(instr)
+  rank = instr.operand(i).shape.rank
+  return [_through(ctx, leaves[0], instr.shape.rank,
+                   lambda m: su.dot_operand_map_from_output(
+                       dd, m, "lhs" if i == 0 else "rhs", rank))]
+
+
+@_forward(O.kSlice, O.kPad, O.kDynamicSlice, O.kReverse)
+def _slicing_fwd(ctx, instr, ops):
+  touched = su.touched_dims(instr)
+  return [_through(ctx, ops[0][0], instr.shape.rank,
+                   lambda m: m.replicate_dims(touched))]
+
+
+@_forward(O.kDynamicUpdateSlice)
+def _dus_fwd(ctx, instr, ops):
+  touched = su.touched_dims(instr)
+  cands = [_through(ctx, ops[j][0], instr.shape.rank,
+                    lambda m: m.replicate_dims(touched)) for j in (0, 1)]
+  return [_best(cands)]
+
+
+@_backward(O.kSlice, O.kPad, O.kDynamicSlice, O.kReverse,
+           O.kDynamicUpdateSlice)
+def _slicing_bwd(ctx, instr, i, leaves):
+  if i > 0 and not (instr.opcode == O.kDynamicUpdateSlice and i == 1):
+    return [HloSharding.replicate()]
+  touched = su.touched_dims(instr)
+  return [_through(ctx, leaves[0], instr.shape.rank,
+                   lambda m: m.replicate_dims(touched))]
+
+
+@_forward(O.kConcatenate)
+def _concat_fwd(ctx, instr, ops):
+  touched = su.touched_dims(instr)
+  return [_best([_through(ctx, o[0], instr.shape.rank,
+                          lambda m: m.replicate_dims(touched))
+                 for o in ops])]
+
+
+@_backward(O.kConcatenate)
+def _concat_bwd(ctx, instr, i, leaves):
+  touched = su.touched_dims(instr)
+  return [_through(ctx, leaves[0], instr.shape.rank,
+                   lambda m: m.replicate_dims(touched))]
+
+
+@_forward(O.kSort)
+def _sort_fwd(ctx, instr, ops):
+  touched = su.touched_dims(instr)
+  rank = instr.operand(0).shape.rank
+  best = _best([_through(ctx, o[0], rank, lambda m: m.replicate_dims(touched))
+                for o in ops])
+  return [best] * instr.operand_count
+
+
+@_backward(O.kSort)
+def _sort_bwd(ctx, instr, i, leaves):
+  touched = su.touched_dims(instr)
+  rank = instr.operand(0).shape.rank
+  return [_through(ctx, leaves[min(i, len(leaves) - 1)], rank,
+                   lambda m: m.replicate_dims(touched))]
+
+
+@_forward(O.kTuple)
+def _tuple_fwd(ctx, instr, ops):
+  return [s for o in ops for s in o]
+
+
+def _leaf_range(shape, index: int) -> tuple[int, int]:
+  start = sum(num_leaves(s) for s in shape.tuple_shapes[:index])
+  return start, start + num_leaves(shape.tuple_shapes[index])
+
+
+@_backward(O.kTuple)
+def _tuple_bwd(ctx, instr, i, leaves):
+  a, b = _leaf_range(instr.shape, i)
+  return leaves[a:b]
+
+
+@_forward(O.kGetTupleElement)
+def _gte_fwd(ctx, instr, ops):
+  a, b = _leaf_range(instr.operand(0).shape, instr.tuple_index)
+  return ops[0][a:b]
+
+
+@_backward(O.kGetTupleElement)
+def _gte_bwd(ctx, instr, i, leaves):
+  shape = instr.operand(0).shape
+  a, b = _leaf_range(shape, instr.tuple_index)
+  out = [None] * num_leaves(shape)
+  out[a:b] = leaves
+  return out
+
+
+@_forward(O.kWhile, O.kOptimizationBarrier)
+def _passthrough_fwd(ctx, instr, ops):
+  return list(ops[0])
+
+
+@_backward(O.kWhile, O.kOptimizationBarrier)
+def _passthrough_bwd(ctx, instr, i, leaves):
+  return list(leaves)
+
+
+@_backward(O.kCustomCall)
+def _custom_call_bwd(ctx, instr, i, leaves):
+  target = instr.custom_call_target
+  if target == SHARDING_TARGET:
+    return list(leaves)
+  if target == SHARD_TO_FULL_TARGET:
+    return [HloSharding.manual()]
+  return None
+
+
+# -- the pass ------------------------------------------------------------------
+
+
+def _bool_at(flags: Sequence[bool], i: int) -> bool:
+  flags = tuple(flags)
+  if not flags:
+    return False
+  return bool(flags[i] if len(flags) > 1 and i < len(flags) else flags[0])
+
+
+class ShardingPropagation(hlo_pass_interface.HloModulePass):
+  """See the module docstring. `num_partitions` defaults to the module
+  config's, or the largest device count of an annotation."""
+
+  def __init__(self, num_partitions: Optional[int] = None):
+    self.num_partitions = num_partitions
+
+  @property
+  def name(self) -> str:
+    return "sharding-propagation"
+
+  def run(self, module, execution_threads=frozenset()) -> bool:
+    entry = module.entry_computation
+    if entry is None:
+      raise support.FailedPreconditionError(
+          f"module {module.name} has no entry computation")
+    comps = _partitioned_computations(entry)
+    n = self._num_devices(module, comps)
+    ctx = _Ctx(n)
+    sh: dict[int, _Leaves] = {}
+    fixed: dict[int, list[bool]] = {}
+    instrs = [i for c in comps for i in c.instructions]
+    for instr in instrs:
+      s = hlo_sharding.of(instr)
+      sh[id(instr)] = leaves_of(s, instr.shape)
+      fixed[id(instr)] = [s is not None] * num_leaves(instr.shape)
+    config = module.config
+    for p in entry.parameter_instructions:
+      if not _bool_at(config.allow_spmd_sharding_propagation_to_parameters,
+                      p.parameter_number):
+        self._fix_replicated(p, sh, fixed)
+    if not _bool_at(config.allow_spmd_sharding_propagation_to_output, 0):
+      self._fix_replicated(entry.root_instruction, sh, fixed)
+    # Instructions of shapes with nothing to shard.
+    for instr in instrs:
+      for k, leaf in enumerate(leaf_shapes(instr.shape)):
+        if not leaf.is_array() or not leaf.dimensions:
+          if sh[id(instr)][k] is None:
+            sh[id(instr)][k] = HloSharding.replicate()
+
+    orders = {id(c): c.make_instruction_post_order() for c in comps}
+
+    def offer(instr, cands: Optional[_Leaves]) -> bool:
+      if not cands:
+        return False
+      cur = sh[id(instr)]
+      fx = fixed[id(instr)]
+      if len(cands) != len(cur):
+        return False
+      changed = False
+      for k, c in enumerate(cands):
+        if c is None or fx[k]:
+          continue
+        if su.sharding_score(c) > su.sharding_score(cur[k]):
+          cur[k] = c
+          changed = True
+      return changed
+
+    def forward(instr) -> Optional[_Leaves]:
+      rule = FORWARD.get(instr.opcode)
+      if rule is None and _elementwise_like(instr):
+        rule = _elementwise_forward
+      if rule is None:
+        return None
+      try:
+        return rule(ctx, instr, [sh[id(o)] for o in instr.operands])
+      except support.XlaError:
+        return None
+
+    def backward(user, i) -> Optional[_Leaves]:
+      rule = BACKWARD.get(user.opcode)
+      if rule is None and _elementwise_like(user):
+        rule = _elementwise_backward
+      if rule is None or all(s is None for s in sh[id(user)]):
+        return None
+      try:
+        return rule(ctx, user, i, sh[id(user)])
+      except support.XlaError:
+        return None
+
+    changed = True
+    rounds = 0
+    while changed:
+      changed = False
+      rounds += 1
+      if rounds > 10_000:
+        raise support.InternalError("sharding propagation did not converge")
+      for comp in comps:
+        order = orders[id(comp)]
+        for instr in order:
+          changed |= offer(instr, forward(instr))
+        for instr in reversed(order):
+          for user in instr.users:
+            if user.parent is not comp:
+              continue
+            for i, op in enumerate(user.operands):
+              if op is instr:
+                changed |= offer(instr, backward(user, i))
+      changed |= self._sync_calls(comps, sh, offer)
+
+    changed_text = False
+    for instr in instrs:
+      leaves = [s if s is not None else HloSharding.replicate()
+                for s in sh[id(instr)]]
+      text = str(from_leaves(leaves, instr.shape))
+      if instr.sharding is None or str(instr.sharding) != text:
+        instr.sharding = hlo_attrs.RawText(text)
+        changed_text = True
+    return changed_text
+
+  def _num_devices(self, module, comps) -> int:
+    n = self.num_partitions or module.config.num_partitions or 1
+    for c in comps:
+      for instr in c.instructions:
+        s = hlo_sharding.of(instr)
+        if s is None:
+          continue
+        for leaf in (s.tuple_elements if s.is_tuple else (s,)):
+          n = max(n, leaf.num_devices)
+    return n
+
+  @staticmethod
+  def _fix_replicated(instr, sh, fixed) -> None:
+    leaves = sh[id(instr)]
+    for k, s in enumerate(leaves):
+      if s is None:
+        leaves[k] = HloSharding.replicate()
+      fixed[id(instr)][k] = True
+
+  @staticmethod
+  def _sync_calls(comps, sh, offer) -> bool:
+    """Makes while loops, calls and conditionals agree with the computations
+    they run (see the module docstring)."""
+    changed = False
+    for comp in comps:
+      for instr in comp.instructions:
+        if instr.opcode == O.kWhile:
+          body, cond = instr.while_body, instr.while_condition
+          members = [instr, body.parameter_instruction(0),
+                     cond.parameter_instruction(0), body.root_instruction]
+          n = len(sh[id(instr)])
+          merged = [_best([sh[id(m)][k] for m in members]) for k in range(n)]
+          for m in members:
+            changed |= offer(m, merged)
+        elif instr.opcode == O.kCall:
+          callee = instr.to_apply
+          for i, op in enumerate(instr.operands):
+            p = callee.parameter_instruction(i)
+            changed |= offer(p, sh[id(op)])
+            changed |= offer(op, sh[id(p)])
+          changed |= offer(instr, sh[id(callee.root_instruction)])
+          changed |= offer(callee.root_instruction, sh[id(instr)])
+        elif instr.opcode == O.kConditional:
+          for b, branch in enumerate(instr.branch_computations):
+            op = instr.operand(b + 1)
+            p = branch.parameter_instruction(0)
+            changed |= offer(p, sh[id(op)])
+            changed |= offer(branch.root_instruction, sh[id(instr)])
+    return changed
+
+
+def _partitioned_computations(entry) -> list:
+  """The entry and the computations its while loops, calls and conditionals
+  run, transitively (scalar reducers and comparators are left out)."""
+  out = []
+  seen = set()
+  stack = [entry]
+  while stack:
+    comp = stack.pop()
+    if id(comp) in seen:
+      continue
+    seen.add(id(comp))
+    out.append(comp)
+    for instr in comp.instructions:
+      if instr.opcode == O.kWhile:
+        stack += [instr.while_condition, instr.while_body]
+      elif instr.opcode == O.kCall:
+        stack.append(instr.to_apply)
+      elif instr.opcode == O.kConditional:
+        stack += list(instr.branch_computations)
+  return out
