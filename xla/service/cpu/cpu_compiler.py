@@ -382,7 +382,13 @@ def compile_artifact(hlo_module, options: CpuCompileOptions,
   t = time.perf_counter()
   ir_module = _new_ir_module(module.name)
   ctx = kernel_api.KernelContext(ir_module, jit_lib.host_target_info())
-  emitter = thunk_emitter.ThunkEmitter(module, assignment, ctx)
+  # Kernels are compiled on the compile threads as they are emitted (each
+  # part verified there); the object files are kept together for the disk
+  # cache.
+  stream = jit_lib.StreamingCompile(ir_module, options.opt_level,
+                                    prepare=_prefer_wide_vectors_fn)
+  emitter = thunk_emitter.ThunkEmitter(module, assignment, ctx,
+                                       on_kernels=stream.add)
   plan = emitter.emit()
   plan["peak_live_bytes"] = assignment.peak_live_bytes()
   # External functions the kernels call (BLAS, libc); a disk-cached object
@@ -391,20 +397,16 @@ def compile_artifact(hlo_module, options: CpuCompileOptions,
       f.name for f in ir_module.functions
       if f.is_declaration and not f.name.startswith("llvm."))
   stats["emission"] = time.perf_counter() - t
-  _prefer_wide_vectors(ir_module)
-  _dump(options, module.name, "ir.ll", lambda: str(ir_module))
   _dump(options, module.name, "thunks.json",
         lambda: json.dumps(plan, indent=1))
 
+  # "llvm": what is left of LLVM's work once emission is done.
   t = time.perf_counter()
-  # Split into parts compiled on parallel threads (jit.compile_objects;
-  # each part is verified there); the object files are kept together for
-  # the disk cache.
-  aliases: dict[str, str] = {}
-  obj = jit_lib.pack_objects(jit_lib.compile_objects(
-      ir_module, plan["kernels"], options.opt_level, aliases=aliases))
-  if aliases:
-    plan["kernel_aliases"] = aliases
+  obj = jit_lib.pack_objects(stream.finish(plan["kernels"]))
+  if stream.aliases:
+    plan["kernel_aliases"] = dict(stream.aliases)
+  _prefer_wide_vectors(ir_module)
+  _dump(options, module.name, "ir.ll", lambda: str(ir_module))
   jit = jit_lib.CpuJit(options.opt_level)
   jit.load_object_code(obj)
   stats["llvm"] = time.perf_counter() - t
@@ -421,17 +423,20 @@ def _new_ir_module(name: str):
   return mod
 
 
-def _prefer_wide_vectors(ir_module) -> None:
-  """Lets LLVM use the host's full vector width: for AVX-512 hosts LLVM
-  otherwise prefers 256-bit vectors, which measured 1.4x slower on the
+def _prefer_wide_vectors_fn(fn) -> None:
+  """Lets LLVM use the host's full vector width in `fn`: for AVX-512 hosts
+  LLVM otherwise prefers 256-bit vectors, which measured 1.4x slower on the
   exp(tanh(x)) loop (see the report in cpu_compiler_test's benchmark)."""
   bits = jit_lib.host_target_info().vector_bits
-  if bits < 512:
+  if bits < 512 or fn.is_declaration:
     return
-  attr = f'"prefer-vector-width"="{bits}"'
+  # A string attribute llvmlite can't name.
+  set.add(fn.attributes, f'"prefer-vector-width"="{bits}"')
+
+
+def _prefer_wide_vectors(ir_module) -> None:
   for fn in ir_module.functions:
-    if not fn.is_declaration:
-      set.add(fn.attributes, attr)  # a string attribute llvmlite can't name
+    _prefer_wide_vectors_fn(fn)
 
 
 def _load_disk_artifact(art: cc.Artifact, options) -> Optional[cc.Artifact]:

@@ -573,3 +573,267 @@ def compile_objects(module: ir.Module, exported: Sequence[str],
   pool = _pool(min(threads, len(texts)))
   futures = [pool.submit(_compile_part, t, opt_level, True) for t in texts]
   return [f.result() for f in futures]
+
+
+# -- compiling while the module is still being emitted -------------------------
+#
+# Emission (Python building LLVM IR) and LLVM's work (native, without the
+# GIL) can overlap: `StreamingCompile` takes the kernels as they are
+# finished and compiles them in parts on the compile threads while the
+# emitter goes on with the next ones, so a large program's emission time is
+# mostly hidden behind LLVM's. Parts follow the rules of `partition_module`
+# (helpers and constants copied, internal, into every part that uses them;
+# noinline helpers compiled once and declared elsewhere; a kernel equal to
+# an earlier one with its helpers and constants compiled once), decided as
+# parts are cut rather than over the whole module.
+
+# Text (characters of LLVM IR) that makes a part; a smaller last part ends
+# the compile sooner after emission, a larger one costs less per part.
+STREAM_PART_CHARS = 60_000
+
+
+class StreamingCompile:
+  """Compiles the exported functions of `module` in parts while the rest of
+  it is emitted. `add(names)` after each finished kernel (every function
+  and global it reaches must be finished too); `finish(exported, aliases)`
+  compiles what is left and returns the object files. `prepare(fn)` is
+  applied to each function before it is turned into text (e.g. to add
+  attributes the whole module gets)."""
+
+  def __init__(self, module: ir.Module, opt_level: int = 3,
+               threads: Optional[int] = None, prepare=None,
+               part_chars: int = STREAM_PART_CHARS):
+    _initialize()
+    self.module = module
+    self.opt_level = opt_level
+    self.threads = threads or compile_threads()
+    self.prepare = prepare
+    self.part_chars = part_chars
+    self._texts: dict[str, str] = {}
+    self._refs: dict[str, set[str]] = {}
+    self._pending: list[str] = []
+    self._pending_chars = 0
+    self._keys: dict[str, str] = {}
+    self.aliases: dict[str, str] = {}
+    self._defined_out_of_line: set[str] = set()  # noinline helpers placed
+    self._compiled_roots: list[str] = []
+    self._parts: list[str] = []
+    self._futures: list = []
+    self._streaming = self.threads > 1
+    self._unsplittable = False
+    self._compiled_roots_set: set[str] = set()
+    self._no_alias: set[str] = set()
+
+  # -- text ---------------------------------------------------------------------
+
+  def _text(self, name: str) -> str:
+    text = self._texts.get(name)
+    if text is None:
+      v = self.module.globals[name]
+      if isinstance(v, ir.GlobalVariable):
+        if v.linkage not in ("internal", "private"):
+          self._unsplittable = True
+        text = str(v)
+      else:
+        if self.prepare is not None:
+          self.prepare(v)
+        text = str(v)
+      self._texts[name] = text
+      self._refs[name] = {r for r in _refs(text) if r != name}
+    return text
+
+  def _is_defined_function(self, name: str) -> bool:
+    v = self.module.globals.get(name)
+    return isinstance(v, ir.Function) and not v.is_declaration
+
+  def _is_noinline_helper(self, name: str) -> bool:
+    v = self.module.globals.get(name)
+    return isinstance(v, ir.Function) and "noinline" in v.attributes
+
+  # -- adding kernels -----------------------------------------------------------
+
+  def add(self, names: Sequence[str]) -> None:
+    for name in names:
+      self._pending.append(name)
+      self._pending_chars += len(self._text(name))
+    if self._streaming and self._pending_chars >= self.part_chars:
+      self._flush()
+
+  def _closure(self, root: str, exported: set[str]):
+    """(members, out_of_line): what `root`'s part must define (root,
+    helpers, constants) and the noinline helpers and other roots it only
+    needs declared."""
+    members, out, stack = {root}, set(), [root]
+    while stack:
+      for d in self._refs.get(stack.pop(), ()):
+        if d in members or d in out or d not in self.module.globals:
+          continue
+        v = self.module.globals[d]
+        if isinstance(v, ir.Function) and v.is_declaration:
+          continue
+        self._text(d)
+        if (d in exported or d in self._compiled_roots_set or
+            self._is_noinline_helper(d)):
+          out.add(d)
+          continue
+        members.add(d)
+        stack.append(d)
+    return members, out
+
+  def _flush(self, final_exported: Optional[set[str]] = None) -> None:
+    """Compiles the pending kernels as up to `threads` parts."""
+    roots, self._pending, self._pending_chars = self._pending, [], 0
+    if not roots:
+      return
+    exported = set(roots) | set(self._compiled_roots)
+    if final_exported is not None:
+      exported |= final_exported
+    self._compiled_roots_set = set(self._compiled_roots)
+    units = []
+    for r in roots:
+      members, out = self._closure(r, exported - {r})
+      key = None if r in self._no_alias else self._unit_key(r, members)
+      kept = self._keys.setdefault(key, r) if key is not None else r
+      if kept != r:
+        self.aliases[r] = kept
+        continue
+      cost = sum(len(self._texts[m]) for m in members)
+      units.append((cost, r, members, out))
+      self._compiled_roots.append(r)
+    if not units:
+      return
+    bins = [([], set(), 0) for _ in range(min(self.threads, len(units)))]
+    for cost, r, members, out in sorted(units, key=lambda u: -u[0]):
+      i = min(range(len(bins)), key=lambda k: bins[k][2])
+      defined, declared, load = bins[i]
+      defined.extend(m for m in members if m not in defined)
+      for h in out:
+        if (self._is_noinline_helper(h) and h not in exported and
+            h not in self._defined_out_of_line):
+          # Defined (external) in this part, declared in the others.
+          self._defined_out_of_line.add(h)
+          hm, hout = self._closure(h, exported)
+          defined.extend(m for m in hm if m not in defined)
+          declared |= hout
+          cost += sum(len(self._texts[m]) for m in hm)
+        else:
+          declared.add(h)
+      bins[i] = (defined, declared, load + cost)
+    root_set = set(roots)
+    for defined, declared, _ in bins:
+      if defined:
+        self._submit(self._part_text(defined, declared - set(defined),
+                                     root_set))
+
+  def _unit_key(self, root: str, members: set[str]) -> Optional[str]:
+    if any(self._is_noinline_helper(m) for m in members if m != root):
+      return None
+    mapping: dict[str, str] = {}
+    seq, seen, stack = [], set(), [root]
+    while stack:
+      name = stack.pop()
+      if name in seen:
+        continue
+      seen.add(name)
+      seq.append(name)
+      found = [a or b for a, b in _GLOBAL_REF.findall(self._texts[name])]
+      stack.extend(reversed([d for d in found if d in members and
+                             d not in seen]))
+    if set(seq) != members:
+      return None
+    mapping = {n: f'@"<{i}>"' for i, n in enumerate(seq)}
+
+    def rename(m):
+      name = m.group(1) or m.group(2)
+      return mapping.get(name, m.group(0))
+    return "\n".join(_GLOBAL_REF.sub(rename, self._texts[n]) for n in seq)
+
+  def _part_text(self, defined: list[str], declared: set[str],
+                 roots: set[str]) -> str:
+    module = self.module
+    header = [f'; ModuleID = "{module.name}"',
+              f'target triple = "{module.triple}"',
+              f'target datalayout = "{module.data_layout}"', ""]
+    header += [t.get_declaration()
+               for t in module.get_identified_types().values()]
+    declarations = [str(v) for v in module.globals.values()
+                    if isinstance(v, ir.Function) and v.is_declaration]
+    extern = [_declaration(self._external_text(d)) for d in sorted(declared)]
+    order = {n: i for i, n in enumerate(module.globals)}
+    body = []
+    for name in sorted(defined, key=order.__getitem__):
+      if name in roots or name in self._defined_out_of_line:
+        body.append(self._external_text(name))
+      else:
+        body.append(self._internal_text(name))
+    metadata = module._get_metadata_lines()  # pylint: disable=protected-access
+    return "\n".join(header + declarations + extern + body + metadata)
+
+  def _external_text(self, name: str) -> str:
+    v = self.module.globals[name]
+    if isinstance(v, ir.Function) and v.linkage in ("internal", "private"):
+      return _with_external_linkage(v)
+    return self._text(name)
+
+  def _internal_text(self, name: str) -> str:
+    v = self.module.globals[name]
+    if isinstance(v, ir.Function) and v.linkage not in ("internal",
+                                                         "private"):
+      saved = v.linkage
+      v.linkage = "internal"
+      try:
+        return str(v)
+      finally:
+        v.linkage = saved
+    return self._text(name)
+
+  def _submit(self, text: str) -> None:
+    self._parts.append(text)
+    if self._streaming:
+      pool = _pool(self.threads)
+      self._futures.append(pool.submit(_compile_part, text, self.opt_level,
+                                       True))
+
+  # -- finishing ----------------------------------------------------------------
+
+  def _prepare_all(self) -> None:
+    if self.prepare is None:
+      return
+    for fn in self.module.functions:
+      if not fn.is_declaration and fn.name not in self._texts:
+        self.prepare(fn)
+
+  def finish(self, exported: Sequence[str]) -> list[bytes]:
+    """Object files defining every name of `exported` (through
+    `self.aliases` for the ones compiled as another)."""
+    if not self._streaming:
+      self._prepare_all()
+      return compile_objects(self.module, exported, self.opt_level,
+                             threads=1, aliases=self.aliases)
+    exported_set = set(exported)
+    missing = [n for n in exported if n not in self._compiled_roots and
+               n not in self.aliases and n not in self._pending]
+    self._pending.extend(missing)
+    for n in missing:
+      self._text(n)
+    self._flush(exported_set)
+    # A kernel compiled as another is not defined: if a part calls it by
+    # its own name (kernels rarely call kernels), it is compiled after all.
+    called = set()
+    for text in self._parts:
+      called |= _refs(text)
+    again = sorted(set(self.aliases) & called)
+    for n in again:
+      del self.aliases[n]
+      self._no_alias.add(n)
+    self._pending.extend(again)
+    self._flush(exported_set)
+    if self._unsplittable:
+      # A global that must exist once: the module compiles as one part.
+      for f in self._futures:
+        f.cancel()
+      self.aliases.clear()
+      self._prepare_all()
+      return [_compile_part(str(self.module), self.opt_level,
+                            unlocked=False)]
+    return [f.result() for f in self._futures]

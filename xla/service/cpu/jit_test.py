@@ -320,3 +320,86 @@ def test_partition_compiles_kernels_equal_with_their_helpers_once():
     fn = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(
         engine.address(found.get(name, name)))
     assert fn(10) == want
+
+
+def _call(engine, name, x, aliases=None):
+  name = (aliases or {}).get(name, name)
+  return ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(
+      engine.address(name))(x)
+
+
+def test_streaming_compile_parts_link_and_dedupe():
+  # Kernels handed over one at a time, a part every few kernels: equal
+  # kernels (with their own helpers and constants) are compiled once, the
+  # noinline helper is defined in one part only, and everything links.
+  m = _sorts_module()
+  helper = ir.Function(m, FN_TY, "shared")
+  helper.linkage = "internal"
+  helper.attributes.add("noinline")
+  b = ir.IRBuilder(helper.append_basic_block("entry"))
+  b.ret(b.mul(helper.args[0], I64(3)))
+  for i in range(3):
+    fn = ir.Function(m, FN_TY, f"s{i}")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    b.ret(b.add(b.call(helper, [fn.args[0]]), I64(i)))
+  prepared = []
+  stream = jit.StreamingCompile(m, threads=2, part_chars=1,
+                                prepare=prepared.append)
+  names = ["r0", "s0", "r1", "s1", "r2", "s2"]
+  for n in names:
+    stream.add([n])
+  objs = stream.finish(names)
+  assert stream.aliases == {"r1": "r0"}
+  assert len(objs) >= 3  # parts were cut while kernels were added
+  assert "shared" in {f.name for f in prepared}
+  defining = [t for t in stream._parts  # pylint: disable=protected-access
+              if 'define i64 @"shared"' in t]
+  assert len(defining) == 1
+  engine = jit.CpuJit(2)
+  engine.load_object_code(jit.pack_objects(objs))
+  want = {"r0": 27, "r1": 27, "r2": 28, "s0": 30, "s1": 31, "s2": 32}
+  for n in names:
+    assert _call(engine, n, 10, stream.aliases) == want[n]
+
+
+def test_streaming_compile_defines_an_aliased_kernel_that_is_called():
+  # r1 equals r0, but a later kernel calls r1 by name: r1 is compiled.
+  m = _sorts_module()
+  r1 = m.globals["r1"]
+  caller = ir.Function(m, FN_TY, "caller")
+  b = ir.IRBuilder(caller.append_basic_block("entry"))
+  b.ret(b.add(b.call(r1, [caller.args[0]]), I64(1)))
+  stream = jit.StreamingCompile(m, threads=2, part_chars=1)
+  for n in ("r0", "r1", "caller"):
+    stream.add([n])
+  objs = stream.finish(["r0", "r1", "caller"])
+  assert "r1" not in stream.aliases
+  engine = jit.CpuJit(2)
+  engine.load_object_code(jit.pack_objects(objs))
+  assert _call(engine, "caller", 10) == 28
+  assert _call(engine, "r1", 10) == 27
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_streaming_compile_whole_module_cases(threads):
+  # One thread: the module compiles as one object. A global that is not
+  # internal must exist once: the module is compiled whole as well.
+  m = _module(3, with_pair=False)
+  names = ["k0", "k1", "k2"]
+  if threads == 2:
+    g = ir.GlobalVariable(m, I64, "shared_state")
+    g.initializer = I64(5)
+    fn = ir.Function(m, FN_TY, "k_state")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    b.ret(b.add(b.load(g), fn.args[0]))
+    names.append("k_state")
+  stream = jit.StreamingCompile(m, threads=threads, part_chars=1)
+  for n in names:
+    stream.add([n])
+  objs = stream.finish(names)
+  assert len(objs) == 1
+  engine = jit.CpuJit(2)
+  engine.load_object_code(jit.pack_objects(objs))
+  for n in names:
+    want = 9 if n == "k_state" else _expected(n, 4)
+    assert _call(engine, n, 4, stream.aliases) == want

@@ -14,8 +14,12 @@ to the object code):
                 "dst", "bytes"} | while {"init": [copy...], "cond": [...],
                 "pred", "body": [...]} | conditional {"index", "pred",
                 "branches"} | sequence {"thunks"} | custom_call {"call",
-                "operands", "results"}
+                "operands", "results"} | collective {"op", "config",
+                "operands", "results"} (a program of several participants:
+                its collectives, replica-id and partition-id; the config
+                is collective_emitter.collective_config's)
   params / outputs / donation   see cpu_executable.py
+  participants  [replicas, partitions] of a program of several participants
 
 No thunk is emitted for parameters, constants (their buffers are filled at
 load time), tuples, get-tuple-element, bitcasts and the other forwarding
@@ -32,6 +36,7 @@ from xla import primitive_util
 from xla import shape_util
 from xla.hlo.ir.hlo_opcode import HloOpcode
 from xla.service import buffer_assignment as ba_lib
+from xla.service.cpu import collective_emitter
 from xla.service.cpu import cpu_copy_insertion
 from xla.service.cpu import ir_emitter
 from xla.service.cpu import kernel_api
@@ -57,8 +62,11 @@ class ThunkEmitter:
   """See the module docstring. `emit()` returns the plan."""
 
   def __init__(self, module, assignment: ba_lib.BufferAssignment,
-               ctx: kernel_api.KernelContext):
+               ctx: kernel_api.KernelContext, on_kernels=None):
     self.module = module
+    # Called with the names of each instruction's kernels once they are
+    # emitted (the compiler starts compiling them then).
+    self.on_kernels = on_kernels
     self.ba = assignment
     self.analysis = assignment.analysis
     self.ctx = ctx
@@ -68,6 +76,12 @@ class ThunkEmitter:
     self.custom_calls: list = []  # custom-call instructions, by plan index
     self.allocations = self._allocations()
     self.null = len(self.allocations) - 1
+    config = getattr(module, "config", None)
+    self.participants = (int(getattr(config, "replica_count", 1) or 1),
+                         int(getattr(config, "num_partitions", 1) or 1))
+    # Collectives and the ids run in the runtime, between the instances of
+    # the participants, when there is more than one.
+    self.multi = self.participants[0] * self.participants[1] > 1
 
   # -- allocations -------------------------------------------------------------
 
@@ -154,6 +168,8 @@ class ThunkEmitter:
     if op == O.kCall:
       return [{"kind": "sequence", "name": instr.name,
                "thunks": self.emit_computation(instr.to_apply)}]
+    if self.multi and op in collective_emitter.RUNTIME_OPCODES:
+      return [self._collective(instr)]
     if op == O.kCustomCall:
       specs = ir_emitter.emit_custom_call(self.ctx, instr)
       if specs is not None:
@@ -173,6 +189,8 @@ class ThunkEmitter:
     positions.extend((instr, idx) for idx, s in _leaves(instr.shape))
     start = self._slot_range(positions)
     out = []
+    if self.on_kernels is not None and specs:
+      self.on_kernels([spec.name for spec in specs])
     for spec in specs:
       self.kernels.append(spec.name)
       out.append({"kind": "kernel", "name": instr.name, "fn": spec.name,
@@ -249,6 +267,21 @@ class ThunkEmitter:
                          for o in instr.operands],
             "results": results}
 
+  def _array_specs(self, instr) -> list[dict]:
+    """Leaf specs of `instr`'s array leaves, depth first."""
+    return [{"slot": self.slot(instr, idx),
+             "dtype": dtype_name(s.element_type),
+             "dims": list(s.dimensions)}
+            for idx, s in _leaves(instr.shape) if s.is_array()]
+
+  def _collective(self, instr) -> dict:
+    config, kernels = collective_emitter.collective_config(self.ctx, instr)
+    self.kernels.extend(kernels)
+    operands = [spec for o in instr.operands for spec in self._array_specs(o)]
+    return {"kind": "collective", "name": instr.name,
+            "op": instr.opcode.value, "config": config,
+            "operands": operands, "results": self._array_specs(instr)}
+
   # -- the plan -------------------------------------------------------------------
 
   def emit(self) -> dict:
@@ -276,7 +309,7 @@ class ThunkEmitter:
       outputs.append({"slot": self.slot(root, idx), "alloc": alloc,
                       "dtype": dtype_name(s.element_type),
                       "dims": list(s.dimensions)})
-    return {
+    plan = {
         "allocations": self.allocations,
         "slots": self.slots,
         "thunks": thunks,
@@ -286,6 +319,9 @@ class ThunkEmitter:
             self.module, self.ba, self.allocations),
         "kernels": sorted(set(self.kernels)),
     }
+    if self.multi:
+      plan["participants"] = list(self.participants)
+    return plan
 
 
 def storage_bytes(shape) -> int:
