@@ -26,6 +26,15 @@ that change per call with the base each comes from, and the output views'
 dtypes, shapes and offsets, so a call only reads the arguments' addresses,
 allocates the output block, writes a few table entries and runs.
 
+A program of several participants (replicas x partitions > 1; the plan's
+`participants`) runs one instance per participant: `execute_spmd` runs
+them all on their own threads, or a runtime with its own threads calls
+`execute(args, participant=...)` for each with a `collectives.Participant`
+of one shared `collectives.CollectiveExecution`. Its collectives,
+replica-id and partition-id are collective thunks (collectives.py) and it
+always takes the general path; a program without them runs each instance
+as a single-device call.
+
 Threads: the runtime splits kernels across its own pool (thunk.py), so
 while a program that calls BLAS runs, OpenBLAS (numpy's, process-wide) is
 held at one thread and restored afterwards. Letting both split the same
@@ -47,6 +56,7 @@ import numpy as np
 import support
 from xla.service.cpu import blas
 from xla.service.cpu import buffer_pool
+from xla.service.cpu import collectives
 from xla.service.cpu import native_execute
 from xla.service.cpu import native_runner
 from xla.service.cpu import thunk as thunk_lib
@@ -131,6 +141,9 @@ class CpuExecutable:
     # OpenBLAS runs single-threaded while our kernels call it: the runtime
     # splits gemms across its own workers (see blas.pin_single_thread).
     self._uses_blas = blas.uses_blas(plan.get("externals", ()))
+    # (replicas, partitions) of a program of several participants.
+    self.participants = tuple(plan.get("participants", (1, 1)))
+    self.has_collectives = False  # set by _build
     self.thunks = native_runner.compile_thunks(self._build(plan["thunks"]))
     self._setup_memory()
 
@@ -158,6 +171,13 @@ class CpuExecutable:
       elif k == "sequence":
         out.append(thunk_lib.SequenceThunk(t["name"],
                                            self._build(t["thunks"])))
+      elif k == "collective":
+        self.has_collectives = True
+        combiner = t["config"].get("combiner")
+        out.append(collectives.CollectiveThunk(
+            t["name"], t["op"], t["config"], _leaf_specs(t["operands"]),
+            _leaf_specs(t["results"]),
+            self._addresses[combiner] if combiner else 0))
       elif k == "custom_call":
         instr = self._custom_call_instrs[t["call"]]
         out.append(thunk_lib.CustomCallThunk(
@@ -233,7 +253,9 @@ class CpuExecutable:
 
   def _fast_plan(self) -> Optional[_FastPlan]:
     """The execute plan of the common call; None where the program needs
-    the general path (tuple parameters)."""
+    the general path (tuple parameters, collectives)."""
+    if self.has_collectives:
+      return None
     if any(leaf.path for leaf in self._flat_leaves):
       return None
     if len(self._flat_leaves) != len(self._leaves):
@@ -392,9 +414,14 @@ class CpuExecutable:
 
   def execute(self, args: Sequence[Any], *,
               custom_calls: Optional[dict[str, Callable]] = None,
-              donate: Sequence[int] = ()) -> list[np.ndarray]:
+              donate: Sequence[int] = (),
+              participant: Optional[collectives.Participant] = None
+              ) -> list[np.ndarray]:
     """Runs the program on `args` (one array, or nested tuple of arrays, per
-    parameter); returns the result's array leaves, depth first."""
+    parameter); returns the result's array leaves, depth first.
+
+    `participant`: for a program of several participants, the instance
+    this call runs (see the module docstring)."""
     if len(args) != len(self._leaves):
       raise support.InvalidArgumentError(
           f"the program takes {len(self._leaves)} arguments, got {len(args)}")
@@ -439,7 +466,11 @@ class CpuExecutable:
     if custom_calls:
       handlers = dict(handlers)
       handlers.update(custom_calls)
-    state = thunk_lib.ExecutionState(table, handlers, self._pool)
+    if participant is not None:
+      state = collectives.ParticipantState(table, handlers, self._pool,
+                                           participant)
+    else:
+      state = thunk_lib.ExecutionState(table, handlers, self._pool)
     self._run_thunks(state, arena)
     results = []
     used = set()
@@ -463,6 +494,40 @@ class CpuExecutable:
     return results
 
   __call__ = execute
+
+  def execute_spmd(self, argument_lists: Sequence[Sequence[Any]], *,
+                   custom_calls: Optional[dict[str, Callable]] = None,
+                   timeout_s: Optional[float] = None
+                   ) -> list[list[np.ndarray]]:
+    """Runs every participant's instance, each on its own thread, on
+    `argument_lists[i]` for flattened participant id i (replica * num
+    partitions + partition); returns their results in that order.
+
+    Raises:
+      support.InvalidArgumentError: not one argument list per participant.
+      The first participant's failure; the others stop with CANCELLED. A
+      collective that waits longer than `timeout_s` (default
+      collectives.DEFAULT_TIMEOUT_S) fails with DEADLINE_EXCEEDED.
+    """
+    replicas, partitions = self.participants
+    n = replicas * partitions
+    if len(argument_lists) != n:
+      raise support.InvalidArgumentError(
+          f"the program runs on {replicas} replica(s) x {partitions} "
+          f"partition(s): pass {n} argument lists, not "
+          f"{len(argument_lists)}")
+    for i, args in enumerate(argument_lists):
+      if len(args) != len(self._leaves):
+        raise support.InvalidArgumentError(
+            f"argument list {i}: the program takes {len(self._leaves)} "
+            f"arguments, got {len(args)}")
+
+    def run_one(participant):
+      return self.execute(argument_lists[participant.flat],
+                          custom_calls=custom_calls, participant=participant)
+
+    return collectives.run_participants(run_one, replicas, partitions,
+                                        timeout_s=timeout_s)
 
 
 def _leaf_specs(spec):

@@ -276,6 +276,8 @@ class ThunkEmitter:
 
   def _collective(self, instr) -> dict:
     config, kernels = collective_emitter.collective_config(self.ctx, instr)
+    if self.on_kernels is not None and kernels:
+      self.on_kernels(kernels)
     self.kernels.extend(kernels)
     operands = [spec for o in instr.operands for spec in self._array_specs(o)]
     return {"kind": "collective", "name": instr.name,
