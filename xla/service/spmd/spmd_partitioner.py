@@ -1,0 +1,404 @@
+"""SpmdPartitioner: a global program with shardings -> one partition's
+program with collectives (after xla/service/spmd/spmd_partitioner.cc).
+
+Every instruction of the input must carry the sharding its value should
+have (run `ShardingPropagation` first; an instruction without one is taken
+as replicated). The pass builds a new entry computation in which each
+instruction's value is this partition's shard: the entry parameters take
+the shard shapes of their shardings, and each instruction is rewritten by
+the handler registered for its opcode in `partitioned_hlo.HANDLERS` (the
+data-parallel ops in `spmd_handlers`; parameters, tuples, control flow and
+the SPMD custom calls here). Computations that while loops, calls and
+conditionals run are partitioned the same way, once per call site.
+
+Manual regions (shard_map in GSPMD form) are supported: a value sharded
+`{manual}` already has its per-partition shape, instructions on manual
+values are copied as they are (their collectives included), and the custom
+calls `SPMDFullToShardShape` / `SPMDShardToFullShape` convert between a
+tiled global value and its manual shard. `Sharding` custom calls become
+reshards.
+
+An op without a handler runs whole: its operands are all-gathered, every
+partition computes the full result, and each keeps its own tile. Ops for
+which that is not the same program (collectives, partition-id, stateful
+random numbers, side effects) raise support.UnimplementedError naming the
+op, as do shardings the partitioner cannot express (maximal, partially
+manual).
+
+After the pass, `module.config` says `num_partitions=N` and
+`use_spmd_partitioning=true`, and the entry layout is the per-partition one.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import support
+from xla import shape_util
+from xla.hlo.ir import hlo_attrs
+from xla.hlo.ir import hlo_instruction as hi
+from xla.hlo.ir import hlo_sharding
+from xla.hlo.ir.hlo_computation import HloComputation
+from xla.hlo.ir.hlo_instruction import HloInstruction
+from xla.hlo.ir.hlo_opcode import HloOpcode
+from xla.hlo.ir.hlo_sharding import HloSharding
+from xla.hlo.pass_ import hlo_pass_interface
+from xla.hlo.transforms.simplifiers import hlo_dce
+from xla.service.spmd import partitioned_hlo as ph_lib
+from xla.service.spmd import sharding_propagation as sp
+from xla.service.spmd import spmd_handlers
+from xla.service.spmd.partitioned_hlo import PartitionedHlo
+from xla.service.spmd.partitioned_hlo import register_handler
+from xla.shape import ProgramShape
+
+O = HloOpcode
+
+# Ops the replicated fallback must not run on every partition.
+_NOT_REPLICABLE = frozenset({
+    O.kPartitionId, O.kReplicaId, O.kRng, O.kRngGetAndUpdateState,
+    O.kInfeed, O.kOutfeed, O.kSend, O.kSendDone, O.kRecv, O.kRecvDone,
+    O.kAsyncStart, O.kAsyncUpdate, O.kAsyncDone,
+}) | frozenset(op for op in HloOpcode if op.value.startswith(
+    ("all-", "collective-", "reduce-scatter", "ragged-all")))
+
+# Handlers that deal with manual shardings themselves.
+_MANUAL_AWARE = frozenset({O.kCustomCall, O.kWhile, O.kCall, O.kConditional,
+                           O.kParameter})
+
+
+def _sharding_on(instr) -> HloSharding:
+  """The instruction's sharding (replicated if none), as a tuple sharding
+  for a tuple shape."""
+  s = hlo_sharding.of(instr)
+  if s is None:
+    s = HloSharding.replicate()
+  if instr.shape.is_tuple():
+    return HloSharding.tuple_sharding(sp.leaves_of(s, instr.shape))
+  return s
+
+
+def _is_manual(s: HloSharding) -> bool:
+  return s.is_manual
+
+
+class ComputationPartitioner:
+  """Builds the partitioned form of one computation (see the module
+  docstring). `param_shardings` gives the shardings its parameters arrive
+  with (None for the entry: each parameter's own), `root_sharding` the one
+  its result must leave with (None: the root's own)."""
+
+  def __init__(self, state: ph_lib.SpmdState, comp: HloComputation,
+               param_shardings: Optional[Sequence[HloSharding]] = None,
+               root_sharding: Optional[HloSharding] = None,
+               name: Optional[str] = None):
+    self.state = state
+    self.comp = comp
+    self.param_shardings = param_shardings
+    self.root_sharding = root_sharding
+    new = HloComputation(name or comp.name)
+    state.module.add_embedded_computation(new)
+    self.b = ph_lib.Builder(state, new)
+    self.values: dict[int, PartitionedHlo] = {}
+    self._current: Optional[HloInstruction] = None
+
+  @property
+  def n(self) -> int:
+    return self.state.n
+
+  def target(self, instr) -> HloSharding:
+    return _sharding_on(instr)
+
+  def operand(self, i: int) -> PartitionedHlo:
+    return self.values[id(self._current.operand(i))]
+
+  def value(self, instr) -> PartitionedHlo:
+    return self.values[id(instr)]
+
+  def run(self) -> HloComputation:
+    for instr in self.comp.instructions_in_stable_order():
+      self._current = instr
+      self.values[id(instr)] = self._dispatch(instr)
+    root = self.values[id(self.comp.root_instruction)]
+    if self.root_sharding is not None:
+      root = ph_lib.reshard(self.b, root, self.root_sharding)
+    self.b.comp.set_root_instruction(root.hlo)
+    return self.b.comp
+
+  def _dispatch(self, instr) -> PartitionedHlo:
+    try:
+      target = self.target(instr)
+      if instr.opcode not in _MANUAL_AWARE and _is_manual(target):
+        return self.manual_clone(instr)
+      handler = ph_lib.HANDLERS.get(instr.opcode)
+      if handler is None:
+        return self.replicated_fallback(instr)
+      return handler(self, instr)
+    except support.UnimplementedError as e:
+      where = f"{instr.opcode.value} ({instr.name})"
+      if where in str(e):
+        raise
+      raise support.UnimplementedError(
+          f"{e} [partitioning {where}]") from None
+
+  # -- shared by handlers ------------------------------------------------------
+
+  def manual_clone(self, instr) -> PartitionedHlo:
+    """`instr` on manual values: copied with its operands' local values
+    (which have the global shapes of a manual region)."""
+    operands = []
+    for i, op in enumerate(instr.operands):
+      value = self.operand(i)
+      s = value.sharding
+      if not (s.is_manual or s.is_replicated):
+        raise support.UnimplementedError(
+            f"Unimplemented: SPMD partitioning of {instr.opcode.value} "
+            f"({instr.name}): manual result from operand {op.name} sharded "
+            f"{s}")
+      operands.append(value.hlo)
+    new = spmd_handlers.clone(self.b, instr, instr.shape, operands)
+    return PartitionedHlo(new, instr.shape, self.target(instr))
+
+  def replicated_fallback(self, instr) -> PartitionedHlo:
+    """Runs `instr` whole on every partition, from all-gathered operands,
+    then keeps this partition's tile of the result."""
+    if instr.opcode in _NOT_REPLICABLE or instr.has_side_effect():
+      raise support.UnimplementedError(
+          f"Unimplemented: SPMD partitioning of {instr.opcode.value} "
+          f"({instr.name}) outside a manual region (sharding "
+          f"{self.target(instr)})")
+    operands = [ph_lib.replicate(self.b, self.operand(i)).hlo
+                for i in range(instr.operand_count)]
+    new = spmd_handlers.clone(self.b, instr, instr.shape, operands)
+    whole = HloSharding.single(instr.shape, HloSharding.replicate())
+    if instr.shape.is_tuple():
+      whole = HloSharding.tuple_sharding(sp.leaves_of(whole, instr.shape))
+    return ph_lib.reshard(self.b, PartitionedHlo(new, instr.shape, whole),
+                          self.target(instr))
+
+
+# -- parameters, tuples --------------------------------------------------------
+
+
+@register_handler(O.kParameter)
+def handle_parameter(cp: ComputationPartitioner, instr) -> PartitionedHlo:
+  own = cp.target(instr)
+  arrives = own
+  if cp.param_shardings is not None:
+    arrives = cp.param_shardings[instr.parameter_number]
+  new = hi.create_parameter(instr.parameter_number,
+                            ph_lib.local_shape(instr.shape, arrives),
+                            instr.name)
+  new.metadata = instr.metadata
+  if cp.param_shardings is None and instr.sharding is not None:
+    new.sharding = instr.sharding
+  cp.b.add(new)
+  return ph_lib.reshard(cp.b, PartitionedHlo(new, instr.shape, arrives), own)
+
+
+@register_handler(O.kTuple)
+def handle_tuple(cp: ComputationPartitioner, instr) -> PartitionedHlo:
+  target = cp.target(instr)
+  elements = []
+  for i, op in enumerate(instr.operands):
+    want = target.get_sub_sharding(instr.shape, (i,))
+    elements.append(ph_lib.reshard(cp.b, cp.operand(i), want).hlo)
+  return PartitionedHlo(cp.b.tuple(elements), instr.shape, target)
+
+
+@register_handler(O.kGetTupleElement)
+def handle_get_tuple_element(cp: ComputationPartitioner, instr
+                             ) -> PartitionedHlo:
+  operand = cp.operand(0)
+  index = instr.tuple_index
+  sub = operand.sharding.get_sub_sharding(operand.base_shape, (index,))
+  value = PartitionedHlo(cp.b.gte(operand.hlo, index), instr.shape, sub)
+  return ph_lib.reshard(cp.b, value, cp.target(instr))
+
+
+@register_handler(O.kOptimizationBarrier)
+def handle_optimization_barrier(cp: ComputationPartitioner, instr
+                                ) -> PartitionedHlo:
+  target = cp.target(instr)
+  operand = ph_lib.reshard(cp.b, cp.operand(0), target)
+  new = spmd_handlers.clone(cp.b, instr, operand.hlo.shape, [operand.hlo])
+  return PartitionedHlo(new, instr.shape, target)
+
+
+# -- control flow --------------------------------------------------------------
+
+
+@register_handler(O.kWhile)
+def handle_while(cp: ComputationPartitioner, instr) -> PartitionedHlo:
+  """Body and condition partitioned with the loop's sharding on their
+  parameter; the body's result leaves with it too."""
+  target = cp.target(instr)
+  init = ph_lib.reshard(cp.b, cp.operand(0), target)
+  body = ComputationPartitioner(cp.state, instr.while_body, [target],
+                                target).run()
+  cond_root = HloSharding.replicate()
+  if _is_manual(_sharding_on(instr.while_condition.root_instruction)):
+    cond_root = HloSharding.manual()
+  cond = ComputationPartitioner(cp.state, instr.while_condition, [target],
+                                cond_root).run()
+  new = spmd_handlers.clone(cp.b, instr, init.hlo.shape, [init.hlo],
+                            condition=cond, body=body)
+  return PartitionedHlo(new, instr.shape, target)
+
+
+@register_handler(O.kCall)
+def handle_call(cp: ComputationPartitioner, instr) -> PartitionedHlo:
+  target = cp.target(instr)
+  callee = instr.to_apply
+  params = [_sharding_on(callee.parameter_instruction(i))
+            for i in range(instr.operand_count)]
+  operands = [ph_lib.reshard(cp.b, cp.operand(i), s).hlo
+              for i, s in enumerate(params)]
+  new_callee = ComputationPartitioner(cp.state, callee, params, target).run()
+  new = spmd_handlers.clone(cp.b, instr,
+                            ph_lib.local_shape(instr.shape, target),
+                            operands, to_apply=new_callee)
+  return PartitionedHlo(new, instr.shape, target)
+
+
+@register_handler(O.kConditional)
+def handle_conditional(cp: ComputationPartitioner, instr) -> PartitionedHlo:
+  target = cp.target(instr)
+  index = cp.operand(0)
+  if not _is_manual(index.sharding):
+    index = ph_lib.replicate(cp.b, index)
+  operands = [index.hlo]
+  branches = []
+  for k, branch in enumerate(instr.branch_computations):
+    s = _sharding_on(branch.parameter_instruction(0))
+    operands.append(ph_lib.reshard(cp.b, cp.operand(k + 1), s).hlo)
+    branches.append(ComputationPartitioner(cp.state, branch, [s],
+                                           target).run())
+  changes = {}
+  if instr.attrs.get("branch_computations") is not None:
+    changes["branch_computations"] = tuple(branches)
+  else:
+    changes["true_computation"], changes["false_computation"] = branches
+  new = spmd_handlers.clone(cp.b, instr,
+                            ph_lib.local_shape(instr.shape, target),
+                            operands, **changes)
+  return PartitionedHlo(new, instr.shape, target)
+
+
+# -- custom calls --------------------------------------------------------------
+
+
+def _check_no_manual_subgroup(instr, s: HloSharding) -> None:
+  leaves = s.tuple_elements if s.is_tuple else (s,)
+  for leaf in leaves:
+    if leaf.type == hlo_sharding.OpShardingType.OTHER and (
+        leaf.subgroup_types and any(
+            t != hlo_sharding.OpShardingType.REPLICATED
+            for t in leaf.subgroup_types)):
+      raise support.UnimplementedError(
+          f"Unimplemented: SPMD partitioning of {instr.opcode.value} "
+          f"({instr.name}) with partially manual sharding {leaf}")
+
+
+@register_handler(O.kCustomCall)
+def handle_custom_call(cp: ComputationPartitioner, instr) -> PartitionedHlo:
+  target = cp.target(instr)
+  name = instr.custom_call_target
+  _check_no_manual_subgroup(instr, target)
+  if name == sp.SHARDING_TARGET:
+    return ph_lib.reshard(cp.b, cp.operand(0), target)
+  if name == sp.FULL_TO_SHARD_TARGET:
+    operand = cp.operand(0)
+    _check_no_manual_subgroup(instr, operand.sharding)
+    want = ph_lib.local_shape(operand.base_shape, operand.sharding)
+    if want.dimensions != instr.shape.dimensions:
+      raise support.InvalidArgumentError(
+          f"{instr.name}: {name} to {instr.shape.to_string()} from a "
+          f"value whose shards are {want.to_string()} "
+          f"(sharding {operand.sharding})")
+    new = cp.b.emit(O.kCopy, operand.hlo.shape, (operand.hlo,))
+    return PartitionedHlo(new, instr.shape, target)
+  if name == sp.SHARD_TO_FULL_TARGET:
+    operand = cp.operand(0)
+    if not _is_manual(operand.sharding):
+      operand = ph_lib.reshard(cp.b, operand, HloSharding.manual())
+    want = ph_lib.local_shape(instr.shape, target)
+    if want.dimensions != operand.hlo.shape.dimensions:
+      raise support.InvalidArgumentError(
+          f"{instr.name}: {name} of a {operand.hlo.shape.to_string()} shard "
+          f"to {instr.shape.to_string()} sharded {target}, whose shards are "
+          f"{want.to_string()}")
+    new = cp.b.emit(O.kCopy, operand.hlo.shape, (operand.hlo,))
+    return PartitionedHlo(new, instr.shape, target)
+  if _is_manual(target):
+    return cp.manual_clone(instr)
+  return cp.replicated_fallback(instr)
+
+
+# -- the pass ------------------------------------------------------------------
+
+
+def _reachable(entry: HloComputation) -> list[HloComputation]:
+  out, seen, stack = [], set(), [entry]
+  while stack:
+    comp = stack.pop()
+    if id(comp) in seen:
+      continue
+    seen.add(id(comp))
+    out.append(comp)
+    for instr in comp.instructions:
+      stack.extend(instr.called_computations())
+  return out
+
+
+class SpmdPartitioner(hlo_pass_interface.HloModulePass):
+  """See the module docstring."""
+
+  def __init__(self, num_partitions: int):
+    if num_partitions < 1:
+      raise support.InvalidArgumentError(
+          f"num_partitions must be positive, got {num_partitions}")
+    self.num_partitions = int(num_partitions)
+
+  @property
+  def name(self) -> str:
+    return "spmd-partitioning"
+
+  def run(self, module, execution_threads=frozenset()) -> bool:
+    entry = module.entry_computation
+    if entry is None:
+      raise support.FailedPreconditionError(
+          f"module {module.name} has no entry computation")
+    if module.config.replica_count not in (0, 1):
+      raise support.UnimplementedError(
+          f"Unimplemented: SPMD partitioning of a module with "
+          f"{module.config.replica_count} replicas")
+    old = _reachable(entry)
+    state = ph_lib.SpmdState(module, self.num_partitions)
+    new_entry = ComputationPartitioner(state, entry,
+                                       name=f"{entry.name}_spmd").run()
+    root = new_entry.root_instruction
+    root_sharding = _sharding_on(entry.root_instruction)
+    if root.opcode != O.kParameter:
+      root.sharding = hlo_attrs.RawText(str(root_sharding))
+    module.entry_computation = new_entry
+    keep = {id(c) for c in _reachable(new_entry)}
+    for comp in old:
+      if id(comp) not in keep:
+        module.remove_computation(comp, check_callers=False)
+    hlo_dce.HloDCE(remove_dead_computations=False).run(module)
+    config = module.config
+    config.num_partitions = self.num_partitions
+    config.use_spmd_partitioning = True
+    old_layout = config.entry_computation_layout
+    ps = new_entry.program_shape()
+    config.entry_computation_layout = ProgramShape(
+        tuple(shape_util.with_default_layouts(s) for s in ps.parameters),
+        shape_util.with_default_layouts(ps.result),
+        ps.parameter_names) if old_layout is not None else None
+    return True
+
+
+def partition(module, num_partitions: int) -> None:
+  """Propagates shardings and partitions `module` in place."""
+  sp.ShardingPropagation(num_partitions).run(module)
+  SpmdPartitioner(num_partitions).run(module)

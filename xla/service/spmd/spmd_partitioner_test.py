@@ -1,0 +1,574 @@
+"""Tests for SpmdPartitioner.
+
+Each program is partitioned and run on every partition (with junk in the
+padding of uneven shards); the reassembled result must equal the global
+program's (`spmd_testing.check_partitioning`). Where the strategy matters,
+the tests also check which collectives the partitioned program uses.
+"""
+
+import itertools
+
+import numpy as np
+import pytest
+
+import support
+from xla.hlo.ir import hlo_sharding
+from xla.hlo.ir.hlo_opcode import HloOpcode
+from xla.hlo.parser import hlo_parser
+from xla.service import hlo_verifier
+from xla.service.spmd import spmd_partitioner
+from xla.service.spmd import spmd_testing
+
+O = HloOpcode
+
+COMPS = """
+add {
+  ax = f32[] parameter(0)
+  ay = f32[] parameter(1)
+  ROOT sum = f32[] add(ax, ay)
+}
+max {
+  mx = f32[] parameter(0)
+  my = f32[] parameter(1)
+  ROOT mm = f32[] maximum(mx, my)
+}
+lt {
+  la = f32[] parameter(0)
+  lb = f32[] parameter(1)
+  ROOT lc = pred[] compare(la, lb), direction=LT
+}
+argmax {
+  av = f32[] parameter(0)
+  ai = s32[] parameter(1)
+  bv = f32[] parameter(2)
+  bi = s32[] parameter(3)
+  gt = pred[] compare(av, bv), direction=GT
+  eqq = pred[] compare(av, bv), direction=EQ
+  lti = pred[] compare(ai, bi), direction=LT
+  tie = pred[] and(eqq, lti)
+  pick = pred[] or(gt, tie)
+  v = f32[] select(pick, av, bv)
+  ix = s32[] select(pick, ai, bi)
+  ROOT t = (f32[], s32[]) tuple(v, ix)
+}
+"""
+
+T0 = "{devices=[4,1]<=[4]}"
+T1 = "{devices=[1,4]<=[4]}"
+T01 = "{devices=[2,2]<=[4]}"
+V4 = "{devices=[4]<=[4]}"
+
+
+def _module(body: str, comps: str = COMPS) -> str:
+  return f"HloModule m\n{comps}\nENTRY e {{\n{body}\n}}\n"
+
+
+def _check(body: str, n: int = 4, **kw):
+  return spmd_testing.check_partitioning(_module(body), n, **kw)
+
+
+_COLLECTIVES = {O.kAllGather, O.kAllReduce, O.kAllToAll,
+                O.kCollectivePermute}
+
+
+def _collectives(module) -> list[str]:
+  return sorted(i.opcode.value for c in module.computations
+                for i in c.instructions if i.opcode in _COLLECTIVES)
+
+
+def _find(module, opcode):
+  return [i for c in module.computations for i in c.instructions
+          if i.opcode == opcode]
+
+
+# -- elementwise ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape,sharding,n", [
+    ("f32[8]", V4, 4),
+    ("f32[5]", "{devices=[2]<=[2]}", 2),    # uneven: 3 + 2
+    ("f32[7]", V4, 4),                      # uneven: 2 + 2 + 2 + 1
+    ("f32[8,6]", T01, 4),
+    ("f32[5,7]", T01, 4),
+    ("f32[8,6]", "{devices=[2,1,2]<=[4] last_tile_dim_replicate}", 4),
+])
+def test_elementwise_runs_locally(shape, sharding, n):
+  m = _check(f"""
+  p = {shape} parameter(0), sharding={sharding}
+  q = {shape} parameter(1), sharding={sharding}
+  e = {shape} exponential(p)
+  c = {shape} clamp(p, q, e)
+  ROOT a = {shape} multiply(c, q), sharding={sharding}""", n)
+  assert _collectives(m) == []
+
+
+def test_elementwise_with_different_operand_shardings():
+  _check(f"""
+  p = f32[8,6] parameter(0), sharding={T0}
+  q = f32[8,6] parameter(1), sharding={T1}
+  ROOT a = f32[8,6] subtract(p, q), sharding={T01}""")
+
+
+def test_compare_select_and_scalar_clamp():
+  _check(f"""
+  p = f32[6,5] parameter(0), sharding={T01}
+  lo = f32[] constant(-0.5)
+  hi = f32[] constant(0.5)
+  c = f32[6,5] clamp(lo, p, hi)
+  z = f32[] constant(0)
+  zb = f32[6,5] broadcast(z), dimensions={{}}
+  g = pred[6,5] compare(p, zb), direction=GT
+  ROOT s = f32[6,5] select(g, c, p), sharding={T01}""")
+
+
+# -- dot -----------------------------------------------------------------------
+
+
+def test_dot_batch_partitioned_is_local():
+  m = _check("""
+  l = f32[4,8,6] parameter(0), sharding={devices=[4,1,1]<=[4]}
+  r = f32[4,6,5] parameter(1), sharding={devices=[4,1,1]<=[4]}
+  ROOT d = f32[4,8,5] dot(l, r), lhs_batch_dims={0}, rhs_batch_dims={0},
+      lhs_contracting_dims={2}, rhs_contracting_dims={1},
+      sharding={devices=[4,1,1]<=[4]}""")
+  assert _collectives(m) == []
+
+
+def test_dot_contracting_partitioned_is_local_dot_then_all_reduce():
+  m = _check("""
+  l = f32[8,12] parameter(0), sharding={devices=[1,4]<=[4]}
+  r = f32[12,6] parameter(1), sharding={devices=[4,1]<=[4]}
+  ROOT d = f32[8,6] dot(l, r), lhs_contracting_dims={1},
+      rhs_contracting_dims={0}""")
+  assert _collectives(m) == ["all-reduce"]
+  (ar,) = _find(m, O.kAllReduce)
+  assert ar.attr("replica_groups") == ((0, 1, 2, 3),)
+  assert ar.attr("use_global_device_ids") and ar.attr("channel_id")
+  assert ar.operand(0).opcode == O.kDot
+
+
+def test_dot_contracting_with_partial_replication_groups():
+  # Contracting dim over the second mesh axis: sums within rows of the mesh.
+  m = _check("""
+  l = f32[8,4] parameter(0), sharding={devices=[2,2]<=[4]}
+  r = f32[4,6] parameter(1),
+      sharding={devices=[2,1,2]<=[2,2]T(1,0) last_tile_dim_replicate}
+  ROOT d = f32[8,6] dot(l, r), lhs_contracting_dims={1},
+      rhs_contracting_dims={0},
+      sharding={devices=[2,1,2]<=[4] last_tile_dim_replicate}""")
+  assert _collectives(m) == ["all-reduce"]
+  (ar,) = _find(m, O.kAllReduce)
+  assert sorted(ar.attr("replica_groups")) == [(0, 1), (2, 3)]
+
+
+def test_dot_non_contracting_partitioned_is_local():
+  m = _check("""
+  l = f32[8,6] parameter(0),
+      sharding={devices=[2,1,2]<=[4] last_tile_dim_replicate}
+  r = f32[6,10] parameter(1),
+      sharding={devices=[1,2,2]<=[2,2]T(1,0) last_tile_dim_replicate}
+  ROOT d = f32[8,10] dot(l, r), lhs_contracting_dims={1},
+      rhs_contracting_dims={0}, sharding={devices=[2,2]<=[4]}""")
+  assert _collectives(m) == []
+
+
+def test_dot_reshards_an_operand_otherwise():
+  m = _check("""
+  l = f32[8,6] parameter(0), sharding={devices=[1,4]<=[4]}
+  r = f32[6,10] parameter(1), sharding={devices=[1,4]<=[4]}
+  ROOT d = f32[8,10] dot(l, r), lhs_contracting_dims={1},
+      rhs_contracting_dims={0}, sharding={devices=[4,1]<=[4]}""")
+  assert _collectives(m)  # something had to move
+
+
+def test_dot_uneven_contraction_masks_the_padding():
+  # 5 contracted elements on 2 partitions: the second shard's padding is
+  # NaN in the test inputs; unmasked it would poison the sum.
+  m = _check("""
+  l = f32[3,5] parameter(0), sharding={devices=[1,2]<=[2]}
+  r = f32[5,4] parameter(1), sharding={devices=[2,1]<=[2]}
+  ROOT d = f32[3,4] dot(l, r), lhs_contracting_dims={1},
+      rhs_contracting_dims={0}""", n=2)
+  assert _collectives(m) == ["all-reduce"]
+  assert _find(m, O.kSelect)
+
+
+def test_dot_integer_and_matrix_vector():
+  _check("""
+  l = s32[6,8] parameter(0), sharding={devices=[1,4]<=[4]}
+  r = s32[8] parameter(1), sharding={devices=[4]<=[4]}
+  ROOT d = s32[6] dot(l, r), lhs_contracting_dims={1},
+      rhs_contracting_dims={0}""")
+
+
+# -- reduce --------------------------------------------------------------------
+
+
+def test_reduce_over_sharded_dim_all_reduces():
+  m = _check(f"""
+  p = f32[8,6] parameter(0), sharding={T01}
+  z = f32[] constant(0)
+  ROOT r = f32[8] reduce(p, z), dimensions={{1}}, to_apply=add,
+      sharding={{devices=[2,2]<=[4] last_tile_dim_replicate}}""")
+  assert _collectives(m) == ["all-reduce"]
+  (ar,) = _find(m, O.kAllReduce)
+  assert sorted(ar.attr("replica_groups")) == [(0, 1), (2, 3)]
+
+
+def test_reduce_over_unsharded_dim_is_local():
+  m = _check(f"""
+  p = f32[8,6] parameter(0), sharding={T0}
+  z = f32[] constant(0)
+  ROOT r = f32[8] reduce(p, z), dimensions={{1}}, to_apply=add,
+      sharding={V4}""")
+  assert _collectives(m) == []
+
+
+@pytest.mark.parametrize("reducer,init", [("add", "0"), ("max", "-inf")])
+def test_reduce_uneven_masks_with_the_identity(reducer, init):
+  m = _check(f"""
+  p = f32[5,7] parameter(0), sharding={T01}
+  z = f32[] constant({init})
+  ROOT r = f32[] reduce(p, z), dimensions={{0,1}}, to_apply={reducer}""")
+  assert _collectives(m) == ["all-reduce"]
+
+
+def test_reduce_with_non_identity_init_gathers_instead():
+  # 3 + sum would count the 3 once per partition if partial sums were
+  # all-reduced; the reduced dim is gathered instead.
+  m = _check(f"""
+  p = f32[8,6] parameter(0), sharding={T1}
+  z = f32[] constant(3)
+  ROOT r = f32[8] reduce(p, z), dimensions={{1}}, to_apply=add""")
+  assert "all-reduce" not in _collectives(m)
+
+
+def test_variadic_reduce_over_sharded_dim():
+  m = _check("""
+  p = f32[5,7] parameter(0), sharding={devices=[1,4]<=[4]}
+  i = s32[5,7] iota(), iota_dimension=1
+  ninf = f32[] constant(-inf)
+  zero = s32[] constant(0)
+  ROOT r = (f32[5], s32[5]) reduce(p, i, ninf, zero), dimensions={1},
+      to_apply=argmax""")
+  assert "all-reduce" not in _collectives(m)
+
+
+# -- resharding ----------------------------------------------------------------
+
+SHARDINGS = {
+    "replicated": "{replicated}",
+    "tile0": T0,
+    "tile1": T1,
+    "tile01": T01,
+    "tile01_transposed": "{devices=[2,2]<=[2,2]T(1,0)}",
+    "partial0": "{devices=[2,1,2]<=[4] last_tile_dim_replicate}",
+    "partial1": "{devices=[1,2,2]<=[4] last_tile_dim_replicate}",
+    "tile0_reversed": "{devices=[4,1]3,2,1,0}",
+    "tile0_rotated": "{devices=[4,1]1,2,3,0}",
+}
+
+
+@pytest.mark.parametrize("shape", ["f32[8,4]", "f32[5,7]"])
+@pytest.mark.parametrize("src,dst", list(itertools.product(SHARDINGS,
+                                                             SHARDINGS)))
+def test_reshard_between_every_pair(shape, src, dst):
+  _check(f"""
+  p = {shape} parameter(0), sharding={SHARDINGS[src]}
+  ROOT c = {shape} custom-call(p), custom_call_target="Sharding",
+      sharding={SHARDINGS[dst]}""")
+
+
+@pytest.mark.parametrize("src,dst,want", [
+    ("replicated", "tile01", []),  # a local dynamic-slice
+    ("partial0", "tile01", []),    # refinement: a local slice too
+    ("tile01", "replicated", ["all-gather", "all-gather"]),
+    ("tile0", "tile1", ["all-to-all"]),
+    ("tile0", "tile0_reversed", ["collective-permute"]),
+    ("tile0", "tile0_rotated", ["collective-permute"]),
+    ("tile01", "tile01_transposed", ["collective-permute"]),
+    ("partial0", "partial1", ["all-to-all"]),
+])
+def test_reshard_uses_the_expected_collective(src, dst, want):
+  m = _check(f"""
+  p = f32[8,4] parameter(0), sharding={SHARDINGS[src]}
+  ROOT c = f32[8,4] custom-call(p), custom_call_target="Sharding",
+      sharding={SHARDINGS[dst]}""")
+  assert _collectives(m) == want
+
+
+def test_replicated_to_tiled_reads_offsets_from_a_partition_id_table():
+  m = _check(f"""
+  p = f32[8,4] parameter(0)
+  ROOT c = f32[8,4] custom-call(p), custom_call_target="Sharding",
+      sharding={T0}""")
+  (ds,) = [i for i in _find(m, O.kDynamicSlice) if i.shape.rank == 2]
+  assert ds.dynamic_slice_sizes == (2, 4)
+  assert _find(m, O.kPartitionId)
+  tables = [c.literal.array.tolist() for c in _find(m, O.kConstant)
+            if c.shape.rank == 1]
+  assert [0, 2, 4, 6] in tables
+
+
+# -- data movement ops ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("body", [
+    # broadcast: the new dim tiled, the operand's dim from the target
+    f"""p = f32[6] parameter(0), sharding={V4}
+  b = f32[5,6] broadcast(p), dimensions={{1}}
+  ROOT n = f32[5,6] negate(b), sharding={T01}""",
+    # transpose
+    f"""p = f32[8,6] parameter(0), sharding={T01}
+  ROOT t = f32[6,8] transpose(p), dimensions={{1,0}}, sharding={T0}""",
+    # reshape that splits / merges the tiled dim
+    f"""p = f32[8,6] parameter(0), sharding={T0}
+  ROOT t = f32[2,4,6] reshape(p), sharding={{devices=[2,2,1]<=[4]}}""",
+    f"""p = f32[4,2,6] parameter(0), sharding={{devices=[4,1,1]<=[4]}}
+  ROOT t = f32[8,6] reshape(p), sharding={T0}""",
+    # reshape that cuts through tiles: done on the whole value
+    f"""p = f32[8,6] parameter(0), sharding={T1}
+  ROOT t = f32[6,8] reshape(p), sharding={T1}""",
+    # slice, pad, concatenate, reverse
+    f"""p = f32[8,6] parameter(0), sharding={T01}
+  ROOT s = f32[4,5] slice(p), slice={{[1:8:2], [0:5]}}, sharding={T01}""",
+    f"""p = f32[8,6] parameter(0), sharding={T01}
+  z = f32[] constant(7)
+  ROOT s = f32[11,8] pad(p, z), padding=1_2x1_1, sharding={T01}""",
+    f"""p = f32[5,6] parameter(0), sharding={T01}
+  q = f32[3,6] parameter(1), sharding={T1}
+  ROOT c = f32[8,6] concatenate(p, q), dimensions={{0}}, sharding={T01}""",
+    f"""p = f32[7,6] parameter(0), sharding={T01}
+  ROOT r = f32[7,6] reverse(p), dimensions={{0}}, sharding={T01}""",
+    # dynamic-slice and dynamic-update-slice
+    f"""p = f32[8,6] parameter(0), sharding={T01}
+  i = s32[] parameter(1)
+  ROOT s = f32[3,6] dynamic-slice(p, i, i), dynamic_slice_sizes={{3,6}},
+      sharding={T01}""",
+    f"""p = f32[8,6] parameter(0), sharding={T01}
+  u = f32[2,6] parameter(1), sharding={T1}
+  i = s32[] parameter(2)
+  ROOT s = f32[8,6] dynamic-update-slice(p, u, i, i), sharding={T01}""",
+    # sort along the tiled dim
+    f"""p = f32[8,6] parameter(0), sharding={T01}
+  ROOT s = f32[8,6] sort(p), dimensions={{1}}, to_apply=lt, sharding={T01}""",
+    # convert and a tuple result
+    f"""p = f32[8,6] parameter(0), sharding={T01}
+  c = s32[8,6] convert(p)
+  z = f32[] constant(0)
+  r = f32[8] reduce(p, z), dimensions={{1}}, to_apply=add
+  ROOT t = (s32[8,6], f32[8]) tuple(c, r), sharding={{{T1}, {{replicated}}}}""",
+], ids=["broadcast", "transpose", "reshape_split", "reshape_merge",
+        "reshape_whole", "slice", "pad", "concatenate", "reverse",
+        "dynamic_slice", "dynamic_update_slice", "sort", "convert_tuple"])
+def test_data_movement(body):
+  _check(body)
+
+
+def test_local_reshape_and_transpose_need_no_collectives():
+  m = _check(f"""
+  p = f32[8,6] parameter(0), sharding={T0}
+  r = f32[2,4,6] reshape(p)
+  ROOT t = f32[6,2,4] transpose(r), dimensions={{2,0,1}},
+      sharding={{devices=[1,2,2]<=[4]}}""")
+  assert _collectives(m) == []
+
+
+# -- iota, constants -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("et,dim", [("s32", 0), ("f32", 1), ("u8", 0)])
+def test_iota_adds_the_partition_offset(et, dim):
+  m = _check(f"""
+  ROOT i = {et}[7,5] iota(), iota_dimension={dim}, sharding={T01}""")
+  assert _collectives(m) == []
+
+
+def test_constant_is_sliced_per_partition():
+  m = _check("""
+  c = f32[2,3] constant({{1,2,3},{4,5,6}})
+  ROOT n = f32[2,3] negate(c), sharding={devices=[2,2]<=[4]}""")
+  assert _collectives(m) == []
+
+
+# -- while loops ---------------------------------------------------------------
+
+LOOP = """
+cond {
+  c = (s32[], f32[8,6], f32[6]) parameter(0)
+  i = s32[] get-tuple-element(c), index=0
+  k = s32[] constant(3)
+  ROOT lt = pred[] compare(i, k), direction=LT
+}
+body {
+  b = (s32[], f32[8,6], f32[6]) parameter(0)
+  i = s32[] get-tuple-element(b), index=0
+  one = s32[] constant(1)
+  j = s32[] add(i, one)
+  x = f32[8,6] get-tuple-element(b), index=1
+  acc = f32[6] get-tuple-element(b), index=2
+  y = f32[8,6] multiply(x, x)
+  z = f32[] constant(0)
+  r = f32[6] reduce(y, z), dimensions={0}, to_apply=add
+  acc2 = f32[6] add(acc, r)
+  half = f32[] constant(0.5)
+  hb = f32[8,6] broadcast(half), dimensions={}
+  y2 = f32[8,6] multiply(y, hb)
+  ROOT out = (s32[], f32[8,6], f32[6]) tuple(j, y2, acc2)
+}
+"""
+
+
+@pytest.mark.parametrize("sharding", [T01, T0, "{devices=[5,1]<=[5]}"])
+def test_while_loop_carrying_sharded_state(sharding):
+  n = 5 if "5" in sharding else 4
+  m = spmd_testing.check_partitioning(_module(f"""
+  p = f32[8,6] parameter(0), sharding={sharding}
+  z = s32[] constant(0)
+  zf = f32[] constant(0)
+  s = f32[6] broadcast(zf), dimensions={{}}
+  t = (s32[], f32[8,6], f32[6]) tuple(z, p, s)
+  w = (s32[], f32[8,6], f32[6]) while(t), condition=cond, body=body
+  x = f32[8,6] get-tuple-element(w), index=1
+  a = f32[6] get-tuple-element(w), index=2
+  ROOT o = (f32[8,6], f32[6]) tuple(x, a)""", COMPS + LOOP), n)
+  (w,) = _find(m, O.kWhile)
+  # The loop carries the shards, and its body all-reduces the column sums.
+  assert w.shape.tuple_shapes[1] != hlo_parser.parse_shape("f32[8,6]")
+  assert any(i.opcode == O.kAllReduce
+             for i in w.while_body.instructions)
+
+
+# -- manual regions ------------------------------------------------------------
+
+SHMAP = """
+region_0.1 {
+  x.2 = f32[] parameter(0)
+  y.2 = f32[] parameter(1)
+  ROOT add.1 = f32[] add(x.2, y.2)
+}
+shmap_body.2 {
+  a.3 = f32[4,2] parameter(0)
+  psum.5 = f32[4,2] all-reduce(a.3), channel_id=1,
+      replica_groups={{0,2},{1,3}}, use_global_device_ids=true,
+      to_apply=region_0.1
+  constant.1 = f32[] constant(2)
+  broadcast.1 = f32[4,2] broadcast(constant.1), dimensions={}
+  ROOT mul.1 = f32[4,2] multiply(psum.5, broadcast.1)
+}
+"""
+
+
+def test_manual_region_as_shard_map_emits_it():
+  text = _module("""
+  a.1 = f32[8,4] parameter(0)
+  s.5 = f32[8,4] custom-call(a.1), custom_call_target="Sharding",
+      sharding={devices=[2,2]<=[4]}
+  s.6 = f32[4,2] custom-call(s.5), custom_call_target="SPMDFullToShardShape",
+      sharding={manual}
+  s.7 = f32[4,2] call(s.6), to_apply=shmap_body.2
+  s.8 = f32[4,2] custom-call(s.7), custom_call_target="Sharding",
+      sharding={manual}
+  ROOT s.9 = f32[4,4] custom-call(s.8),
+      custom_call_target="SPMDShardToFullShape",
+      sharding={devices=[1,2,2]<=[2,2]T(1,0) last_tile_dim_replicate}""",
+                 SHMAP)
+  a = np.arange(32, dtype=np.float32).reshape(8, 4)
+  # psum over the mesh's first axis of each partition's block, times 2.
+  want = (a[:4] + a[4:]) * 2
+  m = spmd_testing.check_partitioning(text, 4, [a], expected=[want])
+  # The manual body's own all-reduce stays, with its own channel id; ours
+  # get fresh ones.
+  ids = [i.attr("channel_id") for c in m.computations for i in c.instructions
+         if i.has_attr("channel_id")]
+  assert len(ids) == len(set(ids))
+  assert not any(i.opcode == O.kCustomCall for i in m.instructions())
+
+
+def test_manual_value_meeting_a_tiled_one_is_unimplemented():
+  text = _module("""
+  a = f32[8,4] parameter(0), sharding={manual}
+  b = f32[8,4] parameter(1), sharding={devices=[4,1]<=[4]}
+  ROOT s = f32[8,4] add(a, b), sharding={manual}""")
+  module = hlo_parser.parse_and_return_verified_module(text)
+  with pytest.raises(support.UnimplementedError, match="add"):
+    spmd_partitioner.SpmdPartitioner(4).run(module)
+
+
+# -- ops run whole, and what cannot be -----------------------------------------
+
+
+def test_op_without_handler_runs_on_gathered_operands():
+  m = _check(f"""
+  p = f32[4,4] parameter(0), sharding={T0}
+  t = f32[4,4] transpose(p), dimensions={{1,0}}
+  mm = f32[4,4] dot(p, t), lhs_contracting_dims={{1}},
+      rhs_contracting_dims={{0}}
+  c = f32[] constant(10)
+  b = f32[4,4] broadcast(c), dimensions={{}}
+  i = s32[4,4] iota(), iota_dimension=0
+  j = s32[4,4] iota(), iota_dimension=1
+  eq = pred[4,4] compare(i, j), direction=EQ
+  zz = f32[] constant(0)
+  z = f32[4,4] broadcast(zz), dimensions={{}}
+  d = f32[4,4] select(eq, b, z)
+  s = f32[4,4] add(mm, d)
+  ROOT r = f32[4,4] cholesky(s), lower=true, sharding={T01}""")
+  (ch,) = _find(m, O.kCholesky)
+  assert ch.shape.dimensions == (4, 4)  # the whole matrix
+
+
+@pytest.mark.parametrize("body,op", [
+    ("ROOT i = u32[] partition-id()", "partition-id"),
+    ("""p = f32[8] parameter(0), sharding={devices=[4]<=[4]}
+  ROOT r = f32[8] all-reduce(p), replica_groups={}, to_apply=add""",
+     "all-reduce"),
+    ("""a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT r = f32[8] rng(a, b), distribution=rng_uniform,
+      sharding={devices=[4]<=[4]}""", "rng"),
+    ("""p = f32[8] parameter(0), sharding={maximal device=1}
+  ROOT n = f32[8] negate(p)""", "maximal"),
+    ("""p = f32[8,4] parameter(0),
+      sharding={devices=[2,1,2]<=[4] last_tile_dims={manual}}
+  ROOT n = f32[8,4] negate(p)""", "last_tile_dims={manual}"),
+])
+def test_unsupported_cases_raise_unimplemented_naming_them(body, op):
+  module = hlo_parser.parse_and_return_verified_module(_module(body))
+  with pytest.raises(support.UnimplementedError, match=op):
+    spmd_partitioner.partition(module, 4)
+
+
+# -- the module after the pass -------------------------------------------------
+
+
+def test_config_records_partitions_and_per_partition_layout():
+  text = _module(f"""
+  p = f32[8,6] parameter(0), sharding={T01}
+  ROOT n = f32[8,6] negate(p), sharding={T0}""").replace(
+      "HloModule m", "HloModule m, entry_computation_layout="
+      "{(f32[8,6]{1,0})->f32[8,6]{1,0}}")
+  module = hlo_parser.parse_and_return_verified_module(text)
+  spmd_partitioner.partition(module, 4)
+  config = module.config
+  assert config.num_partitions == 4 and config.use_spmd_partitioning
+  layout = config.entry_computation_layout
+  assert [s.dimensions for s in layout.parameters] == [(4, 3)]
+  assert layout.result.dimensions == (2, 6)
+  entry = module.entry_computation
+  assert hlo_sharding.of(entry.parameter_instruction(0)) == (
+      hlo_sharding.HloSharding.parse(T01))
+  assert hlo_sharding.of(entry.root_instruction) == (
+      hlo_sharding.HloSharding.parse(T0))
+  # The partitioned module prints, parses back and verifies.
+  again = hlo_parser.parse_and_return_verified_module(module.to_string())
+  assert again.config.num_partitions == 4
+  hlo_verifier.verify(again)
+
+
+def test_num_partitions_must_match_the_shardings():
+  module = hlo_parser.parse_and_return_verified_module(_module(f"""
+  p = f32[8,6] parameter(0), sharding={T01}
+  ROOT n = f32[8,6] negate(p)"""))
+  with pytest.raises(support.InvalidArgumentError, match="partitions"):
+    spmd_partitioner.SpmdPartitioner(2).run(module)
