@@ -65,6 +65,7 @@ from xla.service.cpu import jit as jit_lib
 from xla.service.cpu import kernel_api
 from xla.service.cpu import reduction_splitter
 from xla.service.cpu import sliced_dot_hoisting
+from xla.service.cpu import spmd_pipeline
 from xla.service.cpu import thunk
 from xla.service.cpu import thunk_emitter
 from xla.service.cpu import topk_rewriter
@@ -370,6 +371,9 @@ def compile_artifact(hlo_module, options: CpuCompileOptions,
   loaded JIT) and the optimised module."""
   t = time.perf_counter()
   module = hlo_module.clone()
+  # A global program for several partitions is partitioned first, as XLA's
+  # CPU compiler does before its own passes (spmd_pipeline.py).
+  spmd_pipeline.partition_if_sharded(module)
   run_hlo_passes(module, options)
   stats["hlo_passes"] = time.perf_counter() - t
   _dump(options, module.name, "optimized.hlo.txt", module.to_string)

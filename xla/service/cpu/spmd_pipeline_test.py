@@ -1,0 +1,88 @@
+"""Tests of the CPU compiler's SPMD partitioning hook (spmd_pipeline.py)."""
+
+import numpy as np
+import pytest
+
+import support
+from xla.service.cpu import cpu_testing
+from xla.service.cpu import spmd_pipeline
+
+_GLOBAL = """HloModule m, num_partitions=4
+ENTRY e {
+  x = f32[8] parameter(0), sharding={devices=[4]<=[4]}
+  y = f32[8] multiply(x, x)
+  ROOT r = f32[8] add(y, x), sharding={replicated}
+}
+"""
+
+
+def test_per_device_programs_are_not_partitioned(monkeypatch):
+  def fail(name):
+    raise AssertionError(f"looked for {name}")
+
+  monkeypatch.setattr(spmd_pipeline, "_find", fail)
+  text = """HloModule m, num_partitions=2
+ENTRY e {
+  x = f32[4] parameter(0), sharding={replicated}
+  p = u32[] partition-id()
+  c = f32[] convert(p)
+  b = f32[4] broadcast(c), dimensions={}
+  ROOT r = f32[4] add(x, b)
+}
+"""
+  _, exe = cpu_testing.compile_text(text)
+  x = np.arange(4, dtype=np.float32)
+  got = exe.execute_spmd([[x], [x]])
+  np.testing.assert_array_equal(got[1][0], x + 1)
+  module = cpu_testing.parse(_GLOBAL)
+  module.config.num_partitions = 1
+  assert not spmd_pipeline.partition_if_sharded(module)
+
+
+def test_global_program_without_partitioner_is_unimplemented(monkeypatch):
+  monkeypatch.setattr(spmd_pipeline, "_find", lambda name: None)
+  with pytest.raises(support.UnimplementedError,
+                     match="partitioning is not available"):
+    cpu_testing.compile_text(_GLOBAL)
+
+
+def test_spmd_custom_calls_make_a_global_program():
+  module = cpu_testing.parse("""HloModule m, num_partitions=2
+ENTRY e {
+  x = f32[4] parameter(0)
+  ROOT s = f32[4] custom-call(x), custom_call_target="Sharding"
+}
+""")
+  assert [i.name for i in spmd_pipeline.sharded_instructions(module)] == [
+      "s"]
+
+
+def test_the_hook_runs_propagation_then_the_partitioner(monkeypatch):
+  calls = []
+
+  class Pass:
+    def __init__(self, name, num_partitions):
+      self.name, self.n = name, num_partitions
+
+    def run(self, module):
+      calls.append((self.name, self.n, module.name))
+      return True
+
+  monkeypatch.setattr(
+      spmd_pipeline, "_find",
+      lambda name: lambda num_partitions: Pass(name, num_partitions))
+  module = cpu_testing.parse(_GLOBAL)
+  assert spmd_pipeline.partition_if_sharded(module)
+  assert calls == [("ShardingPropagation", 4, "m"),
+                   ("SpmdPartitioner", 4, "m")]
+
+
+def test_a_global_program_runs_partitioned():
+  if (spmd_pipeline._find("ShardingPropagation") is None or  # pylint: disable=protected-access
+      spmd_pipeline._find("SpmdPartitioner") is None):  # pylint: disable=protected-access
+    pytest.skip("the SPMD partitioner is not available")
+  _, exe = cpu_testing.compile_text(_GLOBAL)
+  x = np.arange(8, dtype=np.float32)
+  got = exe.execute_spmd([[x[2 * p:2 * p + 2]] for p in range(4)])
+  for (r,) in got:
+    np.testing.assert_array_equal(r, x * x + x)
