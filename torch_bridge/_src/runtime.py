@@ -180,7 +180,7 @@ def _probe_host_memory(c: pjrt.Client) -> bool:
       return False
     aligned = _aligned_empty(16, np.float32)
     aligned[:] = data
-    view = _Lane(c).view(aligned.ctypes.data, pjrt.BufferType.F32, (16,))
+    view = _view(c, aligned.ctypes.data, pjrt.BufferType.F32, (16,))
     return bool(np.array_equal(view.to_numpy(), data))
   except support.XlaError:
     return False
@@ -201,47 +201,117 @@ def _view_deleted(unused_data, unused_arg):
   pass
 
 
-class _Lane:
-  """Prepared argument structs of the transfer calls, for one thread at a
-  time (each Program owns one and guards it with its lock)."""
+def _view(c: pjrt.Client, data: int, element_type: int,
+          shape: tuple[int, ...]) -> pjrt.Buffer:
+  """A buffer over the dense row-major data at `data`, which must stay
+  alive and in place as long as the buffer is used."""
+  args = c.plugin.call(
+      "Client_CreateViewOfDeviceBuffer", client=c.handle,
+      device=c.addressable_devices()[0].handle, device_buffer_ptr=data,
+      element_type=int(element_type), dims=list(shape) or [0],
+      num_dims=len(shape), on_delete_callback=_view_deleted)
+  return pjrt.Buffer(c, args.buffer)
 
-  def __init__(self, c: pjrt.Client):
+
+_Ptr = ctypes.c_void_p
+
+
+class _Lane:
+  """The PJRT calls of a Program's steps, with argument structs made once
+  and the plugin's functions called directly (Plugin.call's checks, and
+  the client's Buffer object per output, tracked by the client and
+  destroyed through it, cost more than the plugin's work for the small
+  tensors of a step). Buffers here are raw handles: an output's is owned
+  by the _HostMemory under its tensor, an input copy's by the call.
+
+  For one thread at a time: each Program owns one, under its lock.
+  """
+
+  def __init__(self, exe: pjrt.LoadedExecutable, c: pjrt.Client,
+               num_args: int, num_outputs: int):
+    abi = pjrt.abi
     self.client = c
-    self.plugin = c.plugin
+    self.plugin = plugin = c.plugin
     device = c.addressable_devices()[0]
-    self._pointer = pjrt.abi.make_args(
-        pjrt.abi.args_type("Buffer_UnsafePointer"))
-    self._upload = pjrt.abi.make_args(
-        pjrt.abi.args_type("Client_BufferFromHostBuffer"), client=c.handle,
+
+    def prepared(slot, **fields):
+      args = abi.make_args(abi.args_type(slot), **fields)
+      return plugin.function(slot), args, ctypes.byref(args)
+
+    self._pointer_fn, self._pointer, self._pointer_p = prepared(
+        "Buffer_UnsafePointer")
+    self._upload_fn, self._upload, self._upload_p = prepared(
+        "Client_BufferFromHostBuffer", client=c.handle,
         device=device.handle, host_buffer_semantics=int(
-            pjrt.abi.HostBufferSemantics.IMMUTABLE_ONLY_DURING_CALL))
-    self._view = pjrt.abi.make_args(
-        pjrt.abi.args_type("Client_CreateViewOfDeviceBuffer"),
-        client=c.handle, device=device.handle,
-        on_delete_callback=_view_deleted)
-    self._event = pjrt.abi.make_args(pjrt.abi.args_type("Event_Destroy"))
-    # The two calls of every step, made directly (Plugin.call's checks
-    # cost more than the plugin's work); `_call` raises their errors.
-    self._pointer_fn = self.plugin.function("Buffer_UnsafePointer")
-    self._pointer_p = ctypes.byref(self._pointer)
-    self._upload_fn = self.plugin.function("Client_BufferFromHostBuffer")
-    self._upload_p = ctypes.byref(self._upload)
+            abi.HostBufferSemantics.IMMUTABLE_ONLY_DURING_CALL))
+    self._await_fn, self._await, self._await_p = prepared("Event_Await")
+    self._event_destroy_fn, self._event_destroy, self._event_destroy_p = (
+        prepared("Event_Destroy"))
+    self._destroy_fn = plugin.function("Buffer_Destroy")
+    self._destroy_type = abi.args_type("Buffer_Destroy")
+    # One device's argument and output lists.
+    self._arguments = (_Ptr * max(1, num_args))()
+    self._outputs = (_Ptr * max(1, num_outputs))()
+    self._argument_lists = (_Ptr * 1)(ctypes.addressof(self._arguments))
+    self._output_lists = (_Ptr * 1)(ctypes.addressof(self._outputs))
+    self._events = (_Ptr * 1)()
+    self._exe = exe  # Its handle is in the struct below.
+    self._execute_fn, self._execute, self._execute_p = prepared(
+        "LoadedExecutable_Execute", executable=exe.handle,
+        options=abi.make_args(abi.PJRT_ExecuteOptions),
+        argument_lists=self._argument_lists, num_devices=1,
+        num_args=num_args, output_lists=self._output_lists,
+        device_complete_events=self._events)
+    self._num_outputs = num_outputs
 
   def _raise(self, error: int) -> None:
     raise self.plugin.take_error(error)
 
-  def pointer(self, buffer: pjrt.Buffer) -> int:
+  def execute(self, handles: list[int]) -> list[int]:
+    """Runs the program on buffer `handles`; returns the output handles
+    (the caller owns them) once it has run."""
+    if handles:
+      self._arguments[:len(handles)] = handles
+    self._events[0] = None
+    error = self._execute_fn(self._execute_p)
+    if error:
+      self._raise(error)
+    outputs = self._outputs[:self._num_outputs]
+    event = self._events[0]
+    if event:
+      self._await.event = event
+      error = self._await_fn(self._await_p)
+      self._event_destroy.event = event
+      destroy_error = self._event_destroy_fn(self._event_destroy_p)
+      if destroy_error:
+        self.plugin.take_error(destroy_error)
+      if error:
+        for handle in outputs:
+          self.destroy(handle)
+        self._raise(error)
+    return outputs
+
+  def destroy(self, handle: int) -> None:
+    """Destroys a buffer handle (any thread: the struct is its own)."""
+    if handle and not self.client.closed:
+      args = self._destroy_type(self._destroy_type.STRUCT_SIZE, None, handle)
+      error = self._destroy_fn(ctypes.byref(args))
+      if error:
+        self.plugin.take_error(error)
+
+  def pointer(self, handle: int) -> int:
     args = self._pointer
-    args.buffer = buffer.handle
+    args.buffer = handle
     error = self._pointer_fn(self._pointer_p)
     if error:
       self._raise(error)
     return args.buffer_pointer
 
   def upload(self, data: int, element_type: int, dims: Any, rank: int
-             ) -> pjrt.Buffer:
-    """A copy of the dense row-major data at `data` (copied during the
-    call: the memory may change once it returns)."""
+             ) -> int:
+    """A buffer handle holding a copy of the dense row-major data at
+    `data` (copied during the call: the memory may change once it
+    returns)."""
     args = self._upload
     args.data = data
     args.type = element_type
@@ -251,31 +321,32 @@ class _Lane:
     error = self._upload_fn(self._upload_p)
     if error:
       self._raise(error)
-    buffer = pjrt.Buffer(self.client, args.buffer)
-    if args.done_with_host_buffer:
-      self._event.event = args.done_with_host_buffer
-      self.plugin.call("Event_Destroy", self._event)
-    return buffer
+    handle = args.buffer
+    event = args.done_with_host_buffer
+    if event:
+      self._event_destroy.event = event
+      error = self._event_destroy_fn(self._event_destroy_p)
+      if error:
+        self.plugin.take_error(error)
+    return handle
 
   def view(self, data: int, element_type: int, shape: tuple[int, ...]
            ) -> pjrt.Buffer:
-    """A buffer over the dense row-major data at `data`, which must stay
-    alive and in place as long as the buffer is used."""
-    args = self._view
-    args.device_buffer_ptr = data
-    args.element_type = int(element_type)
-    args.dims = (ctypes.c_int64 * max(1, len(shape)))(*shape)
-    args.num_dims = len(shape)
-    self.plugin.call("Client_CreateViewOfDeviceBuffer", args)
-    return pjrt.Buffer(self.client, args.buffer)
+    return _view(self.client, data, element_type, shape)
 
 
 class _HostMemory:
-  """The owner of an output's memory as numpy and torch see it: holds the
-  PJRT buffer (its memory lives as long as the tensor over it)."""
+  """The owner of an output buffer and of its memory as numpy and torch
+  see it: the buffer is destroyed when the last tensor over it goes."""
 
-  __slots__ = ("__array_interface__", "buffer", "dtype", "shape",
+  __slots__ = ("__array_interface__", "handle", "lane", "dtype", "shape",
                "__weakref__")
+
+  def __del__(self):
+    try:
+      self.lane.destroy(self.handle)
+    except Exception:  # pylint: disable=broad-except
+      pass  # Nothing sensible to do in a finalizer.
 
 
 # Output data address -> weak reference to its _HostMemory: a program
@@ -300,7 +371,7 @@ class _Slot:
   takes, and the view it made of the tensor that keeps coming back."""
 
   __slots__ = ("shape", "dtype", "element_type", "dims", "rank",
-               "last", "view_of", "view_pointer", "view", "__weakref__")
+               "last", "view_of", "view_pointer", "view", "view_handle")
 
   def __init__(self, shape: tuple[int, ...], dtype: torch.dtype):
     self.shape = torch.Size(shape)
@@ -312,6 +383,7 @@ class _Slot:
     self.view_of = None     # the tensor `view` reads (kept alive by it)
     self.view_pointer = 0
     self.view = None
+    self.view_handle = 0
 
 
 class _Result:
@@ -348,7 +420,8 @@ class Program:
                        all(supported_dtype(d) for _, d in result_types))
     self._slots = [_Slot(tuple(s), d) for s, d in arg_types]
     self._results = [_Result(tuple(s), d) for s, d in result_types]
-    self._lane = _Lane(c) if self._zero_copy else None
+    self._lane = (_Lane(exe, c, len(self._slots), len(self._results))
+                  if self._zero_copy else None)
     # The lane's structs and the slots' views are used by one call at a
     # time; a concurrent call takes the copying path.
     self._busy = threading.Lock()
@@ -356,24 +429,36 @@ class Program:
   def __call__(self, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
     if not self._zero_copy or not self._busy.acquire(blocking=False):
       return self._copying(inputs)
+    lane = self._lane
+    copies: list[Any] = []  # Input copies made for this call.
     try:
       if len(inputs) != len(self._slots):
         raise support.InvalidArgumentError(
             f"the program takes {len(self._slots)} inputs, got {len(inputs)}")
-      lane = self._lane
-      buffers = []
+      handles = []
       for slot, t in zip(self._slots, inputs):
         # Inline, the common case: the weight viewed last time.
         if (slot.view_of is t and t.data_ptr() == slot.view_pointer and
             t.shape == slot.shape and t.is_contiguous()):
-          buffers.append(slot.view)
+          handles.append(slot.view_handle)
         else:
-          buffers.append(self._buffer(lane, slot, t))
-      outputs = self._exe.execute(buffers)
-      return [self._tensor(lane, r, o)
-              for r, o in zip(self._results, outputs)]
+          handles.append(self._handle(lane, slot, t, copies))
+      outputs = lane.execute(handles)
     finally:
       self._busy.release()
+      for copy in copies:
+        if isinstance(copy, int):
+          lane.destroy(copy)
+    tensors = []
+    try:
+      for i, result in enumerate(self._results):
+        tensors.append(self._tensor(lane, result, outputs[i]))
+    except BaseException:
+      # _tensor owns its handle from its start.
+      for handle in outputs[len(tensors) + 1:]:
+        lane.destroy(handle)
+      raise
+    return tensors
 
   def _copying(self, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
     c = self._client
@@ -381,12 +466,14 @@ class Program:
                                  for t in inputs])
     return [_from_numpy(_writeable(o.to_numpy())) for o in outputs]
 
-  def _buffer(self, lane: _Lane, slot: _Slot, t: torch.Tensor
-              ) -> pjrt.Buffer:
+  def _handle(self, lane: _Lane, slot: _Slot, t: torch.Tensor,
+              copies: list[int]) -> int:
     if (t.dtype is not slot.dtype or t.device.type != "cpu" or
         t.shape != slot.shape):
       # Not what the program takes: the plugin says why.
-      return self._client.buffer_from_numpy(_to_numpy(t))
+      buffer = self._client.buffer_from_numpy(_to_numpy(t))
+      copies.append(buffer)  # A Buffer object: alive until the call ends.
+      return buffer.handle
     if not t.is_contiguous():
       t = t.contiguous()
     pointer = t.data_ptr()
@@ -394,7 +481,7 @@ class Program:
     memory = ref() if ref is not None else None
     if (memory is not None and memory.dtype is slot.dtype and
         memory.shape == slot.shape):
-      return memory.buffer
+      return memory.handle
     last = slot.last
     if (last is not None and last() is t and pointer and
         pointer % _VIEW_ALIGNMENT == 0):
@@ -402,21 +489,26 @@ class Program:
       slot.view = None  # The old view goes before its tensor.
       slot.view_of = None
       slot.view = lane.view(pointer, slot.element_type, tuple(slot.shape))
+      slot.view_handle = slot.view.handle
       slot.view_of, slot.view_pointer = t, pointer
-      return slot.view
+      return slot.view_handle
     try:
       slot.last = weakref.ref(t)
     except TypeError:
       slot.last = None
-    return lane.upload(pointer, slot.element_type, slot.dims, slot.rank)
+    handle = lane.upload(pointer, slot.element_type, slot.dims, slot.rank)
+    copies.append(handle)
+    return handle
 
-  def _tensor(self, lane: _Lane, result: _Result, buffer: pjrt.Buffer
+  def _tensor(self, lane: _Lane, result: _Result, handle: int
               ) -> torch.Tensor:
-    if result.empty:
-      return torch.empty(result.shape, dtype=result.dtype)
-    pointer = lane.pointer(buffer)
     memory = _HostMemory()
-    memory.buffer = buffer
+    memory.handle = handle
+    memory.lane = lane
+    if result.empty:
+      del memory  # Destroys the buffer.
+      return torch.empty(result.shape, dtype=result.dtype)
+    pointer = lane.pointer(handle)
     memory.dtype = result.dtype
     memory.shape = result.shape
     memory.__array_interface__ = {
