@@ -14,8 +14,8 @@ are partition ids (`use_global_device_ids` flattens replica and partition,
 the same ids here).
 
 `check_partitioning(text, num_partitions, args)` is the test oracle: it
-runs the global module, propagates shardings and partitions it, runs every
-partition on its shards of the arguments (with NaN or other junk in the
+runs the global module, propagates shardings and partitions it, prints and
+parses the result back, runs every partition on its shards of the arguments (with NaN or other junk in the
 padding of uneven shards, so that a missing mask shows), reassembles the
 result from the partitions' shards (checking that partitions holding the
 same tile agree) and compares it with the global result.
@@ -296,6 +296,9 @@ def check_partitioning(text_or_module, num_partitions: int,
     sp.ShardingPropagation(num_partitions).run(module)
   spmd_partitioner.SpmdPartitioner(num_partitions).run(module)
   hlo_verifier.verify(module)
+  # What runs is the printed module read back: the collectives and tables
+  # the partitioner emits must be HLO text our parser accepts.
+  module = hlo_parser.parse_and_return_verified_module(module.to_string())
   entry = module.entry_computation
   params = entry.parameter_instructions
   per_partition = []
