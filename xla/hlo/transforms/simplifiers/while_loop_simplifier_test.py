@@ -5,9 +5,8 @@ import pytest
 
 from xla.hlo.ir.hlo_opcode import HloOpcode
 from xla.hlo.parser import hlo_parser as hp
-from xla.hlo.transforms.simplifiers import pass_test_util
 from xla.hlo.transforms.simplifiers import while_loop_simplifier as wls
-from xla.service import hlo_verifier
+from xla.hlo.transforms.simplifiers.pass_test_util import run_and_filecheck
 
 
 def _counted_loop(init, limit, step, direction="LT", cond_effect="",
@@ -39,6 +38,14 @@ ENTRY e {{
   ROOT r = f32[4] get-tuple-element(w), index=1
 }}
 """
+
+
+def _check(text, expected):
+  """Runs the pass on `text` and FileChecks the result against `expected`
+  (None: nothing may change); a changed module must compute what the
+  original did on the same random inputs."""
+  return run_and_filecheck(text, wls.WhileLoopSimplifier(), expected,
+                           check_results=expected is not None)
 
 
 def _while(module):
@@ -80,51 +87,43 @@ def test_trip_count_needs_constant_init():
 
 
 def test_zero_trip_loop_is_removed():
-  module = hp.parse_and_return_verified_module(_counted_loop(3, 3, 1))
-  before = module.clone()
-  assert wls.WhileLoopSimplifier().run(module)
-  hlo_verifier.verify(module)
-  pass_test_util.assert_same_results(before, module)
-  assert _while(module) is None
-  root = module.entry_computation.root_instruction
-  # gte(tuple(z, a), 1): the loop's value is its init.
-  assert root.opcode == HloOpcode.kGetTupleElement
-  assert root.operand(0).opcode == HloOpcode.kTuple
-  assert root.operand(0).operand(1).name == "a"
-  assert [c.name for c in module.computations] == ["e"]
+  # The loop's value is its init, gte(tuple(z, a), 1); cond and body go.
+  _check(_counted_loop(3, 3, 1), """
+  CHECK:      HloModule m{{.*}}
+  CHECK-NOT:  {
+  CHECK:      ENTRY e {
+  CHECK-NEXT:   a = f32[4]{0} parameter(0)
+  CHECK-NEXT:   [[Z:z[.0-9]*]] = s32[] constant(3)
+  CHECK-NEXT:   [[T:[a-z.0-9]+]] = (s32[], f32[4]{0}) tuple([[Z]], a)
+  CHECK-NEXT:   ROOT {{[a-z.0-9]+}} = f32[4]{0} get-tuple-element([[T]]), index=1
+  CHECK-NEXT: }
+  CHECK-NOT:  {{.}}
+  """)
 
 
 def test_one_trip_loop_is_inlined():
-  module = hp.parse_and_return_verified_module(_counted_loop(0, 1, 1))
-  before = module.clone()
-  assert wls.WhileLoopSimplifier().run(module)
-  hlo_verifier.verify(module)
-  pass_test_util.assert_same_results(before, module)
-  assert _while(module) is None
-  root = module.entry_computation.root_instruction
-  tup = root.operand(0)
-  assert tup.opcode == HloOpcode.kTuple
-  mul = tup.operand(1)
-  assert mul.opcode == HloOpcode.kMultiply
-  # x comes from the init tuple element 1, i.e. parameter a.
-  x = mul.operand(0)
-  assert x.opcode == HloOpcode.kGetTupleElement and x.tuple_index == 1
-  assert x.operand(0).operand(1).name == "a"
+  # The body runs once on the init tuple: x is element 1 of tuple(z, a).
+  _check(_counted_loop(0, 1, 1), """
+  CHECK-NOT:  while(
+  CHECK:      ENTRY e {
+  CHECK:        [[T:[a-z.0-9]+]] = (s32[], f32[4]{0}) tuple({{[a-z.0-9]+}}, a)
+  CHECK:        [[X:[a-z.0-9]+]] = f32[4]{0} get-tuple-element([[T]]), index=1
+  CHECK-NEXT:   [[M:[a-z.0-9]+]] = f32[4]{0} multiply([[X]], [[X]])
+  CHECK-NEXT:   [[T2:[a-z.0-9]+]] = (s32[], f32[4]{0}) tuple({{[a-z.0-9]+}}, [[M]])
+  CHECK-NEXT:   ROOT {{[a-z.0-9]+}} = f32[4]{0} get-tuple-element([[T2]]), index=1
+  CHECK-NOT:  while(
+  """)
 
 
 def test_loops_of_several_trips_are_kept():
-  module = hp.parse_and_return_verified_module(_counted_loop(0, 2, 1))
-  assert not wls.WhileLoopSimplifier().run(module)
-  assert _while(module) is not None
+  _check(_counted_loop(0, 2, 1), None)
 
 
 def test_side_effecting_condition_blocks_removal():
   text = _counted_loop(0, 0, 1, cond_effect="""
   tok = token[] after-all()
   of = token[] outfeed(n, tok), outfeed_shape=s32[]""")
-  module = hp.parse_and_return_verified_module(text)
-  assert not wls.WhileLoopSimplifier().run(module)
-  assert _while(module) is not None
+  _check(text, None)
 
 
 _DEAD = """HloModule m
@@ -164,19 +163,16 @@ ENTRY e {
 def test_dead_carry_element_is_removed():
   # Element 3 (d) only feeds itself and nobody outside reads it; element 2
   # (y) is not read outside but feeds x2, element 0 drives the condition.
-  module = hp.parse_and_return_verified_module(_DEAD)
-  before = module.clone()
-  assert wls.WhileLoopSimplifier().run(module)
-  hlo_verifier.verify(module)
-  pass_test_util.assert_same_results(before, module)
-  w = _while(module)
-  assert len(w.shape.tuple_shapes) == 3
-  assert [o.name for o in w.operand(0).operands] == ["i0", "a", "b"]
-  root = module.entry_computation.root_instruction
-  assert root.tuple_index == 1 and root.operand(0) is w
-  body = w.while_body
-  assert body.get_instruction_with_name("d2") is None
-  assert body.root_instruction.operand(1).name == "x2"
+  _check(_DEAD, """
+  CHECK:      body {
+  CHECK-NOT:    d2
+  CHECK:        ROOT {{[a-z.0-9]+}} = (s32[], f32[4]{0}, f32[4]{0}) tuple({{[a-z.0-9]+}}, x2, {{[a-z.0-9]+}})
+  CHECK-NEXT: }
+  CHECK:      ENTRY e {
+  CHECK:        [[T:[a-z.0-9]+]] = (s32[], f32[4]{0}, f32[4]{0}) tuple(i0, a, b)
+  CHECK-NEXT:   [[W:while[.0-9]*]] = (s32[], f32[4]{0}, f32[4]{0}) while([[T]]), condition=cond, body=body
+  CHECK-NEXT:   ROOT r = f32[4]{0} get-tuple-element([[W]]), index=1
+  """)
 
 
 def test_dead_element_read_outside_is_kept():
@@ -185,8 +181,7 @@ def test_dead_element_read_outside_is_kept():
       "r1 = f32[4] get-tuple-element(w), index=1\n"
       "  r3 = f32[4] get-tuple-element(w), index=3\n"
       "  ROOT r = f32[4] add(r1, r3)")
-  module = hp.parse_and_return_verified_module(text)
-  assert not wls.WhileLoopSimplifier().run(module)
+  _check(text, None)
 
 
 def test_element_feeding_side_effect_is_kept():
@@ -194,15 +189,13 @@ def test_element_feeding_side_effect_is_kept():
       "  x2 = f32[4] add(x, y)",
       "  x2 = f32[4] add(x, y)\n  tok = token[] after-all()\n"
       "  of = token[] outfeed(d, tok), outfeed_shape=f32[4]")
-  module = hp.parse_and_return_verified_module(text)
-  assert not wls.WhileLoopSimplifier().run(module)
+  _check(text, None)
 
 
 def test_loop_used_whole_is_kept():
   text = _DEAD.replace("ROOT r = f32[4] get-tuple-element(w), index=1",
                        "ROOT r = ((s32[], f32[4], f32[4], f32[4])) tuple(w)")
-  module = hp.parse_and_return_verified_module(text)
-  assert not wls.WhileLoopSimplifier().run(module)
+  _check(text, None)
 
 
 def test_shared_body_is_not_narrowed():
@@ -214,7 +207,4 @@ def test_shared_body_is_not_narrowed():
       "  r1 = f32[4] get-tuple-element(w), index=1\n"
       "  r2 = f32[4] get-tuple-element(w2), index=1\n"
       "  ROOT r = f32[4] add(r1, r2)")
-  module = hp.parse_and_return_verified_module(text)
-  assert not wls.WhileLoopSimplifier().run(module)
-  assert all(len(i.shape.tuple_shapes) == 4 for i in module.instructions()
-             if i.opcode == HloOpcode.kWhile)
+  _check(text, None)
