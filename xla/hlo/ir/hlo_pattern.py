@@ -19,6 +19,9 @@ dict of the instructions captured by name, or None:
   constant_splat(value, name=None)
                                  a constant whose elements all equal `value`,
                                  or a broadcast (of a broadcast ...) of one
+  any_of(*patterns, name=None)   the first of `patterns` that matches (with
+                                 its captures only), e.g. both operand
+                                 orders of a commutative op
 
 A name bound twice must capture the same instruction both times.
 
@@ -154,6 +157,24 @@ class _ConstantSplat(Pattern):
     return f"constant_splat({self.value!r})"
 
 
+class _AnyOf(Pattern):
+
+  def __init__(self, patterns, name):
+    self.patterns = tuple(patterns)
+    self.name = name
+
+  def _matches(self, instr, captures) -> bool:
+    for p in self.patterns:
+      trial = dict(captures)
+      if p.match_into(instr, trial):
+        captures.update(trial)
+        return True
+    return False
+
+  def __repr__(self) -> str:
+    return f"any_of({', '.join(repr(p) for p in self.patterns)})"
+
+
 def any(name: Optional[str] = None) -> Pattern:  # pylint: disable=redefined-builtin
   """Matches any instruction (captured as `name` if given)."""
   return _Any(name)
@@ -168,6 +189,11 @@ def op(opcode: HloOpcode, *operands: Pattern, name: Optional[str] = None,
 def constant_splat(value, name: Optional[str] = None) -> Pattern:
   """Matches a constant, or broadcast constant, of all `value`s."""
   return _ConstantSplat(value, name)
+
+
+def any_of(*patterns: Pattern, name: Optional[str] = None) -> Pattern:
+  """Matches what the first matching of `patterns` matches."""
+  return _AnyOf(patterns, name)
 
 
 Result = Union[str, Callable]

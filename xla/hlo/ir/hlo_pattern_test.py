@@ -75,6 +75,25 @@ def test_nested_patterns_and_where(get):
   assert m.op(HloOpcode.kAdd, m.any()).match(get("xy")) is None
 
 
+def test_any_of_keeps_only_the_captures_of_the_alternative_that_matched(get):
+  # add(x, 0) in either order; the first alternative binds "x" to the
+  # splat before it fails on add1, and that binding must not survive.
+  either = m.any_of(
+      m.op(HloOpcode.kAdd, m.any("x"), m.constant_splat(0, "zero")),
+      m.op(HloOpcode.kAdd, m.constant_splat(0, "zero"), m.any("x")),
+      name="add")
+  assert either.match(get("add0")) == {"x": get("x"), "zero": get("zeros"),
+                                       "add": get("add0")}
+  assert either.match(get("add1")) == {"x": get("x"), "zero": get("zeros"),
+                                       "add": get("add1")}
+  assert either.match(get("xy")) is None
+  # Inside a larger pattern, names bound outside still constrain it.
+  p = m.op(HloOpcode.kAdd, m.any("x"),
+           m.any_of(m.op(HloOpcode.kNegate, m.any("x")), m.any("x")))
+  assert p.match(get("xx")) == {"x": get("x")}
+  assert p.match(get("xy")) is None
+
+
 def test_pattern_matcher_tries_rules_in_order(get):
   calls = []
 

@@ -37,6 +37,7 @@ import numpy as np
 from xla import primitive_util
 from xla.hlo.ir import hlo_attrs
 from xla.hlo.ir import hlo_instruction as hi
+from xla.hlo.ir import hlo_pattern as m
 from xla.hlo.ir.hlo_opcode import HloOpcode
 from xla.hlo.pass_ import hlo_pass_interface as hpi
 from xla.hlo.transforms.simplifiers import hlo_dce
@@ -63,12 +64,20 @@ def clone_instruction(old, new_operands, name: Optional[str] = None):
   return new
 
 
+def _is_scalar_int(instr) -> bool:
+  return (instr.literal is not None and instr.shape.is_array() and
+          instr.shape.rank == 0 and
+          primitive_util.is_integral(instr.shape.element_type))
+
+
+def _int_value(constant) -> int:
+  return int(constant.literal.array.reshape(-1)[0])
+
+
 def _scalar_int_constant(instr) -> Optional[int]:
-  if (instr.opcode != HloOpcode.kConstant or instr.literal is None or
-      not instr.shape.is_array() or instr.shape.rank != 0 or
-      not primitive_util.is_integral(instr.shape.element_type)):
+  if instr.opcode != HloOpcode.kConstant or not _is_scalar_int(instr):
     return None
-  return int(instr.literal.array.reshape(-1)[0])
+  return _int_value(instr)
 
 
 def gte_of_param(instr, comp) -> Optional[int]:
@@ -118,36 +127,51 @@ def _count(i0: int, n: int, step: int, direction) -> Optional[int]:
   return None
 
 
+# The counted-loop pattern (see the module docstring). `i` is element k of
+# the loop state as the condition or the body reads it.
+def _int_constant(name: str) -> m.Pattern:
+  return m.op(HloOpcode.kConstant, name=name, where=_is_scalar_int)
+
+
+_COUNTER = m.op(HloOpcode.kGetTupleElement, m.op(HloOpcode.kParameter),
+                name="i")
+# compare(i, limit) as written, and compare(limit, i), whose direction seen
+# from i is swapped.
+_CONDITION = m.op(HloOpcode.kCompare, _COUNTER, _int_constant("limit"))
+_CONDITION_SWAPPED = m.op(HloOpcode.kCompare, _int_constant("limit"),
+                          _COUNTER)
+# add(i, step) in either order.
+_UPDATE = m.any_of(
+    m.op(HloOpcode.kAdd, _COUNTER, _int_constant("step")),
+    m.op(HloOpcode.kAdd, _int_constant("step"), _COUNTER))
+
+
 def static_trip_count(while_instr) -> Optional[int]:
   """The loop's trip count for the counted-loop pattern, else None."""
   cond, body = while_instr.while_condition, while_instr.while_body
   init = while_instr.operand(0)
   root = cond.root_instruction
-  if root.opcode != HloOpcode.kCompare or init.opcode != HloOpcode.kTuple:
+  if init.opcode != HloOpcode.kTuple:
+    return None
+  c, swapped = _CONDITION.match(root), False
+  if c is None:
+    c, swapped = _CONDITION_SWAPPED.match(root), True
+  if c is None:
     return None
   direction = root.comparison_direction
-  lhs, rhs = root.operands
-  k, limit = gte_of_param(lhs, cond), _scalar_int_constant(rhs)
-  if k is None or limit is None:
-    k, limit = gte_of_param(rhs, cond), _scalar_int_constant(lhs)
+  if swapped:
     direction = _SWAPPED.get(direction)
-  if k is None or limit is None or direction is None:
+  if direction is None:
     return None
+  k, limit = c["i"].tuple_index, _int_value(c["limit"])
   i0 = _scalar_int_constant(init.operand(k))
   body_root = body.root_instruction
   if i0 is None or body_root.opcode != HloOpcode.kTuple:
     return None
-  update = body_root.operand(k)
-  if update.opcode != HloOpcode.kAdd:
+  u = _UPDATE.match(body_root.operand(k))
+  if u is None or u["i"].tuple_index != k:
     return None
-  a, b = update.operands
-  step = None
-  if gte_of_param(a, body) == k:
-    step = _scalar_int_constant(b)
-  elif gte_of_param(b, body) == k:
-    step = _scalar_int_constant(a)
-  if step is None:
-    return None
+  step = _int_value(u["step"])
   count = _count(i0, limit, step, direction)
   if count is None:
     return None
