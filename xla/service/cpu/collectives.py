@@ -33,6 +33,11 @@ Nothing waits forever: a wait ends with DEADLINE_EXCEEDED after
 come), at once with CANCELLED when another participant failed (naming it
 and its error), and at once with INTERNAL when a participant it waits for
 has already finished its program (the instances took different paths).
+The timeout counts from when the last of the awaited participants began
+its instance (`process`): a runtime that queues instances behind other
+work (the PJRT plugin's device workers) starts them late, and that is no
+failure; a participant that has not begun at all is given
+`start_timeout_s`.
 
 Reductions run on numpy ufuncs for the common computations (add,
 multiply, minimum, maximum, and, or, xor over numpy's own dtypes), and
@@ -53,9 +58,11 @@ import numpy as np
 import support
 from xla.service.cpu import thunk as thunk_lib
 
-# Seconds a participant waits in one barrier before the execution fails
-# with DEADLINE_EXCEEDED.
+# Seconds a participant waits in one barrier for participants that are
+# running before the execution fails with DEADLINE_EXCEEDED.
 DEFAULT_TIMEOUT_S = 60.0
+# Seconds it waits for a participant whose instance has not begun.
+DEFAULT_START_TIMEOUT_S = 600.0
 # Longest single sleep in a wait (a lost wake-up costs at most this).
 _POLL_S = 1.0
 # All-reduce slices start at multiples of this many bytes (no two members
@@ -94,7 +101,8 @@ class CollectiveExecution:
   """
 
   def __init__(self, num_replicas: int, num_partitions: int, *,
-               timeout_s: Optional[float] = None):
+               timeout_s: Optional[float] = None,
+               start_timeout_s: Optional[float] = None):
     if num_replicas < 1 or num_partitions < 1:
       raise support.InvalidArgumentError(
           f"an execution needs at least one replica and one partition, got "
@@ -102,11 +110,14 @@ class CollectiveExecution:
     self.num_replicas = int(num_replicas)
     self.num_partitions = int(num_partitions)
     self.timeout_s = DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s
+    self.start_timeout_s = (DEFAULT_START_TIMEOUT_S if start_timeout_s is None
+                            else start_timeout_s)
     self.run_id = next(_RUN_IDS)
     self._cond = threading.Condition(threading.Lock())
     self._slots: dict = {}
     self._started: set[int] = set()
     self._finished: set[int] = set()
+    self._began: dict[int, float] = {}  # flattened id -> when it began
     self._error: Optional[BaseException] = None
     self._failed: Optional[int] = None
 
@@ -135,7 +146,12 @@ class CollectiveExecution:
       self._started.add(flat)
 
   def process(self, pid) -> "Participant":
-    return Participant(self, self.flat_id(pid))
+    """The participant `pid`, whose instance begins now."""
+    flat = self.flat_id(pid)
+    with self._cond:
+      self._began.setdefault(flat, time.monotonic())
+      self._cond.notify_all()
+    return Participant(self, flat)
 
   def finish(self, pid) -> None:
     flat = self.flat_id(pid)
@@ -178,7 +194,7 @@ class CollectiveExecution:
     missing member that already finished, or at the timeout."""
     if ready():
       return
-    deadline = time.monotonic() + self.timeout_s
+    start = time.monotonic()
     while True:
       if self._error is not None:
         raise self._released(me, what)
@@ -193,11 +209,20 @@ class CollectiveExecution:
         self._abort_locked(me, err)
         raise err
       now = time.monotonic()
+      absent = missing()
+      idle = [m for m in absent if m not in self._began]
+      if idle:
+        deadline = start + self.start_timeout_s
+      else:
+        deadline = max([start] + [self._began[m] for m in absent]
+                       ) + self.timeout_s
       if now >= deadline:
-        names = ", ".join(self.name(m) for m in missing())
+        names = ", ".join(self.name(m) for m in absent)
         err = support.DeadlineExceededError(
-            f"{what}: {self.name(me)} waited {self.timeout_s:g} s for "
-            f"{names} (execution {self.run_id})")
+            f"{what}: {self.name(me)} waited "
+            f"{now - start:.3g} s for {names}" +
+            (" (never began its instance)" if idle else "") +
+            f" (execution {self.run_id})")
         self._abort_locked(me, err)
         raise err
       self._cond.wait(min(_POLL_S, deadline - now))
@@ -556,14 +581,16 @@ def _store(out: np.ndarray, value: Optional[np.ndarray]) -> None:
 
 def run_participants(run_one: Callable[[Participant], Any],
                      num_replicas: int, num_partitions: int, *,
-                     timeout_s: Optional[float] = None) -> list:
+                     timeout_s: Optional[float] = None,
+                     start_timeout_s: Optional[float] = None) -> list:
   """Runs `run_one(participant)` for every participant of a new
   execution, each on its own thread (a fixed-size pool would deadlock once
   participants outnumber its workers); returns their results in flattened
   id order, or raises the first failure (the participant that failed
   first; the others were released with CANCELLED)."""
   execution = CollectiveExecution(num_replicas, num_partitions,
-                                  timeout_s=timeout_s)
+                                  timeout_s=timeout_s,
+                                  start_timeout_s=start_timeout_s)
   n = execution.num_participants
   pids = [(f // num_partitions, f % num_partitions) for f in range(n)]
   for pid in pids:

@@ -497,9 +497,10 @@ def test_a_missing_participant_times_out_naming_the_collective():
   execution = collectives.CollectiveExecution(1, 4, timeout_s=0.2)
   for p in range(4):
     execution.start((0, p))
+  execution.process((0, 3))  # began, but never reaches the all-reduce
   errors = []
 
-  def body(p):  # participant 3 never runs
+  def body(p):
     try:
       exe.execute([np.ones(8, np.float32)],
                   participant=execution.process((0, p)))
@@ -520,6 +521,21 @@ def test_a_missing_participant_times_out_naming_the_collective():
   assert "participant 3 (replica 0, partition 3)" in str(deadline[0])
   assert all(isinstance(e, (support.DeadlineExceededError,
                             support.CancelledError)) for e in errors)
+
+
+def test_a_participant_that_never_begins_is_named():
+  _, exe = cpu_testing.compile_text(_module(
+      "ROOT ar = f32[8] all-reduce(x), channel_id=1, "
+      "replica_groups={{0,1}}, use_global_device_ids=true, "
+      "to_apply=sum", partitions=2))
+  execution = collectives.CollectiveExecution(1, 2, timeout_s=0.01,
+                                              start_timeout_s=0.2)
+  execution.start((0, 0))
+  execution.start((0, 1))
+  with pytest.raises(support.DeadlineExceededError,
+                     match="partition 1.*never began"):
+    exe.execute([np.ones(8, np.float32)],
+                participant=execution.process((0, 0)))
 
 
 def test_participants_on_different_paths_fail_instead_of_hanging():
