@@ -4,11 +4,15 @@ Backends register under a name (`register`), so another one is a new entry,
 not an edit of the plugin:
 
   interpreter  the StableHLO reference interpreter (stablehlo/_src/
-               interpreter); runs every op it has a kernel for, and the only
-               backend that runs collectives across replicas;
+               interpreter); runs every op it has a kernel for, collectives
+               across replicas and partitions included;
   evaluator    StableHLO -> HLO (xla/translate) then XLA's HLO evaluator;
+               programs of one participant only, when they use collectives
+               or the replica / partition ids;
   cpu          StableHLO -> HLO then our XLA CPU compiler
-               (xla.service.cpu.cpu_compiler), native code.
+               (xla.service.cpu.cpu_compiler), native code; a program of
+               several participants runs one instance per device, and they
+               meet in the compiler's collective runtime.
 
 Programs in the HLO formats ("hlo", "hlo_with_config") are read by
 `read_hlo_program` (xla/hlo/proto), which this module registers with
@@ -23,7 +27,19 @@ says so in its name. An explicitly chosen backend never falls back.
 
 A backend's `compile(program)` returns a `Compiled`, whose `run(arrays)`
 returns the entry's results as numpy arrays; it may be called from several
-device threads at once.
+device threads at once. For a program of several participants (replicas x
+partitions > 1) it is called `compile(program, num_replicas=R,
+num_partitions=P)`, and an execution asks the Compiled for a `new_grid`:
+the object the devices' instances share (`start`, `process`, `finish`,
+`abort`, keyed by (replica, partition)); each instance's `run` gets its
+`process`.
+
+A global program (shardings, for more than one partition) must be
+partitioned before it runs per device: the cpu backend does that for HLO
+programs (the compiler's SPMD hook, which says UNIMPLEMENTED where no
+partitioner is available). StableHLO programs' shardings are not imported
+into HLO yet, so a global StableHLO program is UNIMPLEMENTED on every
+backend, rather than run unpartitioned.
 """
 
 from __future__ import annotations
@@ -32,7 +48,7 @@ import functools
 import importlib
 import inspect
 import threading
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -64,6 +80,18 @@ class Compiled:
     del donated
     return None
 
+  def new_grid(self, num_replicas: int, num_partitions: int) -> Any:
+    """What the instances of one execution on several devices share (see
+    the module docstring), or None where they run independently."""
+    del num_replicas, num_partitions
+    return None
+
+  def per_device_signature(self) -> Any:
+    """([(dtype, shape)] of the parameters, of the results) that each
+    device's instance takes and returns, where compiling changed them from
+    the program's (a partitioned global program); else None."""
+    return None
+
 
 _REGISTRY: dict[str, Callable[[programs.Program], Compiled]] = {}
 
@@ -87,7 +115,9 @@ class InterpreterCompiled(Compiled):
 
   backend = "interpreter"
 
-  def __init__(self, program: programs.Program):
+  def __init__(self, program: programs.Program, num_replicas: int = 1,
+               num_partitions: int = 1):
+    del num_replicas, num_partitions  # The grid is made per execution.
     _require_stablehlo(program)
     from stablehlo import interpreter  # pylint: disable=g-import-not-at-top
     self._interpreter_cls = interpreter.Interpreter
@@ -114,11 +144,37 @@ class InterpreterCompiled(Compiled):
                                      "chlo.return"):
                 interp.kernel(nested.name)
 
+  def new_grid(self, num_replicas, num_partitions):
+    if not self._program.uses_collectives:
+      return None
+    return _InterpreterGrid(num_replicas, num_partitions)
+
   def run(self, args, *, donated=frozenset(), process=None):
     del donated  # The interpreter never writes into its inputs.
     interp = self._interpreter()
     with np.errstate(all="ignore"):
       return interp.call(self._program.entry, list(args), process=process)
+
+
+class _InterpreterGrid:
+  """The interpreter's process grid, keyed by (replica, partition)."""
+
+  def __init__(self, num_replicas: int, num_partitions: int):
+    from stablehlo.interpreter import process_grid  # pylint: disable=g-import-not-at-top
+    self._pid = process_grid.ProcessId
+    self.grid = process_grid.ProcessGrid(num_replicas, num_partitions)
+
+  def start(self, pid) -> None:
+    self.grid.start(self._pid(*pid))
+
+  def process(self, pid):
+    return self.grid.process(self._pid(*pid))
+
+  def finish(self, pid) -> None:
+    self.grid.finish(self._pid(*pid))
+
+  def abort(self, pid, error: BaseException) -> None:
+    self.grid.abort(self._pid(*pid), error)
 
 
 # --------------------------------------------------------------------------
@@ -150,7 +206,13 @@ class EvaluatorCompiled(Compiled):
 
   backend = "evaluator"
 
-  def __init__(self, program: programs.Program):
+  def __init__(self, program: programs.Program, num_replicas: int = 1,
+               num_partitions: int = 1):
+    if num_replicas * num_partitions > 1 and program.uses_collectives:
+      raise support.UnimplementedError(
+          f"the evaluator backend runs collectives and replica / partition "
+          f"ids of single-device programs only; {program.name!r} runs on "
+          f"{num_replicas} replica(s) x {num_partitions} partition(s)")
     from xla.hlo.evaluator import hlo_evaluator  # pylint: disable=g-import-not-at-top
     from xla.service.cpu import lapack_handlers  # pylint: disable=g-import-not-at-top
     self._hlo = import_hlo(program)
@@ -177,14 +239,21 @@ class CpuCompiled(Compiled):
 
   backend = "cpu"
 
-  def __init__(self, program: programs.Program):
+  def __init__(self, program: programs.Program, num_replicas: int = 1,
+               num_partitions: int = 1):
     compiler = cpu_compiler_module()
     if compiler is None:
       raise support.UnimplementedError(
           f"the cpu backend needs {_CPU_COMPILER_MODULE}, which cannot be "
           "imported")
     with support.heap.gc_paused():
-      self._executable = compiler.compile(import_hlo(program, verify=False))
+      hlo = import_hlo(program, verify=False)
+      # The compile options say how many participants run the program
+      # (an HLO module's own config is not read, as XLA's PJRT client
+      # overrides it too).
+      hlo.config.replica_count = int(num_replicas)
+      hlo.config.num_partitions = int(num_partitions)
+      self._executable = compiler.compile(hlo)
     try:
       parameters = inspect.signature(self._executable.execute).parameters
     except (TypeError, ValueError):
@@ -200,8 +269,35 @@ class CpuCompiled(Compiled):
     plan_fn = getattr(self._executable, "native_plan", None)
     return plan_fn(donated) if plan_fn is not None else None
 
+  def per_device_signature(self):
+    plan = getattr(self._executable, "plan", None)
+    if plan is None:
+      return None
+    from xla.service.cpu import thunk_emitter  # pylint: disable=g-import-not-at-top
+
+    def leaf(spec):
+      return thunk_emitter.numpy_dtype(spec["dtype"]), tuple(spec["dims"])
+
+    params = []
+    for p in plan["params"]:
+      leaves = [l for l in p["leaves"] if l is not None]
+      if len(leaves) != 1:
+        return None
+      params.append(leaf(leaves[0]))
+    if any(o is None for o in plan["outputs"]):
+      return None
+    return params, [leaf(o) for o in plan["outputs"]]
+
+  def new_grid(self, num_replicas, num_partitions):
+    if not getattr(self._executable, "has_collectives", False):
+      return None
+    from xla.service.cpu import collectives  # pylint: disable=g-import-not-at-top
+    return collectives.CollectiveExecution(num_replicas, num_partitions)
+
   def run(self, args, *, donated=frozenset(), process=None):
-    del process
+    if process is not None:
+      return list(self._executable.execute(list(args), donate=donated,
+                                           participant=process))
     if self._takes_donate:
       return list(self._executable.execute(list(args), donate=donated))
     return list(self._executable.execute(list(args)))
@@ -293,10 +389,14 @@ def _describe_hlo(module, name: str) -> programs.HloInfo:
       hlo_opcode.has_property(i.opcode, hlo_opcode.COLLECTIVE) or
       hlo_opcode.opcode_string(i.opcode) in _HLO_COLLECTIVE_EXTRA
       for i in module.instructions())
+  from xla.service.cpu import spmd_pipeline  # pylint: disable=g-import-not-at-top
+  shardings = tuple(f"{i.name}: {i.sharding}" if i.sharding is not None
+                    else f"{i.name}: custom-call {i.custom_call_target}"
+                    for i in spmd_pipeline.sharded_instructions(module))
   return programs.HloInfo(
       module=module, name=name, entry=entry.name, parameters=parameters,
       results=results, aliases=aliases, donors=donors,
-      uses_collectives=collectives)
+      uses_collectives=collectives, shardings=shardings)
 
 
 def read_hlo_program(proto: bytes) -> programs.HloInfo:
@@ -325,6 +425,15 @@ def read_hlo_program(proto: bytes) -> programs.HloInfo:
 programs.register_hlo_reader(read_hlo_program)
 
 
+def hlo_text_to_proto(text: str) -> bytes:
+  """HLO text as the serialized HloModuleProto that format "hlo" takes (for
+  tools and tests, which may not import //xla themselves)."""
+  from xla.hlo.parser import hlo_parser  # pylint: disable=g-import-not-at-top
+  from xla.hlo.proto import hlo_proto  # pylint: disable=g-import-not-at-top
+  return hlo_proto.hlo_module_to_proto(
+      hlo_parser.parse_and_return_unverified_module(text))
+
+
 register("interpreter", InterpreterCompiled)
 register("evaluator", EvaluatorCompiled)
 register("cpu", CpuCompiled)
@@ -344,29 +453,69 @@ def resolve(choice: str) -> str:
   return choice
 
 
+def _compile_with(compile_fn, program: programs.Program, backend: str,
+                  num_replicas: int, num_partitions: int) -> Compiled:
+  if num_replicas * num_partitions == 1:
+    return compile_fn(program)
+  try:
+    parameters = inspect.signature(compile_fn).parameters
+  except (TypeError, ValueError):
+    parameters = {}
+  if "num_partitions" not in parameters:
+    raise support.UnimplementedError(
+        f"backend {backend!r} does not compile programs of several "
+        f"participants ({num_replicas} replica(s) x {num_partitions} "
+        "partition(s))")
+  return compile_fn(program, num_replicas=num_replicas,
+                    num_partitions=num_partitions)
+
+
+def check_partitionable(program: programs.Program, backend: str,
+                        num_partitions: int) -> None:
+  """Refuses a global program (shardings, more than one partition) that
+  `backend` would run unpartitioned.
+
+  Raises:
+    support.UnimplementedError: see the module docstring.
+  """
+  if num_partitions <= 1 or not program.shardings:
+    return
+  shown = ", ".join(program.shardings[:3]) + (
+      ", ..." if len(program.shardings) > 3 else "")
+  if not program.is_hlo:
+    raise support.UnimplementedError(
+        f"{program.name!r} is a global program with shardings ({shown}) "
+        f"for {num_partitions} partitions: SPMD partitioning is not "
+        "available for StableHLO programs in the openxla_cpu plugin (their "
+        "shardings are not imported into HLO yet); compile a per-device "
+        "program")
+  if backend != "cpu":
+    raise support.UnimplementedError(
+        f"{program.name!r} is a global program with shardings ({shown}) "
+        f"for {num_partitions} partitions: only the cpu backend partitions "
+        f"programs, not {backend!r}")
+
+
 def compile_program(program: programs.Program, backend: str, *,
-                    fallback: bool) -> Compiled:
-  """Compiles `program` with `backend`.
+                    fallback: bool, num_replicas: int = 1,
+                    num_partitions: int = 1) -> Compiled:
+  """Compiles `program` with `backend` for num_replicas x num_partitions
+  participants.
 
   With `fallback`, a program `backend` does not support runs on the
-  interpreter instead; so does a multi-process program with collectives.
+  interpreter instead.
   """
   compile_fn = _REGISTRY.get(backend)
   if compile_fn is None:
     raise support.InvalidArgumentError(f"unknown backend {backend!r}")
+  check_partitionable(program, backend, num_partitions)
   try:
-    return compile_fn(program)
+    return _compile_with(compile_fn, program, backend, num_replicas,
+                         num_partitions)
   except support.UnimplementedError as e:
     if not fallback or backend == "interpreter" or program.is_hlo:
       raise
     support.log.vlog(1, "openxla_cpu: backend %s cannot compile %s (%s); "
                      "using the interpreter", backend, program.name, e)
-    return _REGISTRY["interpreter"](program)
-
-
-def collective_backend(program: programs.Program,
-                       backend: str) -> Optional[str]:
-  """The backend a multi-process run of `program` needs, if not `backend`."""
-  if program.uses_collectives and backend != "interpreter":
-    return "interpreter"
-  return None
+    return _compile_with(_REGISTRY["interpreter"], program, "interpreter",
+                         num_replicas, num_partitions)

@@ -82,10 +82,19 @@ def test_fallback_to_the_interpreter():
   np.testing.assert_array_equal(compiled.run([a, a])[0], 2 * a)
 
 
-def test_collectives_need_the_interpreter():
+def test_backends_for_several_participants():
   program = programs.load(testing.ALL_REDUCE_2.encode(), "mlir")
-  assert backends.collective_backend(program, "cpu") == "interpreter"
-  assert backends.collective_backend(program, "interpreter") is None
+  compiled = backends.compile_program(program, "interpreter", fallback=False,
+                                      num_replicas=2)
+  assert compiled.new_grid(2, 1) is not None
+  with pytest.raises(support.UnimplementedError, match="single-device"):
+    backends.compile_program(program, "evaluator", fallback=False,
+                             num_replicas=2)
+  # A backend that takes no participant counts compiles for one only.
+  backends.register("test_single", lambda program: None)
+  with pytest.raises(support.UnimplementedError, match="several"):
+    backends.compile_program(program, "test_single", fallback=False,
+                             num_partitions=2)
 
 
 # f8E4M3FN x f8E5M2 dot_general, as jax.jit lowers

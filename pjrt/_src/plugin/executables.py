@@ -12,13 +12,25 @@ ready inputs runs on the calling thread instead, and returns complete.
 
 A job waits for its inputs (which may be outputs of earlier, still running
 executions), runs the backend, and fulfils the outputs, or fails them all
-with the error. Executions of several replicas (or partitions) that use
-collectives run on the interpreter, one process of a shared process grid
-per device.
+with the error.
+
+An executable compiled for several replicas / partitions runs one instance
+per device of its assignment, concurrently on the devices' workers, each
+with that device's argument list. Where the program's instances interact
+(collectives, replica / partition ids), they share the backend's *grid*
+for the execution (`Compiled.new_grid`: the CPU compiler's collective
+rendezvous, or the interpreter's process grid), each job running as the
+process (replica, partition) of its device. A job that fails aborts the
+grid, so the others stop waiting at once (CANCELLED, naming the failed
+one), and a collective whose members do not all come fails with
+DEADLINE_EXCEEDED instead of hanging. Jobs of one launch are queued on all
+their devices under the launch lock, so every device runs concurrent
+executions in the same order.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import time
 from typing import Optional, Sequence
@@ -144,7 +156,12 @@ def check_options(opts: options_lib.CompileOptions,
 
   Raises:
     support.InvalidArgumentError: impossible counts or assignments.
-    support.UnimplementedError: SPMD partitioning, tupled arguments.
+    support.UnimplementedError: tupled arguments.
+
+  Programs for several partitions are compiled whatever
+  `use_spmd_partitioning` says (JAX always sets it): a global program is
+  partitioned or refused at compile time (backends.check_partitionable),
+  a per-device one runs as it is.
   """
   if opts.num_replicas < 1 or opts.num_partitions < 1:
     raise support.InvalidArgumentError(
@@ -153,11 +170,10 @@ def check_options(opts: options_lib.CompileOptions,
   if opts.parameter_is_tupled_arguments:
     raise support.UnimplementedError(
         "parameter_is_tupled_arguments is not supported")
-  if opts.num_partitions > 1 and (opts.use_spmd_partitioning or
-                                  opts.use_auto_spmd_partitioning):
+  if opts.num_partitions > 1 and opts.use_auto_spmd_partitioning:
     raise support.UnimplementedError(
-        f"SPMD partitioning into {opts.num_partitions} partitions is not "
-        "supported by the openxla_cpu plugin; compile for one partition")
+        "automatic SPMD partitioning (use_auto_spmd_partitioning) is not "
+        "supported by the openxla_cpu plugin")
   needed = opts.num_replicas * opts.num_partitions
   if needed > num_devices:
     raise support.InvalidArgumentError(
@@ -196,11 +212,34 @@ def compile_executable(code: bytes, fmt: str, options_bytes: bytes, *,
   # collector's passes over them find nothing (as in the compiler).
   with support.heap.gc_paused():
     program = programs.load(code, fmt)
-    multi = opts.num_replicas * opts.num_partitions > 1
-    if multi and backends.collective_backend(program, backend):
-      backend = backends.collective_backend(program, backend)
-    compiled = backends.compile_program(program, backend, fallback=fallback)
+    compiled = backends.compile_program(
+        program, backend, fallback=fallback,
+        num_replicas=opts.num_replicas, num_partitions=opts.num_partitions)
+    if program.shardings and opts.num_partitions > 1:
+      _take_per_device_signature(program, compiled)
   return Executable(program, opts, options_bytes, compiled)
+
+
+def _take_per_device_signature(program: programs.Program,
+                               compiled: backends.Compiled) -> None:
+  """A partitioned global program takes and returns each device's shards:
+  its signature becomes the compiled program's."""
+  signature = compiled.per_device_signature()
+  if signature is None:
+    return
+  params, results = signature
+
+  def retyped(old, new):
+    if len(old) != len(new):
+      raise support.InternalError(
+          f"{program.name}: the partitioned program has {len(new)} "
+          f"parameters or results where the program has {len(old)}")
+    return [dataclasses.replace(t, dtype=np.dtype(dtype), shape=tuple(shape))
+            if (t.dtype, t.shape) != (np.dtype(dtype), tuple(shape)) else t
+            for t, (dtype, shape) in zip(old, new)]
+
+  program.parameters = retyped(program.parameters, params)
+  program.results = retyped(program.results, results)
 
 
 class LoadedExecutable:
@@ -347,10 +386,9 @@ class LoadedExecutable:
                 for s in specs] for device in devices]
     completions = [events.Future() for _ in devices]
     grid = None
-    if self.program.uses_collectives and len(devices) > 1:
-      from stablehlo.interpreter import process_grid  # pylint: disable=g-import-not-at-top
-      grid = process_grid.ProcessGrid(executable.num_replicas,
-                                      executable.num_partitions)
+    if len(devices) > 1:
+      grid = executable.compiled.new_grid(executable.num_replicas,
+                                          executable.num_partitions)
     inline = None
     with client.launch_lock:
       # Donation and holds happen only once every argument has passed.
@@ -365,7 +403,7 @@ class LoadedExecutable:
           devices, argument_lists, donations, outputs, completions):
         process = None
         if grid is not None:
-          pid = process_grid.ProcessId(*self.logical_ids[device.id])
+          pid = self.logical_ids[device.id]
           grid.start(pid)
           process = (grid, pid)
         jobs.append((device, _Job(self, device, list(arguments), donated,

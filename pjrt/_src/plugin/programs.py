@@ -22,6 +22,12 @@ serialized executables store them. The first such backend takes the module
 `load` parsed instead (`take_module`: a second parse of a large program
 cost as much as its first); `stablehlo()` parses it again for any later
 reader.
+
+`Program.shardings` says what makes a program *global* (to be partitioned
+when compiled for several partitions): Shardy or `mhlo.sharding`
+annotations that are not fully replicated, Shardy ops other than the mesh,
+and the SPMD custom calls (`Sharding`, `SPMDFullToShardShape`,
+`SPMDShardToFullShape`); found before shardy.py strips the annotations.
 """
 
 from __future__ import annotations
@@ -91,6 +97,9 @@ class Program:
   hlo: Any = None
   # `module` was handed to a consumer that rewrites it (`take_module`).
   taken: bool = False
+  # What makes the program global (see the module docstring): short
+  # descriptions, empty for a per-device program.
+  shardings: tuple[str, ...] = ()
 
   @property
   def is_hlo(self) -> bool:
@@ -149,6 +158,61 @@ def parse(code: bytes, fmt: str) -> core.Module:
       not parse or verify.
     support.UnimplementedError: a format or encoding we do not read.
   """
+  return parse_with_shardings(code, fmt)[0]
+
+
+_SPMD_CUSTOM_CALLS = frozenset({"Sharding", "SPMDFullToShardShape",
+                                "SPMDShardToFullShape"})
+# Shardy ops that say nothing about how values are split.
+_NEUTRAL_SDY_OPS = frozenset({"sdy.mesh"})
+
+
+def _split_shardings(attr, key: str = ""):
+  """Descriptions of the shardings nested in `attr` (under dictionary key
+  `key`) that split a value: Shardy shardings that are not fully
+  replicated, and `mhlo.sharding` strings other than "{replicated}"."""
+  from stablehlo import sdy  # pylint: disable=g-import-not-at-top
+  if isinstance(attr, sdy.TensorShardingPerValue):
+    for x in attr.shardings:
+      yield from _split_shardings(x)
+  elif isinstance(attr, sdy.TensorSharding):
+    if not attr.is_fully_replicated():
+      yield str(attr)
+  elif isinstance(attr, a.OpaqueAttr) and attr.text.startswith(
+      "#sdy.sharding"):
+    yield attr.text  # Not read into a value: taken as splitting.
+  elif isinstance(attr, a.StringAttr) and key == "mhlo.sharding":
+    if attr.value.strip() != "{replicated}":
+      yield f"mhlo.sharding = {attr.value.strip()}"
+  elif isinstance(attr, a.DictionaryAttr):
+    for k, v in attr.entries:
+      yield from _split_shardings(v, k)
+  elif isinstance(attr, a.ArrayAttr):
+    for v in attr.elements:
+      yield from _split_shardings(v, key)
+
+
+def global_shardings(module: core.Module) -> tuple[str, ...]:
+  """What makes `module` a global program (see the module docstring)."""
+  found = []
+  for op in module.walk():
+    splits = [f"{op.name} {x}" for table in (op.attributes, op.properties)
+              for k, v in table.items() for x in _split_shardings(v, k)]
+    found.extend(splits)
+    if (op.dialect == "sdy" and op.name not in _NEUTRAL_SDY_OPS and
+        not (op.name == "sdy.sharding_constraint" and not splits)):
+      found.append(op.name)
+    if op.name == "stablehlo.custom_call":
+      target = getattr(op.attr("call_target_name"), "value", None)
+      if target in _SPMD_CUSTOM_CALLS:
+        found.append(f"custom_call @{target}")
+  return tuple(dict.fromkeys(found))
+
+
+def parse_with_shardings(code: bytes, fmt: str
+                         ) -> tuple[core.Module, tuple[str, ...]]:
+  """`parse`, and what made the program global before its Shardy
+  annotations were stripped (`global_shardings`)."""
   if fmt in HLO_FORMATS:
     raise support.InvalidArgumentError(
         f"program format {fmt!r} is HLO, not StableHLO (use `load` or "
@@ -162,7 +226,10 @@ def parse(code: bytes, fmt: str) -> core.Module:
   from stablehlo import verify  # pylint: disable=g-import-not-at-top
   if reader.is_bytecode(code):
     from pjrt._src.plugin import shardy  # pylint: disable=g-import-not-at-top
-    module = shardy.deserialize(code)
+    from stablehlo import vhlo  # pylint: disable=g-import-not-at-top
+    module = vhlo.deserialize_portable_artifact(bytes(code))
+    shardings = global_shardings(module)
+    shardy.strip(module)
   else:
     try:
       text = code.decode("utf-8")
@@ -172,8 +239,9 @@ def parse(code: bytes, fmt: str) -> core.Module:
           f"({e})") from None
     from stablehlo import text as mlir_text  # pylint: disable=g-import-not-at-top
     module = mlir_text.parse_module(text, "<program>")
+    shardings = global_shardings(module)
   verify.verify_module(module)
-  return module
+  return module, shardings
 
 
 # --------------------------------------------------------------------------
@@ -194,6 +262,8 @@ class HloInfo:
   aliases: dict[int, int]
   donors: frozenset[int]
   uses_collectives: bool
+  # What makes it a global program (see the module docstring).
+  shardings: tuple[str, ...] = ()
 
 
 HloReader = Callable[[bytes], HloInfo]
@@ -273,7 +343,8 @@ def _load_hlo(code: bytes, fmt: str) -> Program:
   return Program(code=bytes(code), format=fmt, module=None, entry=info.entry,
                  name=info.name, parameters=parameters, results=results,
                  aliases=dict(info.aliases), donors=frozenset(info.donors),
-                 uses_collectives=info.uses_collectives, hlo=info.module)
+                 uses_collectives=info.uses_collectives, hlo=info.module,
+                 shardings=tuple(info.shardings))
 
 
 # --------------------------------------------------------------------------
@@ -336,7 +407,7 @@ def load(code: bytes, fmt: str) -> Program:
   format goes through the registered HLO reader)."""
   if fmt in HLO_FORMATS:
     return _load_hlo(code, fmt)
-  module = parse(code, fmt)
+  module, shardings = parse_with_shardings(code, fmt)
   fn = entry_function(module)
   entry = fn.attr("sym_name").value
   ftype = fn.attr("function_type")
@@ -362,4 +433,4 @@ def load(code: bytes, fmt: str) -> Program:
   return Program(code=bytes(code), format=fmt, module=module, entry=entry,
                  name=name, parameters=parameters, results=results,
                  aliases=aliases, donors=frozenset(donors),
-                 uses_collectives=uses_collectives)
+                 uses_collectives=uses_collectives, shardings=shardings)

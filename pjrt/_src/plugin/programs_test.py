@@ -50,6 +50,50 @@ def test_collectives_are_noticed():
   assert programs.load(testing.ALL_REDUCE_2.encode(), "mlir").uses_collectives
 
 
+_SDY = """
+module @sdy attributes {mhlo.num_partitions = 2 : i32} {
+  sdy.mesh @mesh = <["x"=2]>
+  func.func @main(%a: tensor<4xf32> {sdy.sharding = SHARDING})
+      -> tensor<4xf32> {
+    %0 = stablehlo.add %a, %a : tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("sharding,is_global", [
+    ('#sdy.sharding<@mesh, [{"x"}]>', True),
+    ("#sdy.sharding<@mesh, [{}]>", False),
+])
+def test_shardy_shardings_make_a_global_program(sharding, is_global):
+  text = _SDY.replace("SHARDING", sharding)
+  for code in (text.encode(), vhlo.serialize_portable_artifact(
+      mlir_text.parse_module(text), "1.0.0")):
+    program = programs.load(code, "mlir")
+    assert bool(program.shardings) == is_global, program.shardings
+
+
+def test_mhlo_shardings_and_spmd_custom_calls():
+  replicated = testing.ADD_F32.replace(
+      "%a: tensor<4xf32>", '%a: tensor<4xf32> {mhlo.sharding = "{replicated}"}')
+  assert not programs.load(replicated.encode(), "mlir").shardings
+  tiled = replicated.replace("{replicated}", "{devices=[2]<=[2]}")
+  assert programs.load(tiled.encode(), "mlir").shardings == (
+      "func.func mhlo.sharding = {devices=[2]<=[2]}",)
+  custom = testing.ADD_F32.replace(
+      "return %0", '%1 = stablehlo.custom_call @Sharding(%0) : '
+      "(tensor<4xf32>) -> tensor<4xf32>\n    return %1")
+  assert programs.load(custom.encode(), "mlir").shardings == (
+      "custom_call @Sharding",)
+  hlo = backends.hlo_text_to_proto("""HloModule h, num_partitions=2
+ENTRY e {
+  x = f32[4] parameter(0), sharding={devices=[2]<=[2]}
+  ROOT y = f32[4] add(x, x), sharding={replicated}
+}""")
+  assert programs.load(hlo, "hlo").shardings == ("x: {devices=[2]<=[2]}",)
+
+
 @pytest.mark.parametrize("code,fmt,error", [
     (b"", "mlir", support.InvalidArgumentError),
     (b"not mlir", "mlir", support.InvalidArgumentError),

@@ -144,10 +144,26 @@ def test_replicas_with_collectives(client):
     np.testing.assert_array_equal(out.to_numpy(), np.full(3, 11))
 
 
-def test_spmd_partitions_are_unimplemented(client):
+def test_partitions_of_a_per_device_program(client):
   options = pjrt.compile_options(num_partitions=2, use_spmd_partitioning=True)
-  with pytest.raises(support.UnimplementedError, match="SPMD"):
-    client.compile(testing.ADD_F32, compile_options=options)
+  exe = client.compile(testing.ADD_F32, compile_options=options)
+  assert exe.num_partitions == 2 and len(exe.addressable_devices()) == 2
+  outputs = exe.execute_sharded([
+      [client.buffer_from_numpy(np.full(4, v, np.float32), d)] * 2
+      for v, d in zip((1, 5), exe.addressable_devices())])
+  assert [out.to_numpy()[0] for (out,) in outputs] == [2, 10]
+
+
+def test_global_programs_need_the_partitioner(client):
+  sharded = testing.ADD_F32.replace(
+      "%a: tensor<4xf32>",
+      '%a: tensor<4xf32> {mhlo.sharding = "{devices=[2]<=[2]}"}')
+  options = pjrt.compile_options(num_partitions=2, use_spmd_partitioning=True)
+  with pytest.raises(support.UnimplementedError,
+                     match="SPMD partitioning is not available"):
+    client.compile(sharded, compile_options=options)
+  # For one partition the annotation only restates where values live.
+  client.compile(sharded)
 
 
 def test_metadata(client):

@@ -1,0 +1,239 @@
+"""Programs of several partitions / replicas through the PJRT C API slots, on
+the cpu backend: compile options with num_partitions / num_replicas and a
+device assignment, Execute with one argument list per device, collectives
+between the devices' instances, and the errors of such executions."""
+
+import numpy as np
+import pytest
+
+import pjrt
+import support
+from pjrt._src.plugin import backends
+from pjrt._src.plugin import testing
+
+_PER_DEVICE = """HloModule spmd, num_partitions=4
+sum {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  x = f32[4] parameter(0)
+  p = u32[] partition-id()
+  ar = f32[4] all-reduce(x), channel_id=1, replica_groups={{0,1},{2,3}},
+    use_global_device_ids=true, to_apply=sum
+  ag = f32[16] all-gather(x), channel_id=2, replica_groups={{0,1,2,3}},
+    dimensions={0}, use_global_device_ids=true
+  rs = f32[1] reduce-scatter(x), channel_id=3, replica_groups={{0,1,2,3}},
+    dimensions={0}, use_global_device_ids=true, to_apply=sum
+  a2a = f32[4] all-to-all(x), channel_id=4, replica_groups={{0,1,2,3}},
+    dimensions={0}
+  cp = f32[4] collective-permute(x), channel_id=5,
+    source_target_pairs={{0,1},{1,2},{2,3}}
+  ROOT t = (u32[], f32[4], f32[16], f32[1], f32[4], f32[4])
+    tuple(p, ar, ag, rs, a2a, cp)
+}
+"""
+
+
+def _proto(text: str) -> bytes:
+  return backends.hlo_text_to_proto(text)
+
+
+@pytest.fixture(name="client")
+def _client():
+  c = testing.client(backend="cpu", num_devices=4)
+  yield c
+  c.close()
+
+
+def _run(client, exe, per_device):
+  devices = exe.addressable_devices()
+  lists = [[client.buffer_from_numpy(x, d) for x in args]
+           for args, d in zip(per_device, devices)]
+  return [[b.to_numpy() for b in outs]
+          for outs in exe.execute_sharded(lists)]
+
+
+def test_collectives_between_partitions(client):
+  options = pjrt.compile_options(num_partitions=4,
+                                 use_spmd_partitioning=True)
+  exe = client.compile(_proto(_PER_DEVICE), format="hlo",
+                       compile_options=options)
+  assert (exe.num_replicas, exe.num_partitions) == (1, 4)
+  assert [d.id for d in exe.addressable_devices()] == [0, 1, 2, 3]
+  xs = [np.arange(4, dtype=np.float32) + 10 * p for p in range(4)]
+  got = _run(client, exe, [[x] for x in xs])
+  total = sum(xs)
+  for p, (pid, ar, ag, rs, a2a, cp) in enumerate(got):
+    assert pid == p
+    pair = (0, 1) if p < 2 else (2, 3)
+    np.testing.assert_array_equal(ar, xs[pair[0]] + xs[pair[1]])
+    np.testing.assert_array_equal(ag, np.concatenate(xs))
+    np.testing.assert_array_equal(rs, total[p:p + 1])
+    np.testing.assert_array_equal(a2a, [x[p] for x in xs])
+    np.testing.assert_array_equal(cp, xs[p - 1] if p else np.zeros(4))
+
+
+def test_the_device_assignment_decides_the_partition(client):
+  options = pjrt.compile_options(num_partitions=4,
+                                 use_spmd_partitioning=True,
+                                 device_assignment=[[3, 2, 1, 0]])
+  exe = client.compile(_proto(_PER_DEVICE), format="hlo",
+                       compile_options=options)
+  devices = exe.addressable_devices()
+  assert [d.id for d in devices] == [3, 2, 1, 0]
+  xs = [np.full(4, p, np.float32) for p in range(4)]
+  got = _run(client, exe, [[x] for x in xs])
+  for p, outs in enumerate(got):  # argument list p is partition p's
+    assert outs[0] == p
+    np.testing.assert_array_equal(outs[5], xs[p - 1] if p else np.zeros(4))
+
+
+def test_replicas_and_partitions(client):
+  text = """HloModule m, replica_count=2, num_partitions=2
+sum {
+  a = s32[] parameter(0)
+  b = s32[] parameter(1)
+  ROOT s = s32[] add(a, b)
+}
+ENTRY e {
+  x = s32[2] parameter(0)
+  r = u32[] replica-id()
+  p = u32[] partition-id()
+  across_replicas = s32[2] all-reduce(x), replica_groups={{0,1}}, to_apply=sum
+  everyone = s32[2] all-reduce(x), channel_id=1, replica_groups={{0,1}},
+    use_global_device_ids=false, to_apply=sum
+  ROOT t = (u32[], u32[], s32[2], s32[2]) tuple(r, p, across_replicas,
+    everyone)
+}
+"""
+  options = pjrt.compile_options(num_replicas=2, num_partitions=2,
+                                 device_assignment=[[0, 1], [2, 3]])
+  exe = client.compile(_proto(text), format="hlo", compile_options=options)
+  xs = [np.full(2, 10 ** k, np.int32) for k in range(4)]
+  got = _run(client, exe, [[x] for x in xs])
+  for k, (r, p, across, everyone) in enumerate(got):
+    assert (r, p) == (k // 2, k % 2)
+    np.testing.assert_array_equal(across, xs[k % 2] + xs[k % 2 + 2])
+    np.testing.assert_array_equal(everyone, np.full(2, 1111))
+
+
+def test_stablehlo_per_device_program(client):
+  program = """
+module @scale {
+  func.func @main(%a: tensor<3xf32>) -> tensor<3xf32> {
+    %two = stablehlo.constant dense<2.0> : tensor<3xf32>
+    %0 = stablehlo.multiply %a, %two : tensor<3xf32>
+    return %0 : tensor<3xf32>
+  }
+}
+"""
+  options = pjrt.compile_options(num_partitions=4,
+                                 use_spmd_partitioning=True)
+  exe = client.compile(program, compile_options=options)
+  assert exe.num_partitions == 4
+  xs = [np.full(3, p, np.float32) for p in range(4)]
+  for p, (out,) in enumerate(_run(client, exe, [[x] for x in xs])):
+    np.testing.assert_array_equal(out, 2 * xs[p])
+
+
+# -- errors ------------------------------------------------------------------------
+
+
+def test_argument_lists_must_match_the_devices(client):
+  options = pjrt.compile_options(num_partitions=4,
+                                 use_spmd_partitioning=True)
+  exe = client.compile(_proto(_PER_DEVICE), format="hlo",
+                       compile_options=options)
+  devices = exe.addressable_devices()
+  lists = [[client.buffer_from_numpy(np.ones(4, np.float32), d)]
+           for d in devices]
+  with pytest.raises(support.InvalidArgumentError,
+                     match="4 device.*3 argument list"):
+    exe.execute_sharded(lists[:3])
+  bad = lists[:3] + [[client.buffer_from_numpy(np.ones(5, np.float32),
+                                               devices[3])]]
+  with pytest.raises(support.InvalidArgumentError, match="argument 0"):
+    exe.execute_sharded(bad)
+  # The executable still runs.
+  got = exe.execute_sharded(lists)
+  np.testing.assert_array_equal(got[2][1].to_numpy(), np.full(4, 2))
+
+
+def test_a_failing_participant_fails_the_execution(client):
+  options = pjrt.compile_options(num_partitions=4,
+                                 use_spmd_partitioning=True)
+  exe = client.compile(_proto(_PER_DEVICE), format="hlo",
+                       compile_options=options)
+  devices = exe.addressable_devices()
+  args = testing.call(client, "Client_CreateErrorBuffer",
+                      client=client.handle,
+                      error_code=support.StatusCode.DATA_LOSS,
+                      error_message=b"lost input", error_message_size=10,
+                      shape_dims=[4], shape_num_dims=1,
+                      shape_element_type=pjrt.BufferType.F32,
+                      memory=devices[2].default_memory().handle)
+  bad = pjrt.Buffer(client, args.buffer)
+  lists = [[client.buffer_from_numpy(np.ones(4, np.float32), d)]
+           for d in devices]
+  lists[2] = [bad]
+  # Partition 2 fails before it runs; the others stop waiting for it in
+  # the all-reduce / all-gather instead of hanging.
+  with pytest.raises(support.XlaError) as info:
+    exe.execute_sharded(lists)
+  assert isinstance(info.value, (support.DataLossError,
+                                 support.CancelledError))
+  assert "lost input" in str(info.value)
+  lists[2] = [client.buffer_from_numpy(np.ones(4, np.float32), devices[2])]
+  got = exe.execute_sharded(lists)
+  np.testing.assert_array_equal(got[0][1].to_numpy(), np.full(4, 2))
+
+
+def test_groups_outside_the_program_are_rejected(client):
+  text = _PER_DEVICE.replace("replica_groups={{0,1},{2,3}}",
+                             "replica_groups={{0,1},{2,5}}")
+  options = pjrt.compile_options(num_partitions=4,
+                                 use_spmd_partitioning=True)
+  with pytest.raises(support.InvalidArgumentError,
+                     match="participant 5, outside the program"):
+    client.compile(_proto(text), format="hlo", compile_options=options)
+
+
+def test_a_global_hlo_program_is_partitioned_or_refused(client):
+  text = """HloModule g, num_partitions=4
+ENTRY e {
+  x = f32[8] parameter(0), sharding={devices=[4]<=[4]}
+  ROOT y = f32[8] multiply(x, x), sharding={replicated}
+}
+"""
+  options = pjrt.compile_options(num_partitions=4,
+                                 use_spmd_partitioning=True)
+  try:
+    exe = client.compile(_proto(text), format="hlo", compile_options=options)
+  except support.UnimplementedError as e:  # no partitioner in this build
+    assert "partitioning is not available" in str(e)
+    return
+  x = np.arange(8, dtype=np.float32)
+  for (y,) in _run(client, exe, [[x[2 * p:2 * p + 2]] for p in range(4)]):
+    np.testing.assert_array_equal(y, x * x)
+
+
+# -- JAX -----------------------------------------------------------------------------
+
+
+def test_a_jax_program_in_per_device_form(client):
+  jax = pytest.importorskip("jax")
+  x = np.arange(6, dtype=np.float32).reshape(2, 3)
+  fn = lambda v: jax.numpy.sin(v) * 2 + v.sum()
+  lowered = jax.jit(fn).lower(x)
+  options = pjrt.compile_options(num_partitions=4,
+                                 use_spmd_partitioning=True)
+  for program, fmt in ((lowered.as_text(), "mlir"),
+                       (lowered.compiler_ir("hlo")
+                        .as_serialized_hlo_module_proto(), "hlo")):
+    exe = client.compile(program, format=fmt, compile_options=options)
+    assert exe.num_partitions == 4
+    xs = [x + p for p in range(4)]
+    for p, (out,) in enumerate(_run(client, exe, [[v] for v in xs])):
+      np.testing.assert_allclose(out, np.asarray(fn(xs[p])), rtol=1e-5)
