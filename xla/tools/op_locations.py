@@ -14,9 +14,9 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from stablehlo import ops as shlo_ops
-from xla.hlo.evaluator import elementwise as eval_elementwise
-from xla.hlo.evaluator import hlo_evaluator
-from xla.hlo.evaluator import structural as eval_structural
+from xla.hlo.evaluator import evaluator_registry
+# hlo_evaluator imports every module that registers an evaluator kernel.
+from xla.hlo.evaluator import hlo_evaluator  # pylint: disable=unused-import
 from xla.hlo.ir.hlo_opcode import HloOpcode
 from xla.service.cpu import coverage
 from xla.service.cpu import elemental_generator
@@ -61,9 +61,7 @@ def hlo_opcode(op_name: str) -> Optional[HloOpcode]:
 
 
 def evaluator_kernel(opcode: HloOpcode) -> Any:
-  return (eval_elementwise.KERNELS.get(opcode) or
-          eval_structural.KERNELS.get(opcode) or
-          hlo_evaluator.control_kernel(opcode))
+  return evaluator_registry.kernel_function(opcode)
 
 
 def cpu_emitter(opcode: HloOpcode) -> Any:

@@ -7,11 +7,13 @@ Integer arithmetic wraps, x / 0 = -1 and x % 0 = x for integers, INT_MIN /
 -1 = INT_MIN, float -> int conversion saturates (NaN -> 0), max / min
 propagate NaN. Float math runs in double precision and is rounded once to
 the result type.
+
+Each kernel, fn(instruction, *operand arrays), is registered for its
+opcode in `evaluator_registry` with `@elementwise_kernel(opcode)` where it
+is defined; the kernels a factory builds are registered at the end.
 """
 
 from __future__ import annotations
-
-from typing import Callable
 
 import numpy as np
 
@@ -22,6 +24,7 @@ from stablehlo.interpreter import kernels_elementwise_convert as kc
 from stablehlo.interpreter import kernels_elementwise_special as ks
 import support
 from xla import primitive_util
+from xla.hlo.evaluator import evaluator_registry
 from xla.hlo.ir.hlo_opcode import HloOpcode
 from xla.xla_data import PrimitiveType
 
@@ -108,6 +111,7 @@ def _float_unary(real_fn, complex_fn=None):
   return fn
 
 
+@evaluator_registry.elementwise_kernel(O.kDivide)
 def _divide(instr, x, y):
   et = _result_et(instr)
   k = C.kind(et)
@@ -121,6 +125,7 @@ def _divide(instr, x, y):
   raise _unsupported(instr)
 
 
+@evaluator_registry.elementwise_kernel(O.kRemainder)
 def _remainder(instr, x, y):
   et = _result_et(instr)
   k = C.kind(et)
@@ -131,6 +136,7 @@ def _remainder(instr, x, y):
   raise _unsupported(instr)
 
 
+@evaluator_registry.elementwise_kernel(O.kPower)
 def _power(instr, x, y):
   et = _result_et(instr)
   k = C.kind(et)
@@ -149,6 +155,7 @@ def _max_min(is_max):
   return fn
 
 
+@evaluator_registry.elementwise_kernel(O.kNegate)
 def _negate(instr, x):
   et = _result_et(instr)
   k = C.kind(et)
@@ -159,6 +166,7 @@ def _negate(instr, x):
   return np.negative(x)
 
 
+@evaluator_registry.elementwise_kernel(O.kAbs)
 def _abs(instr, x):
   et = _operand_et(instr)
   k = C.kind(et)
@@ -171,6 +179,7 @@ def _abs(instr, x):
   return np.abs(x)
 
 
+@evaluator_registry.elementwise_kernel(O.kSign)
 def _sign(instr, x):
   et = _result_et(instr)
   k = C.kind(et)
@@ -202,6 +211,7 @@ def _bitwise(np_fn):
   return fn
 
 
+@evaluator_registry.elementwise_kernel(O.kNot)
 def _not(instr, x):
   et = _result_et(instr)
   if C.kind(et) == C.BOOL:
@@ -222,6 +232,7 @@ def _shift(how):
   return fn
 
 
+@evaluator_registry.elementwise_kernel(O.kPopulationCount)
 def _popcnt(instr, x):
   et = _result_et(instr)
   if C.kind(et) not in (C.SINT, C.UINT):
@@ -230,6 +241,7 @@ def _popcnt(instr, x):
   return C.finish_int(n, et)
 
 
+@evaluator_registry.elementwise_kernel(O.kClz)
 def _clz(instr, x):
   et = _result_et(instr)
   if C.kind(et) not in (C.SINT, C.UINT):
@@ -238,6 +250,7 @@ def _clz(instr, x):
   return C.finish_int(n, et)
 
 
+@evaluator_registry.elementwise_kernel(O.kCompare)
 def compare(instr, x, y):
   et = _operand_et(instr)
   direction = instr.comparison_direction.name
@@ -248,15 +261,18 @@ def compare(instr, x, y):
                                None))
 
 
+@evaluator_registry.elementwise_kernel(O.kSelect)
 def _select(instr, p, a, b):
   return np.where(p, a, b)
 
 
+@evaluator_registry.elementwise_kernel(O.kClamp)
 def _clamp(instr, lo, x, hi):
   et = _result_et(instr)
   return ke.max_min(ke.max_min(x, lo, et, True), hi, et, False)
 
 
+@evaluator_registry.elementwise_kernel(O.kComplex)
 def _complex(instr, re, im):
   re, im = np.broadcast_arrays(re, im)
   out = np.empty(re.shape, dtype(instr.shape.element_type))
@@ -265,34 +281,41 @@ def _complex(instr, re, im):
   return out
 
 
+@evaluator_registry.elementwise_kernel(O.kReal)
 def _real(instr, x):
   return np.real(x).astype(dtype(instr.shape.element_type))
 
 
+@evaluator_registry.elementwise_kernel(O.kImag)
 def _imag(instr, x):
   if C.kind(_operand_et(instr)) != C.COMPLEX:
     return np.zeros(x.shape, dtype(instr.shape.element_type))
   return np.imag(x).astype(dtype(instr.shape.element_type))
 
 
+@evaluator_registry.elementwise_kernel(O.kIsFinite)
 def _is_finite(instr, x):
   return np.isfinite(C.upcast(x, _operand_et(instr)))
 
 
+@evaluator_registry.elementwise_kernel(O.kConvert)
 def convert(instr, x):
   return C.convert_array(x, _operand_et(instr), _result_et(instr))
 
 
+@evaluator_registry.elementwise_kernel(O.kBitcastConvert)
 def _bitcast_convert(instr, x):
   return kc.bitcast_array(x, _operand_et(instr), _result_et(instr))
 
 
+@evaluator_registry.elementwise_kernel(O.kReducePrecision)
 def _reduce_precision(instr, x):
   return kc.reduce_precision_array(x, _result_et(instr),
                                    instr.exponent_bits,
                                    instr.mantissa_bits)
 
 
+@evaluator_registry.elementwise_kernel(O.kRoundNearestEven)
 def _round_even(instr, x):
   return C.float_map(x, _result_et(instr), np.rint)
 
@@ -305,6 +328,7 @@ def _logistic(v):
   return 1.0 / (1.0 + np.exp(-v))
 
 
+@evaluator_registry.elementwise_kernel(O.kMulhi)
 def _mulhi(instr, x, y):
   et = _result_et(instr)
   w = C.width(et)
@@ -320,67 +344,61 @@ def _mulhi(instr, x, y):
                       et)
 
 
-# Opcode -> fn(instruction, *operand arrays).
-KERNELS: dict[HloOpcode, Callable] = {
-    O.kAbs: _abs,
-    O.kAcos: _float_unary(np.arccos, np.arccos),
-    O.kAcosh: _float_unary(np.arccosh, np.arccosh),
-    O.kAdd: _arith(np.add, np.logical_or),
-    O.kAnd: _bitwise(np.bitwise_and),
-    O.kAsin: _float_unary(np.arcsin, np.arcsin),
-    O.kAsinh: _float_unary(np.arcsinh, np.arcsinh),
-    O.kAtan: _float_unary(np.arctan, np.arctan),
-    O.kAtan2: lambda i, y, x: C.float_map2(y, x, _result_et(i), np.arctan2,
-                                           ke.atan2_complex),
-    O.kAtanh: _float_unary(np.arctanh, np.arctanh),
-    O.kBitcastConvert: _bitcast_convert,
-    O.kCbrt: _float_unary(np.cbrt),
-    O.kCeil: _float_unary(np.ceil),
-    O.kClamp: _clamp,
-    O.kClz: _clz,
-    O.kCompare: compare,
-    O.kComplex: _complex,
-    O.kConvert: convert,
-    O.kCopy: lambda i, x: x.copy(),
-    O.kCos: _float_unary(np.cos, C.complex_cos),
-    O.kCosh: _float_unary(np.cosh, np.cosh),
-    O.kDivide: _divide,
-    O.kErf: _float_unary(ks.erf),
-    O.kExp: _float_unary(np.exp, C.complex_exp),
-    O.kExpm1: _float_unary(
-        np.expm1, lambda z: C.fix_complex_expm1(z, ke.expm1_complex(z))),
-    O.kFloor: _float_unary(np.floor),
-    O.kImag: _imag,
-    O.kIsFinite: _is_finite,
-    O.kLog: _float_unary(np.log, C.complex_log),
-    O.kLog1p: _float_unary(
-        np.log1p, lambda z: C.fix_complex_log1p(z, ke.log1p_complex(z))),
-    O.kLogistic: _float_unary(_logistic, _logistic),
-    O.kMaximum: _max_min(True),
-    O.kMinimum: _max_min(False),
-    O.kMulhi: _mulhi,
-    O.kMultiply: _arith(np.multiply, np.logical_and),
-    O.kNegate: _negate,
-    O.kNot: _not,
-    O.kOr: _bitwise(np.bitwise_or),
-    O.kPopulationCount: _popcnt,
-    O.kPower: _power,
-    O.kReal: _real,
-    O.kReducePrecision: _reduce_precision,
-    O.kRemainder: _remainder,
-    O.kRoundNearestAfz: _float_unary(ke.round_afz),
-    O.kRoundNearestEven: _round_even,
-    O.kRsqrt: _float_unary(_rsqrt, _rsqrt),
-    O.kSelect: _select,
-    O.kShiftLeft: _shift("left"),
-    O.kShiftRightArithmetic: _shift("arithmetic"),
-    O.kShiftRightLogical: _shift("logical"),
-    O.kSign: _sign,
-    O.kSin: _float_unary(np.sin, C.complex_sin),
-    O.kSinh: _float_unary(np.sinh, np.sinh),
-    O.kSqrt: _float_unary(np.sqrt, C.complex_sqrt),
-    O.kSubtract: _arith(np.subtract, np.logical_xor),
-    O.kTan: _float_unary(np.tan, C.complex_tan),
-    O.kTanh: _float_unary(np.tanh, C.complex_tanh),
-    O.kXor: _bitwise(np.bitwise_xor),
-}
+@evaluator_registry.elementwise_kernel(O.kAtan2)
+def _atan2(instr, y, x):
+  return C.float_map2(y, x, _result_et(instr), np.arctan2, ke.atan2_complex)
+
+
+@evaluator_registry.elementwise_kernel(O.kCopy)
+def _copy(instr, x):
+  return x.copy()
+
+
+def _expm1_complex(z):
+  return C.fix_complex_expm1(z, ke.expm1_complex(z))
+
+
+def _log1p_complex(z):
+  return C.fix_complex_log1p(z, ke.log1p_complex(z))
+
+
+def _register(opcode: HloOpcode, fn) -> None:
+  evaluator_registry.register_kernel(opcode, fn, elementwise=True)
+
+
+# The kernels the factories above build.
+_register(O.kAcos, _float_unary(np.arccos, np.arccos))
+_register(O.kAcosh, _float_unary(np.arccosh, np.arccosh))
+_register(O.kAdd, _arith(np.add, np.logical_or))
+_register(O.kAnd, _bitwise(np.bitwise_and))
+_register(O.kAsin, _float_unary(np.arcsin, np.arcsin))
+_register(O.kAsinh, _float_unary(np.arcsinh, np.arcsinh))
+_register(O.kAtan, _float_unary(np.arctan, np.arctan))
+_register(O.kAtanh, _float_unary(np.arctanh, np.arctanh))
+_register(O.kCbrt, _float_unary(np.cbrt))
+_register(O.kCeil, _float_unary(np.ceil))
+_register(O.kCos, _float_unary(np.cos, C.complex_cos))
+_register(O.kCosh, _float_unary(np.cosh, np.cosh))
+_register(O.kErf, _float_unary(ks.erf))
+_register(O.kExp, _float_unary(np.exp, C.complex_exp))
+_register(O.kExpm1, _float_unary(np.expm1, _expm1_complex))
+_register(O.kFloor, _float_unary(np.floor))
+_register(O.kLog, _float_unary(np.log, C.complex_log))
+_register(O.kLog1p, _float_unary(np.log1p, _log1p_complex))
+_register(O.kLogistic, _float_unary(_logistic, _logistic))
+_register(O.kMaximum, _max_min(True))
+_register(O.kMinimum, _max_min(False))
+_register(O.kMultiply, _arith(np.multiply, np.logical_and))
+_register(O.kOr, _bitwise(np.bitwise_or))
+_register(O.kRoundNearestAfz, _float_unary(ke.round_afz))
+_register(O.kRsqrt, _float_unary(_rsqrt, _rsqrt))
+_register(O.kShiftLeft, _shift("left"))
+_register(O.kShiftRightArithmetic, _shift("arithmetic"))
+_register(O.kShiftRightLogical, _shift("logical"))
+_register(O.kSin, _float_unary(np.sin, C.complex_sin))
+_register(O.kSinh, _float_unary(np.sinh, np.sinh))
+_register(O.kSqrt, _float_unary(np.sqrt, C.complex_sqrt))
+_register(O.kSubtract, _arith(np.subtract, np.logical_xor))
+_register(O.kTan, _float_unary(np.tan, C.complex_tan))
+_register(O.kTanh, _float_unary(np.tanh, C.complex_tanh))
+_register(O.kXor, _bitwise(np.bitwise_xor))

@@ -3,10 +3,12 @@
 `HloEvaluator().evaluate(module, args)` runs the entry computation on numpy
 arrays and returns the flattened results. Values are numpy arrays (of the
 ml_dtypes / numpy dtype of the element type), Python tuples for tuple
-shapes and None for tokens. Instructions are evaluated in post order; the
-opcode kernels live in `elementwise.py` (elementwise math) and
-`structural.py` (data movement, reductions, linear algebra, control flow
-helpers). An opcode without a kernel raises UnimplementedError naming it.
+shapes and None for tokens. Instructions are evaluated in post order by
+the kernel registered for each opcode in `evaluator_registry`: those of
+`elementwise.py` (elementwise math), `structural.py` (data movement,
+reductions, linear algebra, control flow helpers) and the methods below
+for the opcodes that call computations or build tuples. An opcode without
+a kernel raises UnimplementedError naming it.
 
 Called computations (reduce bodies, sort comparators, scatter combiners) are
 evaluated on whole arrays when every instruction in them is elementwise, so
@@ -21,7 +23,9 @@ import numpy as np
 
 import support
 from xla import primitive_util
-from xla.hlo.evaluator import elementwise
+# elementwise and structural register their kernels when imported.
+from xla.hlo.evaluator import elementwise  # pylint: disable=unused-import
+from xla.hlo.evaluator import evaluator_registry
 from xla.hlo.evaluator import structural
 from xla.hlo.ir.hlo_opcode import HloOpcode
 from xla.literal import Literal
@@ -31,8 +35,10 @@ O = HloOpcode
 
 # Opcodes whose instructions may run on arrays of any shape inside a
 # batched computation (their result shape is that of their operands).
-_BATCHABLE = frozenset(elementwise.KERNELS) | {
+_BATCHABLE = evaluator_registry.elementwise_opcodes() | {
     O.kParameter, O.kConstant, O.kTuple, O.kGetTupleElement}
+
+_KERNELS = evaluator_registry.KERNELS
 
 
 def _flatten(value, out: list) -> list:
@@ -161,36 +167,38 @@ class HloEvaluator:
 
   def evaluate_instruction(self, instr, operands: list):
     """The value of `instr` given its operand values."""
-    op = instr.opcode
-    fn = elementwise.KERNELS.get(op)
-    if fn is not None:
-      r = fn(instr, *operands)
+    kernel = _KERNELS.get(instr.opcode)
+    if kernel is None:
+      raise support.UnimplementedError(
+          f"HLO evaluator: opcode {instr.opcode.value} is not implemented "
+          f"({instr.name})")
+    if kernel.elementwise:
+      r = kernel.fn(instr, *operands)
       return np.asarray(r).astype(
           primitive_util.numpy_dtype(instr.shape.element_type), copy=False)
-    fn = _CONTROL.get(op)
-    if fn is not None:
-      return fn(self, instr, operands)
-    fn = structural.KERNELS.get(op)
-    if fn is not None:
-      return fn(self, instr, operands)
-    raise support.UnimplementedError(
-        f"HLO evaluator: opcode {op.value} is not implemented ({instr.name})")
+    return kernel.fn(self, instr, operands)
 
+  @evaluator_registry.evaluator_kernel(O.kConstant)
   def _constant(self, instr, operands):
     return _literal_value(instr.literal)
 
+  @evaluator_registry.evaluator_kernel(O.kTuple)
   def _tuple(self, instr, operands):
     return tuple(operands)
 
+  @evaluator_registry.evaluator_kernel(O.kGetTupleElement)
   def _gte(self, instr, operands):
     return operands[0][instr.tuple_index]
 
+  @evaluator_registry.evaluator_kernel(O.kCall)
   def _call(self, instr, operands):
     return self.evaluate_computation(instr.to_apply, operands)
 
+  @evaluator_registry.evaluator_kernel(O.kFusion)
   def _fusion(self, instr, operands):
     return self.evaluate_computation(instr.fused_computation, operands)
 
+  @evaluator_registry.evaluator_kernel(O.kWhile)
   def _while(self, instr, operands):
     state = operands[0]
     cond, body = instr.while_condition, instr.while_body
@@ -205,6 +213,7 @@ class HloEvaluator:
       n += 1
     return state
 
+  @evaluator_registry.evaluator_kernel(O.kConditional)
   def _conditional(self, instr, operands):
     branches = instr.branch_computations
     sel = np.asarray(operands[0])
@@ -216,24 +225,30 @@ class HloEvaluator:
         index = len(branches) - 1  # XLA: out of range runs the last branch
     return self.evaluate_computation(branches[index], [operands[1 + index]])
 
+  @evaluator_registry.evaluator_kernel(O.kAsyncStart)
   def _async_start(self, instr, operands):
     # ((operands...), result, context): the call runs eagerly.
     result = self.evaluate_computation(instr.attr("calls"), operands)
     return (tuple(operands), result, zeros_of(instr.shape.tuple_shapes[2]))
 
+  @evaluator_registry.evaluator_kernel(O.kAsyncUpdate)
   def _async_update(self, instr, operands):
     return operands[0]
 
+  @evaluator_registry.evaluator_kernel(O.kAsyncDone)
   def _async_done(self, instr, operands):
     return operands[0][1]
 
+  @evaluator_registry.evaluator_kernel(O.kCopyStart)
   def _copy_start(self, instr, operands):
     return (operands[0], operands[0].copy(),
             zeros_of(instr.shape.tuple_shapes[2]))
 
+  @evaluator_registry.evaluator_kernel(O.kCopyDone)
   def _copy_done(self, instr, operands):
     return operands[0][1]
 
+  @evaluator_registry.evaluator_kernel(O.kCustomCall)
   def _custom_call(self, instr, operands):
     target = instr.custom_call_target
     fn = self.custom_calls.get(target)
@@ -246,6 +261,7 @@ class HloEvaluator:
       return zeros_of(instr.shape)
     return r
 
+  @evaluator_registry.evaluator_kernel(O.kMap)
   def _map(self, instr, operands):
     outs = self.apply(instr.to_apply, operands)
     return outs[0].astype(
@@ -272,34 +288,11 @@ BUILTIN_CUSTOM_CALLS: dict[str, Callable] = {
     "Eigh": _linalg_expansion,
 }
 
-_CONTROL = {
-    O.kConstant: HloEvaluator._constant,
-    O.kTuple: HloEvaluator._tuple,
-    O.kGetTupleElement: HloEvaluator._gte,
-    O.kCall: HloEvaluator._call,
-    O.kFusion: HloEvaluator._fusion,
-    O.kWhile: HloEvaluator._while,
-    O.kConditional: HloEvaluator._conditional,
-    O.kCustomCall: HloEvaluator._custom_call,
-    O.kAsyncStart: HloEvaluator._async_start,
-    O.kAsyncUpdate: HloEvaluator._async_update,
-    O.kAsyncDone: HloEvaluator._async_done,
-    O.kCopyStart: HloEvaluator._copy_start,
-    O.kCopyDone: HloEvaluator._copy_done,
-    O.kMap: HloEvaluator._map,
-}
-
-
-def control_kernel(opcode: HloOpcode):
-  """The evaluator's own method for a control / structural-plumbing opcode
-  (constant, tuple, call, while, ...); None for other opcodes."""
-  return _CONTROL.get(opcode)
 
 
 def implemented_opcodes() -> frozenset[HloOpcode]:
   """Every opcode the evaluator has a kernel for."""
-  return frozenset(elementwise.KERNELS) | frozenset(_CONTROL) | frozenset(
-      structural.KERNELS) | {O.kParameter}
+  return frozenset(evaluator_registry.KERNELS) | {O.kParameter}
 
 
 # Opcodes a constant expression may not fold through.

@@ -2,12 +2,13 @@
 reductions, sort, gather / scatter, dot / convolution, fft, linear algebra
 and random bits.
 
-Kernels are fn(evaluator, instruction, operand values). Where the StableHLO
-reference interpreter already has the math as a helper over plain arrays
-(gather, scatter index computation, convolution, dot contraction, padding,
-random bit generation, triangular solve, cholesky) it is called directly;
-its op-reading entry points get a small adapter (`_OpView`) that answers
-`attr()` with plain Python values.
+Kernels are fn(evaluator, instruction, operand values), each registered
+for its opcodes in `evaluator_registry` with `@evaluator_kernel(...)` where
+it is defined. Where the StableHLO reference interpreter already has the
+math as a helper over plain arrays (gather, scatter index computation,
+convolution, dot contraction, padding, random bit generation, triangular
+solve, cholesky) it is called directly; its op-reading entry points get a
+small adapter (`_OpView`) that answers `attr()` with plain Python values.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from stablehlo.interpreter import prng
 import support
 from xla import primitive_util
 from xla.hlo.evaluator import elementwise as ew
+from xla.hlo.evaluator import evaluator_registry
 from xla.hlo.ir.hlo_opcode import HloOpcode
 from xla.xla_data import FftType
 
@@ -55,6 +57,7 @@ class _Result:
 # --- shapes -------------------------------------------------------------------
 
 
+@evaluator_registry.evaluator_kernel(O.kBroadcast)
 def _broadcast(ev, instr, ops):
   x = ops[0]
   dims = instr.dimensions
@@ -65,6 +68,7 @@ def _broadcast(ev, instr, ops):
   return np.broadcast_to(x.reshape(shape), out).copy()
 
 
+@evaluator_registry.evaluator_kernel(O.kReshape)
 def _reshape(ev, instr, ops):
   return ops[0].reshape(tuple(instr.shape.dimensions))
 
@@ -75,6 +79,7 @@ def _major_to_minor(shape):
   return tuple(range(len(shape.dimensions)))
 
 
+@evaluator_registry.evaluator_kernel(O.kBitcast)
 def _bitcast(ev, instr, ops):
   """A bitcast reinterprets the physical (layout-ordered) buffer."""
   x = ops[0]
@@ -91,10 +96,12 @@ def _bitcast(ev, instr, ops):
   return np.ascontiguousarray(y.transpose(np.argsort(dorder)))
 
 
+@evaluator_registry.evaluator_kernel(O.kTranspose)
 def _transpose(ev, instr, ops):
   return np.ascontiguousarray(ops[0].transpose(instr.dimensions))
 
 
+@evaluator_registry.evaluator_kernel(O.kSlice)
 def _slice(ev, instr, ops):
   return ops[0][tuple(slice(b, e, s) for b, e, s in zip(
       instr.slice_starts, instr.slice_limits, instr.slice_strides))].copy()
@@ -104,6 +111,7 @@ def _starts(shape, sizes, idx):
   return [min(max(int(i), 0), s - n) for s, n, i in zip(shape, sizes, idx)]
 
 
+@evaluator_registry.evaluator_kernel(O.kDynamicSlice)
 def _dynamic_slice(ev, instr, ops):
   x = ops[0]
   sizes = instr.dynamic_slice_sizes
@@ -111,6 +119,7 @@ def _dynamic_slice(ev, instr, ops):
   return x[tuple(slice(b, b + n) for b, n in zip(st, sizes))].copy()
 
 
+@evaluator_registry.evaluator_kernel(O.kDynamicUpdateSlice)
 def _dynamic_update_slice(ev, instr, ops):
   x, upd = ops[0], ops[1]
   st = _starts(x.shape, upd.shape, ops[2:])
@@ -119,10 +128,12 @@ def _dynamic_update_slice(ev, instr, ops):
   return out
 
 
+@evaluator_registry.evaluator_kernel(O.kConcatenate)
 def _concatenate(ev, instr, ops):
   return np.concatenate(ops, axis=instr.dimensions[0])
 
 
+@evaluator_registry.evaluator_kernel(O.kPad)
 def _pad(ev, instr, ops):
   cfg = instr.padding_config.dimensions
   # The interpreter's pad (edge + interior padding).
@@ -132,10 +143,12 @@ def _pad(ev, instr, ops):
                            [d.interior_padding for d in cfg])
 
 
+@evaluator_registry.evaluator_kernel(O.kReverse)
 def _reverse(ev, instr, ops):
   return np.flip(ops[0], axis=instr.dimensions).copy()
 
 
+@evaluator_registry.evaluator_kernel(O.kIota)
 def _iota(ev, instr, ops):
   dims = tuple(instr.shape.dimensions)
   d = instr.iota_dimension
@@ -147,18 +160,23 @@ def _iota(ev, instr, ops):
   return np.broadcast_to(v, dims).copy()
 
 
+@evaluator_registry.evaluator_kernel(
+    O.kAddDependency, O.kDomain, O.kOptimizationBarrier)
 def _passthrough(ev, instr, ops):
   return ops[0]
 
 
+@evaluator_registry.evaluator_kernel(O.kAfterAll)
 def _token(ev, instr, ops):
   return None
 
 
+@evaluator_registry.evaluator_kernel(O.kPartitionId, O.kReplicaId)
 def _zero_id(ev, instr, ops):
   return np.zeros((), _dt(instr.shape))
 
 
+@evaluator_registry.evaluator_kernel(O.kGetDimensionSize)
 def _get_dimension_size(ev, instr, ops):
   return np.asarray(ops[0].shape[instr.dimensions[0]], _dt(instr.shape))
 
@@ -235,6 +253,7 @@ def _fold(ev, comp, xs, inits):
   return accs
 
 
+@evaluator_registry.evaluator_kernel(O.kReduce)
 def _reduce(ev, instr, ops):
   n = len(ops) // 2
   xs, inits = ops[:n], ops[n:]
@@ -279,6 +298,7 @@ def _windows(x, fill, size, stride, lo, hi, bdil, wdil):
   return view, out
 
 
+@evaluator_registry.evaluator_kernel(O.kReduceWindow)
 def _reduce_window(ev, instr, ops):
   n = len(ops) // 2
   xs, inits = ops[:n], ops[n:]
@@ -325,6 +345,7 @@ def combine_at(ev, comp, results, lin, updates):
   del root, n
 
 
+@evaluator_registry.evaluator_kernel(O.kSelectAndScatter)
 def _select_and_scatter(ev, instr, ops):
   operand, source, init = ops
   rank = operand.ndim
@@ -388,6 +409,7 @@ def _sort_keys_fast(comp, x):
   return key
 
 
+@evaluator_registry.evaluator_kernel(O.kSort)
 def _sort(ev, instr, ops):
   dim = instr.dimensions[0]
   comp = instr.to_apply
@@ -433,6 +455,7 @@ def _only_uses_first(comp) -> bool:
       for o in root.operands)
 
 
+@evaluator_registry.evaluator_kernel(O.kTopK)
 def _topk(ev, instr, ops):
   return top_k(instr, ops[0], instr.k, instr.largest)
 
@@ -459,6 +482,7 @@ def top_k(instr, x, k, largest):
 # --- gather / scatter ---------------------------------------------------------
 
 
+@evaluator_registry.evaluator_kernel(O.kGather)
 def _gather(ev, instr, ops):
   dn = instr.gather_dimension_numbers
   attr = {f: getattr(dn, f) for f in kgs.GATHER_KEYS}
@@ -466,6 +490,7 @@ def _gather(ev, instr, ops):
                     instr.gather_slice_sizes)
 
 
+@evaluator_registry.evaluator_kernel(O.kScatter)
 def _scatter(ev, instr, ops):
   n = (len(ops) - 1) // 2
   inputs, indices, updates = ops[:n], ops[n], ops[n + 1:]
@@ -502,6 +527,7 @@ def _finish(acc, instr):
   return acc.astype(_dt(instr.shape))
 
 
+@evaluator_registry.evaluator_kernel(O.kDot)
 def _dot(ev, instr, ops):
   lhs, rhs = ops
   cdt = _compute_dtype(_dt(instr.shape))
@@ -512,6 +538,7 @@ def _dot(ev, instr, ops):
   return _finish(out, instr)
 
 
+@evaluator_registry.evaluator_kernel(O.kConvolution)
 def _convolution(ev, instr, ops):
   lhs, rhs = ops
   cdt = _compute_dtype(_dt(instr.shape))
@@ -547,6 +574,7 @@ def _convolution(ev, instr, ops):
   return _finish(out, instr)
 
 
+@evaluator_registry.evaluator_kernel(O.kFft)
 def _fft(ev, instr, ops):
   x = ops[0]
   kind = instr.attr("fft_type")
@@ -571,6 +599,7 @@ def _linalg_view(instr, attrs):
   return _OpView(attrs, ew.sh_type(instr.shape.element_type))
 
 
+@evaluator_registry.evaluator_kernel(O.kTriangularSolve)
 def _triangular_solve(ev, instr, ops):
   trans = instr.attr("transpose_a")
   attrs = {"left_side": instr.attr("left_side"), "lower": instr.attr("lower"),
@@ -580,11 +609,13 @@ def _triangular_solve(ev, instr, ops):
   return kl.triangular_solve(None, _linalg_view(instr, attrs), ops)
 
 
+@evaluator_registry.evaluator_kernel(O.kCholesky)
 def _cholesky(ev, instr, ops):
   return kl.cholesky(None, _linalg_view(
       instr, {"lower": instr.attr("lower")}), ops)
 
 
+@evaluator_registry.evaluator_kernel(O.kRngBitGenerator)
 def _rng_bit_generator(ev, instr, ops):
   alg = instr.attr("algorithm").name[len("RNG_"):]
   out_shape = instr.shape.tuple_shapes[1]
@@ -593,38 +624,3 @@ def _rng_bit_generator(ev, instr, ops):
   return (state.astype(_dt(instr.shape.tuple_shapes[0])),
           raw.view(_dt(out_shape)) if raw.dtype.itemsize == _dt(
               out_shape).itemsize else raw.astype(_dt(out_shape)))
-
-
-KERNELS = {
-    O.kAddDependency: _passthrough,
-    O.kAfterAll: _token,
-    O.kBitcast: _bitcast,
-    O.kBroadcast: _broadcast,
-    O.kCholesky: _cholesky,
-    O.kConcatenate: _concatenate,
-    O.kConvolution: _convolution,
-    O.kDomain: _passthrough,
-    O.kDot: _dot,
-    O.kDynamicSlice: _dynamic_slice,
-    O.kDynamicUpdateSlice: _dynamic_update_slice,
-    O.kFft: _fft,
-    O.kGather: _gather,
-    O.kGetDimensionSize: _get_dimension_size,
-    O.kIota: _iota,
-    O.kOptimizationBarrier: _passthrough,
-    O.kPad: _pad,
-    O.kPartitionId: _zero_id,
-    O.kReduce: _reduce,
-    O.kReduceWindow: _reduce_window,
-    O.kReplicaId: _zero_id,
-    O.kReshape: _reshape,
-    O.kReverse: _reverse,
-    O.kRngBitGenerator: _rng_bit_generator,
-    O.kScatter: _scatter,
-    O.kSelectAndScatter: _select_and_scatter,
-    O.kSlice: _slice,
-    O.kSort: _sort,
-    O.kTopK: _topk,
-    O.kTranspose: _transpose,
-    O.kTriangularSolve: _triangular_solve,
-}
