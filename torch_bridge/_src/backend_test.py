@@ -240,6 +240,33 @@ def test_outputs_are_tensors_of_their_own():
     assert models.max_relative_error(compiled(x), model(x)) <= 1e-4
 
 
+def test_shared_call_structs_are_used_under_the_lock(monkeypatch):
+  """Regression: outputs were once made into tensors after the program's
+  lock was released, reading their addresses through the lane's shared
+  Buffer_UnsafePointer struct; a concurrent call could rewrite it in
+  between and the caller got a tensor over the other call's output."""
+  original_init = runtime.Program.__init__
+
+  def init(program, *args, **kwargs):
+    original_init(program, *args, **kwargs)
+    lane = program._lane  # pylint: disable=protected-access
+    fn, struct, pointer = lane.pointer_call
+    busy = program._busy  # pylint: disable=protected-access
+
+    def checked(p, _fn=fn):
+      assert busy.locked(), "Buffer_UnsafePointer's struct used unlocked"
+      return _fn(p)
+    lane.pointer_call = (checked, struct, pointer)
+  monkeypatch.setattr(runtime.Program, "__init__", init)
+  model = _square_mlp()
+  compiled = torch.compile(model, backend=torch_bridge.Backend(),
+                           dynamic=False)
+  x = torch.randn(8, 16)
+  with torch.no_grad():
+    for _ in range(3):
+      assert models.max_relative_error(compiled(x), model(x)) <= 1e-4
+
+
 def test_concurrent_calls_match():
   """Calls from several threads at once (one takes the zero-copy path, the
   others copy)."""

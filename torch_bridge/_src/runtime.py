@@ -263,8 +263,10 @@ class _Lane:
         num_args=num_args, output_lists=self._output_lists,
         device_complete_events=self._events)
     self._num_outputs = num_outputs
+    # Buffer_UnsafePointer's (function, args, byref), for the output loop.
+    self.pointer_call = (self._pointer_fn, self._pointer, self._pointer_p)
 
-  def _raise(self, error: int) -> None:
+  def raise_error(self, error: int) -> None:
     raise self.plugin.take_error(error)
 
   def execute(self, handles: list[int]) -> list[int]:
@@ -275,7 +277,7 @@ class _Lane:
     self._events[0] = None
     error = self._execute_fn(self._execute_p)
     if error:
-      self._raise(error)
+      self.raise_error(error)
     outputs = self._outputs[:self._num_outputs]
     event = self._events[0]
     if event:
@@ -288,7 +290,7 @@ class _Lane:
       if error:
         for handle in outputs:
           self.destroy(handle)
-        self._raise(error)
+        self.raise_error(error)
     return outputs
 
   def destroy(self, handle: int) -> None:
@@ -304,7 +306,7 @@ class _Lane:
     args.buffer = handle
     error = self._pointer_fn(self._pointer_p)
     if error:
-      self._raise(error)
+      self.raise_error(error)
     return args.buffer_pointer
 
   def upload(self, data: int, element_type: int, dims: Any, rank: int
@@ -320,7 +322,7 @@ class _Lane:
     args.done_with_host_buffer = None
     error = self._upload_fn(self._upload_p)
     if error:
-      self._raise(error)
+      self.raise_error(error)
     handle = args.buffer
     event = args.done_with_host_buffer
     if event:
@@ -354,16 +356,13 @@ class _HostMemory:
 # entry is right (the memory is the buffer's while the _HostMemory lives);
 # dead ones are dropped when the table grows.
 _produced: dict[int, weakref.ref] = {}
-_PRODUCED_PURGE = 4096
+_produced_limit = [4096]
 
 
-def _remember(pointer: int, memory: _HostMemory) -> None:
-  global _PRODUCED_PURGE
-  _produced[pointer] = weakref.ref(memory)
-  if len(_produced) > _PRODUCED_PURGE:
-    for key in [k for k, r in list(_produced.items()) if r() is None]:
-      _produced.pop(key, None)
-    _PRODUCED_PURGE = max(4096, 2 * len(_produced))
+def _purge_produced() -> None:
+  for key in [k for k, r in list(_produced.items()) if r() is None]:
+    _produced.pop(key, None)
+  _produced_limit[0] = max(4096, 2 * len(_produced))
 
 
 class _Slot:
@@ -443,21 +442,52 @@ class Program:
           handles.append(slot.view_handle)
         else:
           handles.append(self._handle(lane, slot, t, copies))
-      outputs = lane.execute(handles)
+      # Still under the lock: the lane's structs are shared.
+      return self._tensors(lane, lane.execute(handles))
     finally:
       self._busy.release()
       for copy in copies:
         if isinstance(copy, int):
           lane.destroy(copy)
+
+  def _tensors(self, lane: _Lane, outputs: list[int]) -> list[torch.Tensor]:
+    """The outputs as tensors over their buffers' memory (a step can have
+    dozens, e.g. the activations a forward pass saves: inline)."""
     tensors = []
+    pointer_fn, pointer_args, pointer_p = lane.pointer_call
+    produced = _produced
+    ref = weakref.ref
     try:
-      for i, result in enumerate(self._results):
-        tensors.append(self._tensor(lane, result, outputs[i]))
+      for handle, result in zip(outputs, self._results):
+        memory = _HostMemory()
+        memory.handle = handle
+        memory.lane = lane
+        if result.empty:
+          del memory  # Destroys the buffer.
+          tensors.append(torch.empty(result.shape, dtype=result.dtype))
+          continue
+        pointer_args.buffer = handle
+        error = pointer_fn(pointer_p)
+        if error:
+          lane.raise_error(error)
+        pointer = pointer_args.buffer_pointer
+        memory.dtype = result.dtype
+        memory.shape = result.shape
+        memory.__array_interface__ = {
+            "data": (pointer, False), "shape": result.shape,
+            "typestr": result.typestr, "version": 3}
+        t = torch.from_numpy(np.asarray(memory))
+        if t.dtype is not result.dtype:
+          t = t.view(result.dtype)
+        produced[pointer] = ref(memory)
+        tensors.append(t)
     except BaseException:
-      # _tensor owns its handle from its start.
+      # Each _HostMemory made owns its handle.
       for handle in outputs[len(tensors) + 1:]:
         lane.destroy(handle)
       raise
+    if len(produced) > _produced_limit[0]:
+      _purge_produced()
     return tensors
 
   def _copying(self, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
@@ -500,22 +530,3 @@ class Program:
     copies.append(handle)
     return handle
 
-  def _tensor(self, lane: _Lane, result: _Result, handle: int
-              ) -> torch.Tensor:
-    memory = _HostMemory()
-    memory.handle = handle
-    memory.lane = lane
-    if result.empty:
-      del memory  # Destroys the buffer.
-      return torch.empty(result.shape, dtype=result.dtype)
-    pointer = lane.pointer(handle)
-    memory.dtype = result.dtype
-    memory.shape = result.shape
-    memory.__array_interface__ = {
-        "data": (pointer, False), "shape": result.shape,
-        "typestr": result.typestr, "version": 3}
-    t = torch.from_numpy(np.asarray(memory))
-    if t.dtype is not result.dtype:
-      t = t.view(result.dtype)
-    _remember(pointer, memory)
-    return t
