@@ -309,6 +309,126 @@ def _global_store(imp, op):
   return []
 
 
+# -- collectives -------------------------------------------------------------------
+
+
+def _channel_id(op):
+  """The channel handle's id, or None for none (or a non-positive one)."""
+  h = op.attr("channel_handle")
+  if h is None:
+    return None
+  params = dict(getattr(h, "params", ()) or ())
+  handle = int(params.get("handle", 0))
+  return handle if handle > 0 else None
+
+
+def _id_groups(op, name: str) -> tuple[tuple[int, ...], ...]:
+  """A 2-D id attribute (replica_groups, source_target_pairs) as tuples;
+  -1 pads ragged groups and is dropped."""
+  v = op.attr(name)
+  if v is None:
+    return ()
+  if not isinstance(v, a.DenseElementsAttr):
+    raise support.UnimplementedError(
+        f"Unimplemented: {op.name}: {name} given as {type(v).__name__}")
+  arr = v.array
+  if arr.ndim != 2:
+    arr = arr.reshape(-1, arr.shape[-1] if arr.ndim else 1) if arr.size else (
+        arr.reshape(0, 0))
+  return tuple(tuple(int(x) for x in row if x >= 0) for row in arr)
+
+
+def _collective_attrs(op, with_global_ids: bool) -> dict:
+  attrs = {"replica_groups": _id_groups(op, "replica_groups")}
+  channel = _channel_id(op)
+  if channel is not None:
+    attrs["channel_id"] = channel
+  if with_global_ids:
+    attrs["use_global_device_ids"] = bool_attr(op, "use_global_device_ids")
+  return attrs
+
+
+@_register("stablehlo.all_reduce")
+def _all_reduce(imp, op):
+  n = len(op.results)
+  comp = imp.scalar_computation(op.regions[0], "all_reduce_body")
+  instr = imp.add(hi.create(
+      O.kAllReduce, imp.result_shape(op), imp.operands(op),
+      to_apply=comp, **_collective_attrs(op, True)))
+  return imp.unpack(instr, n)
+
+
+@_register("stablehlo.reduce_scatter")
+def _reduce_scatter(imp, op):
+  comp = imp.scalar_computation(op.regions[0], "reduce_scatter_body")
+  return [imp.add(hi.create(
+      O.kReduceScatter, imp.result_shape(op), imp.operands(op),
+      dimensions=(int_attr(op, "scatter_dimension"),), to_apply=comp,
+      **_collective_attrs(op, True)))]
+
+
+@_register("stablehlo.all_gather")
+def _all_gather(imp, op):
+  n = len(op.results)
+  instr = imp.add(hi.create(
+      O.kAllGather, imp.result_shape(op), imp.operands(op),
+      dimensions=(int_attr(op, "all_gather_dim"),),
+      **_collective_attrs(op, True)))
+  return imp.unpack(instr, n)
+
+
+@_register("stablehlo.all_to_all")
+def _all_to_all(imp, op):
+  """HLO's all-to-all splits and concatenates along one dimension; other
+  pairs go through a reshape and transpose after it (XLA's
+  XlaBuilder::AllToAllArray). Each operand is its own all-to-all."""
+  split = int_attr(op, "split_dimension")
+  concat = int_attr(op, "concat_dimension")
+  count = int_attr(op, "split_count")
+  attrs = _collective_attrs(op, False)
+  out = []
+  for x, ty in zip(imp.operands(op), op.result_types):
+    dims = list(x.shape.dimensions)
+    et = x.shape.element_type
+    a2a = imp.add(hi.create(O.kAllToAll, Shape.array(et, dims), [x],
+                            dimensions=(split,), **attrs))
+    if split == concat:
+      out.append(a2a)
+      continue
+    # [.., n * s, ..] -> [.., n, s, ..]: n indexes the sender.
+    sizes = []
+    for i, d in enumerate(dims):
+      sizes += [count, d // count] if i == split else [d]
+    y = imp.add(hi.create_reshape(Shape.array(et, sizes), a2a))
+    perm = []
+    for i in range(len(dims)):
+      after = i + 1 if i >= split else i
+      if i == concat:
+        perm.append(split)
+      perm.append(after)
+    y = imp.add(hi.create_transpose(
+        Shape.array(et, [sizes[p] for p in perm]), y, perm))
+    out.append(imp.add(hi.create_reshape(tc.shape(ty), y)))
+  return out
+
+
+@_register("stablehlo.collective_permute")
+def _collective_permute(imp, op):
+  attrs = {"source_target_pairs": _id_groups(op, "source_target_pairs")}
+  channel = _channel_id(op)
+  if channel is not None:
+    attrs["channel_id"] = channel
+  return [imp.add(hi.create(O.kCollectivePermute, imp.result_shape(op),
+                            imp.operands(op), **attrs))]
+
+
+@_register("stablehlo.collective_broadcast")
+def _collective_broadcast(imp, op):
+  return [imp.add(hi.create(O.kCollectiveBroadcast, imp.result_shape(op),
+                            imp.operands(op),
+                            **_collective_attrs(op, False)))]
+
+
 _UNSUPPORTED = {
     "stablehlo.uniform_quantize": "quantized types (lower quantization first)",
     "stablehlo.uniform_dequantize":
@@ -324,13 +444,7 @@ _UNSUPPORTED = {
     "stablehlo.einsum": "deprecated op; not in XLA's exporter",
     "stablehlo.unary_einsum": "deprecated op; not in XLA's exporter",
     "stablehlo.cross-replica-sum": "deprecated op",
-    "stablehlo.all_gather": "collectives are not imported yet",
-    "stablehlo.all_reduce": "collectives are not imported yet",
-    "stablehlo.all_to_all": "collectives are not imported yet",
-    "stablehlo.collective_broadcast": "collectives are not imported yet",
-    "stablehlo.collective_permute": "collectives are not imported yet",
-    "stablehlo.collective_reduce": "collectives are not imported yet",
-    "stablehlo.reduce_scatter": "collectives are not imported yet",
+    "stablehlo.collective_reduce": "HLO has no collective-reduce",
     "stablehlo.async_start": "async ops are not imported yet",
     "stablehlo.async_done": "async ops are not imported yet",
     "stablehlo.infeed": "infeed/outfeed are not imported yet",

@@ -208,3 +208,41 @@ func.func @main() -> (tensor<64x32xf32>, tensor<3xf32>, tensor<2xf32>, tensor<1x
     assert float(scalar.literal.array) == value
   assert outs[0].shape.dimensions == (64, 32)
   assert [o.opcode for o in outs[2:]] == [HloOpcode.kConstant] * 2
+
+
+def test_collectives():
+  hlo = _import("""
+func.func @main(%x: tensor<4x2xf32>) -> (tensor<4x2xf32>, tensor<2x4xf32>,
+                                         tensor<4x2xf32>, tensor<4x2xf32>) {
+  %ar = "stablehlo.all_reduce"(%x) ({
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %s = stablehlo.add %a, %b : tensor<f32>
+      stablehlo.return %s : tensor<f32>
+  }) {replica_groups = dense<[[0, 1], [2, -1]]> : tensor<2x2xi64>,
+      channel_handle = #stablehlo.channel_handle<handle = 3, type = 1>,
+      use_global_device_ids} : (tensor<4x2xf32>) -> tensor<4x2xf32>
+  %a2a = "stablehlo.all_to_all"(%x) {split_dimension = 0 : i64,
+      concat_dimension = 1 : i64, split_count = 2 : i64,
+      replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>}
+      : (tensor<4x2xf32>) -> tensor<2x4xf32>
+  %cp = "stablehlo.collective_permute"(%x) {
+      source_target_pairs = dense<[[0, 1], [1, 0]]> : tensor<2x2xi64>}
+      : (tensor<4x2xf32>) -> tensor<4x2xf32>
+  %cb = "stablehlo.collective_broadcast"(%x) {
+      replica_groups = dense<[[1, 0]]> : tensor<1x2xi64>,
+      channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>}
+      : (tensor<4x2xf32>) -> tensor<4x2xf32>
+  return %ar, %a2a, %cp, %cb : tensor<4x2xf32>, tensor<2x4xf32>,
+      tensor<4x2xf32>, tensor<4x2xf32>
+}""")
+  by_op = {i.opcode: i for i in hlo.entry_computation.instructions}
+  ar = by_op[HloOpcode.kAllReduce]
+  assert ar.attr("replica_groups") == ((0, 1), (2,))
+  assert ar.attr("channel_id") == 3 and ar.attr("use_global_device_ids")
+  a2a = by_op[HloOpcode.kAllToAll]
+  assert a2a.attr("dimensions") == (0,) and a2a.attr("channel_id") is None
+  # split 0, concat 1: the received blocks move to dimension 1.
+  assert by_op[HloOpcode.kTranspose].dimensions == (1, 0, 2)
+  assert by_op[HloOpcode.kCollectivePermute].attr(
+      "source_target_pairs") == ((0, 1), (1, 0))
+  assert by_op[HloOpcode.kCollectiveBroadcast].attr("channel_id") == 1

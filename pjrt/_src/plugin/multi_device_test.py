@@ -138,6 +138,17 @@ module @scale {
     np.testing.assert_array_equal(out, 2 * xs[p])
 
 
+def test_stablehlo_collectives_run_on_the_cpu_backend(client):
+  # The client's backend is "cpu" (no fallback): the all_reduce is
+  # imported into HLO and runs between the devices' instances.
+  options = pjrt.compile_options(num_replicas=2,
+                                 device_assignment=[[1], [3]])
+  exe = client.compile(testing.ALL_REDUCE_2, compile_options=options)
+  xs = [np.full(3, v, np.float32) for v in (1, 10)]
+  for (out,) in _run(client, exe, [[x] for x in xs]):
+    np.testing.assert_array_equal(out, np.full(3, 11))
+
+
 # -- errors ------------------------------------------------------------------------
 
 

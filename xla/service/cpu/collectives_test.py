@@ -13,8 +13,10 @@ import support
 from stablehlo import interpreter
 from stablehlo import text as mlir_text
 from xla.service.cpu import collectives
+from xla.service.cpu import cpu_compiler
 from xla.service.cpu import cpu_testing
 from xla.service.cpu import thunk as thunk_lib
+from xla.translate import stablehlo_to_hlo
 
 _REDUCERS = """
 sum {
@@ -339,7 +341,7 @@ def test_collective_broadcast():
 _STABLEHLO = """
 module @m attributes {mhlo.num_partitions = 4 : i32} {
   func.func @main(%x: tensor<4x2xf32>) -> (tensor<4x2xf32>, tensor<8x2xf32>,
-                                           tensor<2x2xf32>, tensor<4x2xf32>,
+                                           tensor<2x2xf32>, tensor<A2Axf32>,
                                            tensor<4x2xf32>) {
     %ar = "stablehlo.all_reduce"(%x) ({
       ^bb0(%a: tensor<f32>, %b: tensor<f32>):
@@ -361,17 +363,17 @@ module @m attributes {mhlo.num_partitions = 4 : i32} {
         channel_handle = #stablehlo.channel_handle<handle = 3, type = 1>,
         use_global_device_ids} : (tensor<4x2xf32>) -> tensor<2x2xf32>
     %a2a = "stablehlo.all_to_all"(%x) {split_dimension = 0 : i64,
-        concat_dimension = 0 : i64, split_count = 4 : i64,
+        concat_dimension = CONCAT : i64, split_count = 4 : i64,
         replica_groups = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>,
         channel_handle = #stablehlo.channel_handle<handle = 4, type = 1>}
-        : (tensor<4x2xf32>) -> tensor<4x2xf32>
+        : (tensor<4x2xf32>) -> tensor<A2Axf32>
     %cp = "stablehlo.collective_permute"(%x) {
         source_target_pairs = dense<[[0, 3], [3, 2], [1, 0]]>
             : tensor<3x2xi64>,
         channel_handle = #stablehlo.channel_handle<handle = 5, type = 1>}
         : (tensor<4x2xf32>) -> tensor<4x2xf32>
     return %ar, %ag, %rs, %a2a, %cp : tensor<4x2xf32>, tensor<8x2xf32>,
-        tensor<2x2xf32>, tensor<4x2xf32>, tensor<4x2xf32>
+        tensor<2x2xf32>, tensor<A2Axf32>, tensor<4x2xf32>
   }
 }
 """
@@ -430,9 +432,23 @@ def _interpret(text: str, argument_lists, replicas: int, partitions: int):
 
 def test_matches_the_stablehlo_interpreter():
   xs = _inputs(4, (4, 2), seed=3)
-  want = _interpret(_STABLEHLO, [[x] for x in xs], 1, 4)
+  want = _interpret(_STABLEHLO.replace("A2A", "4x2").replace("CONCAT", "0"),
+                   [[x] for x in xs], 1, 4)
   got = _run(_HLO, [[x] for x in xs])
   for g, w in zip(got, want):
+    cpu_testing.assert_same(g, [np.asarray(v) for v in w])
+
+
+def test_imported_stablehlo_matches_the_interpreter():
+  # The same program through the StableHLO -> HLO import, with an
+  # all_to_all whose split and concat dimensions differ.
+  src = _STABLEHLO.replace("A2A", "1x8").replace("CONCAT", "1")
+  module = stablehlo_to_hlo.stablehlo_to_hlo(mlir_text.parse_module(src))
+  module.config.num_partitions = 4
+  exe = cpu_compiler.compile(module)
+  xs = _inputs(4, (4, 2), seed=4)
+  want = _interpret(src, [[x] for x in xs], 1, 4)
+  for g, w in zip(exe.execute_spmd([[x] for x in xs]), want):
     cpu_testing.assert_same(g, [np.asarray(v) for v in w])
 
 
