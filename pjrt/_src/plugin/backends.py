@@ -390,9 +390,11 @@ def _describe_hlo(module, name: str) -> programs.HloInfo:
       hlo_opcode.opcode_string(i.opcode) in _HLO_COLLECTIVE_EXTRA
       for i in module.instructions())
   from xla.service.cpu import spmd_pipeline  # pylint: disable=g-import-not-at-top
-  shardings = tuple(f"{i.name}: {i.sharding}" if i.sharding is not None
-                    else f"{i.name}: custom-call {i.custom_call_target}"
-                    for i in spmd_pipeline.sharded_instructions(module))
+  shardings = tuple(
+      f"{i.name}: {i.sharding}" if i.sharding is not None else
+      f"{i.name}: custom-call {i.custom_call_target}"
+      if i.opcode.value == "custom-call" else f"{i.name}: Shardy attributes"
+      for i in spmd_pipeline.sharded_instructions(module))
   return programs.HloInfo(
       module=module, name=name, entry=entry.name, parameters=parameters,
       results=results, aliases=aliases, donors=donors,

@@ -232,6 +232,59 @@ ENTRY e {
 
 # -- JAX -----------------------------------------------------------------------------
 
+# What jax.jit(shard_map(lambda v: psum(v, "x") * 2, mesh, P("x"), P("x")))
+# lowers to over a 4-device mesh in GSPMD form (jax_use_shardy_partitioner
+# off), as HLO text.
+_JAX_SHARD_MAP_GSPMD = """HloModule jit__lambda, num_partitions=4
+
+region_0.1 {
+  psum_invariant.2 = f32[] parameter(0)
+  psum_invariant.3 = f32[] parameter(1)
+  ROOT add.1 = f32[] add(psum_invariant.2, psum_invariant.3)
+}
+
+shmap_body.2 {
+  a__x____.1 = f32[2]{0} parameter(0)
+  psum_invariant.5 = f32[2]{0} all-reduce(a__x____.1), channel_id=1,
+    replica_groups={{0,1,2,3}}, use_global_device_ids=true,
+    to_apply=region_0.1
+  constant.1 = f32[] constant(2)
+  broadcast.1 = f32[2]{0} broadcast(constant.1), dimensions={}
+  ROOT mul.1 = f32[2]{0} multiply(psum_invariant.5, broadcast.1)
+}
+
+ENTRY main.3 {
+  v.1 = f32[8]{0} parameter(0), sharding={devices=[4]<=[4]}
+  shard_map.5 = f32[8]{0} custom-call(v.1), custom_call_target="Sharding",
+    sharding={devices=[4]<=[4]}
+  shard_map.6 = f32[2]{0} custom-call(shard_map.5),
+    custom_call_target="SPMDFullToShardShape", sharding={manual}
+  shard_map.7 = f32[2]{0} call(shard_map.6), to_apply=shmap_body.2
+  shard_map.8 = f32[2]{0} custom-call(shard_map.7),
+    custom_call_target="Sharding", sharding={manual}
+  ROOT shard_map.9 = f32[8]{0} custom-call(shard_map.8),
+    custom_call_target="SPMDShardToFullShape", sharding={devices=[4]<=[4]}
+}
+"""
+
+
+def test_a_jax_shard_map_program_through_the_partitioner(client):
+  options = pjrt.compile_options(num_partitions=4,
+                                 use_spmd_partitioning=True)
+  try:
+    exe = client.compile(_proto(_JAX_SHARD_MAP_GSPMD), format="hlo",
+                         compile_options=options)
+  except support.UnimplementedError as e:
+    if "partitioning is not available" not in str(e):
+      raise
+    pytest.skip("no SPMD partitioner")
+  x = np.arange(8, dtype=np.float32)
+  # Each device takes and returns its shard; the all-reduce sums them.
+  got = _run(client, exe, [[x[2 * p:2 * p + 2]] for p in range(4)])
+  for (y,) in got:
+    np.testing.assert_array_equal(y, 2 * x.reshape(4, 2).sum(0))
+
+
 
 def test_a_jax_program_in_per_device_form(client):
   jax = pytest.importorskip("jax")

@@ -30,6 +30,10 @@ from xla.hlo.ir import hlo_sharding
 # that only the partitioner understands.
 SPMD_CUSTOM_CALLS = frozenset({"Sharding", "SPMDFullToShardShape",
                                "SPMDShardToFullShape"})
+# A Shardy program exported to HLO (what jax's `compiler_ir("hlo")` gives
+# by default) keeps its shardings in frontend attributes and custom calls
+# whose names start with this.
+SDY_PREFIX = "xla.sdy."
 
 _PACKAGE = "xla.service.spmd"
 
@@ -43,16 +47,27 @@ def _replicated(sharding) -> bool:
     return False  # Whatever it is, the partitioner must see it.
 
 
+def _sdy_splits(text: str) -> bool:
+  """Whether a Shardy attribute's text names a mesh axis (a dimension
+  sharded over it, or manual axes); `[{}, {}]` is replicated."""
+  return '{"' in text.replace(" ", "")
+
+
 def sharded_instructions(module) -> list:
   """The instructions that make `module` a global program: those with a
-  sharding that is not replicated everywhere, and the SPMD custom calls."""
+  sharding that is not replicated everywhere, the SPMD custom calls, and
+  the Shardy custom calls and frontend attributes that split a value."""
   out = []
   for comp in module.computations:
     for instr in comp.instructions:
       if instr.sharding is not None and not _replicated(instr.sharding):
         out.append(instr)
       elif (instr.opcode.value == "custom-call" and
-            instr.custom_call_target in SPMD_CUSTOM_CALLS):
+            (instr.custom_call_target in SPMD_CUSTOM_CALLS or
+             (instr.custom_call_target or "").startswith(SDY_PREFIX))):
+        out.append(instr)
+      elif any(k.startswith(SDY_PREFIX) and _sdy_splits(str(v))
+               for k, v in (instr.frontend_attributes or {}).items()):
         out.append(instr)
   return out
 

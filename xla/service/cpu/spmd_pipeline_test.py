@@ -86,3 +86,25 @@ def test_a_global_program_runs_partitioned():
   got = exe.execute_spmd([[x[2 * p:2 * p + 2]] for p in range(4)])
   for (r,) in got:
     np.testing.assert_array_equal(r, x * x + x)
+
+
+def test_shardy_exported_hlo_is_a_global_program():
+  # jax's compiler_ir("hlo") of a shard_map with Shardy on (the default).
+  module = cpu_testing.parse(r"""HloModule m, num_partitions=4
+ENTRY e {
+  v = f32[8] parameter(0)
+  l = f32[2] custom-call(v), custom_call_target="xla.sdy.GlobalToLocalShape", custom_call_has_side_effect=true, frontend_attributes={xla.sdy.in_shardings="#sdy.sharding_per_value<[<@mesh, [{\"x\"}]>]>"}
+  ROOT g = f32[8] custom-call(l), custom_call_target="xla.sdy.LocalToGlobalShape", custom_call_has_side_effect=true
+}
+""")
+  assert [i.name for i in spmd_pipeline.sharded_instructions(module)] == [
+      "l", "g"]
+  module = cpu_testing.parse(r"""HloModule m, num_partitions=4
+ENTRY e {
+  v = f32[8] parameter(0), frontend_attributes={xla.sdy.sharding="#sdy.sharding<@mesh, [{}]>"}
+  w = f32[8] parameter(1), frontend_attributes={xla.sdy.sharding="#sdy.sharding<@mesh, [{\"x\"}]>"}
+  ROOT a = f32[8] add(v, w)
+}
+""")
+  assert [i.name for i in spmd_pipeline.sharded_instructions(module)] == [
+      "w"]
