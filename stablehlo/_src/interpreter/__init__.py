@@ -19,7 +19,7 @@ from stablehlo._src.interpreter.program import register_custom_call
 _FAMILIES = (
     "elementwise",
     "shape",
-    "control",
+    "control_flow",
     "reduce",
     "linalg",
     "quantization",

@@ -15,7 +15,7 @@ The `hlo_evaluator` and `cpu_codegen` slots are filled by xla (see
 xla/tools/op_locations.py) with the pieces of the HLO opcode the op
 lowers to.
 
-The per-family modules (`elementwise`, `shape_ops`, ...) register the ops
+The per-family modules (`elementwise`, `shape`, ...) register the ops
 with `define_op` when imported; `get` / `all_ops` import them all on first
 use.
 """
@@ -32,10 +32,10 @@ import support
 # Op families; each module calls `register` at import time.
 _FAMILY_MODULES = (
     "stablehlo._src.ops.elementwise",
-    "stablehlo._src.ops.shape_ops",
+    "stablehlo._src.ops.shape",
     "stablehlo._src.ops.control_flow",
-    "stablehlo._src.ops.indexing",
-    "stablehlo._src.ops.dot_conv",
+    "stablehlo._src.ops.gather_scatter",
+    "stablehlo._src.ops.linalg",
     "stablehlo._src.ops.collectives",
     "stablehlo._src.ops.quantization",
     "stablehlo._src.ops.misc",
