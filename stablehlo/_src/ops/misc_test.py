@@ -248,10 +248,6 @@ def test_chlo_ml_program_check_ops():
   check(op("chlo.erf", [T("2xf32")], [T("2xf32")]), None)
   check(op("chlo.erf", [T("2xf32")], [T("3xf32")]), "chlo.erf_schema")
   check(op("chlo.mulhi", [T("2xi8"), T("2xi8")], [T("2xi8")]), None)
-  check(op("chlo.top_k", [T("5x8xf32")], [T("5x3xf32"), T("5x3xi32")],
-           k=i64(3)), None)
-  check(op("chlo.top_k", [T("5x2xf32")], [T("5x3xf32"), T("5x3xi32")],
-           k=i64(3)), "chlo.top_k_schema")
   check(op("check.expect_eq", [T("2xf32"), T("2xf32")], []), None)
   check(op("check.expect_eq", [T("2xf32"), T("2xi32")], []),
         "check.expect_eq_schema")

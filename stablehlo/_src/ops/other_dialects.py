@@ -139,29 +139,6 @@ _define_op("chlo.constant_like", None, operands=("operand",),
            results=("result",), attributes={"value": "attr"})
 
 
-def _verify_top_k(ctx):
-  x = ctx.operand_types[0]
-  vals, idx = ctx.result_types
-  k = ctx.int("k")
-  s = tu.shape_of(x)
-  ctx.check(s is None or len(s) >= 1, "chlo.top_k_schema",
-            "operand must have rank >= 1")
-  ctx.check(k >= 0 and (s is None or s[-1] is None or k <= s[-1]),
-            "chlo.top_k_schema", f"k = {k} exceeds the last dimension of "
-            f"{tu.fmt_type(x)}")
-  c.check_tensor(ctx, idx, "indices", "int")
-  if s is not None:
-    want = s[:-1] + (k,)
-    ctx.check_result_shape(0, want, "chlo.top_k_schema", "values")
-    ctx.check_result_shape(1, want, "chlo.top_k_schema", "indices")
-  ctx.check(tu.element_type(vals) == tu.element_type(x), "chlo.top_k_schema",
-            "values must have the operand's element type")
-
-
-_define_op("chlo.top_k", _verify_top_k, operands=("operand",),
-           results=("values", "indices"), attributes={"k": "i64"})
-
-
 def _verify_ragged_dot(ctx):
   lhs, rhs, gs = ctx.operand_types
   c.check_tensor(ctx, gs, "group_sizes", "int")

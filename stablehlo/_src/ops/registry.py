@@ -34,6 +34,7 @@ _FAMILY_MODULES = (
     "stablehlo._src.ops.elementwise",
     "stablehlo._src.ops.shape",
     "stablehlo._src.ops.control_flow",
+    "stablehlo._src.ops.reduce",
     "stablehlo._src.ops.gather_scatter",
     "stablehlo._src.ops.linalg",
     "stablehlo._src.ops.collectives",
