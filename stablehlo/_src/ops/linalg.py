@@ -1,5 +1,6 @@
-"""Contractions: dot_general, convolution, dynamic_conv, and the deprecated
-dot / einsum / unary_einsum.
+"""Contractions and numerics: dot_general, convolution, dynamic_conv, the
+deprecated dot / einsum / unary_einsum, chlo.ragged_dot, fft, cholesky,
+triangular_solve and the batch_norm ops.
 
 Dimension numbers are `DialectAttr`s whose params use the field names of
 the MLIR attributes: `#stablehlo.dot<lhs_batching_dimensions = ...>` and, for
@@ -356,3 +357,215 @@ r.define_op("stablehlo.dynamic_conv", _verify_dynamic_conv,
             ("lhs", "rhs", "padding"),
             attributes={k: v for k, v in _CONV_ATTRS.items()
                         if k != "padding?"})
+
+# --- fft -------------------------------------------------------------------------------
+
+
+def _verify_fft(ctx):
+  x, y = ctx.operand_types[0], ctx.result_types[0]
+  c.check_kinds(ctx, "float|complex")
+  kind = ctx.enum("fft_type")
+  length = ctx.ints("fft_length")
+  rx = tu.rank_of(x)
+  if rx is not None:
+    ctx.check(len(length) <= rx, "c1", lambda: f"fft_length {list(length)} "
+              f"is longer than the operand rank {rx}")
+  ex, ey = tu.element_type(x), tu.element_type(y)
+  if kind in ("FFT", "IFFT"):
+    ok = tu.is_complex(ex) and ex == ey
+  elif kind == "RFFT":
+    ok = tu.is_float(ex) and ey == t.ComplexType(ex)
+  elif kind == "IRFFT":
+    ok = tu.is_complex(ex) and ex == t.ComplexType(ey)
+  else:
+    ctx.fail("fft_schema", f"unknown fft_type {kind!r}")
+  ctx.check(ok, "c2", lambda: f"{kind} cannot map {tu.fmt_elem(ex)} to "
+            f"{tu.fmt_elem(ey)}")
+  ctx.check(1 <= len(length) <= 3, "c3", lambda: f"fft_length "
+            f"{list(length)} must have 1 to 3 entries")
+  real = x if kind == "RFFT" else (y if kind == "IRFFT" else None)
+  sr = tu.shape_of(real) if real is not None else None
+  if sr is not None and len(sr) >= len(length):
+    tail = sr[len(sr) - len(length):]
+    ctx.check(tu.shapes_compatible(tail, length), "c4", lambda: "the real "
+              f"side's minor dims {tu.fmt_shape(tail)} must equal fft_length "
+              f"{list(length)}")
+  sx, sy = tu.shape_of(x), tu.shape_of(y)
+  if sx is not None and sy is not None and sx:
+    want = list(sx)
+    if kind == "RFFT":
+      want[-1] = None if sx[-1] is None else (0 if sx[-1] == 0 else
+                                              sx[-1] // 2 + 1)
+      ctx.check_result_shape(0, want, "c5")
+    elif kind == "IRFFT":
+      ok = len(sy) == len(sx) and tu.shapes_compatible(sx[:-1], sy[:-1]) and (
+          sy[-1] is None or sx[-1] is None or
+          sx[-1] == (0 if sy[-1] == 0 else sy[-1] // 2 + 1))
+      ctx.check(ok, "c5", lambda: f"IRFFT operand shape {tu.fmt_shape(sx)} "
+                f"does not match result shape {tu.fmt_shape(sy)}")
+    else:
+      ctx.check_result_shape(0, want, "c5")
+
+
+r.define_op("stablehlo.fft", _verify_fft, ("c1", "c2", "c3", "c4", "c5"),
+            ("operand",),
+            attributes={"fft_type": "enum", "fft_length": "i64[]"})
+
+# --- linear algebra --------------------------------------------------------------------
+
+
+def _verify_cholesky(ctx):
+  x, y = ctx.operand_types[0], ctx.result_types[0]
+  c.check_kinds(ctx, "float|complex|quant")
+  c.same_baseline(ctx, "c1", [x, y], ["a", "result"])
+  s = tu.shape_of(x)
+  if s is not None:
+    ctx.check(len(s) >= 2, "c2", f"a must have rank >= 2, got {len(s)}")
+    ctx.check(tu.dims_compatible(s[-2], s[-1]), "c3", lambda: "the minor "
+              f"dims of a must be equal, got {tu.fmt_shape(s)}")
+
+
+r.define_op("stablehlo.cholesky", _verify_cholesky, ("c1", "c2", "c3"), ("a",),
+            attributes={"lower?": "bool"},
+            infer=lambda ctx: [ctx.operand_types[0]])
+
+
+def _verify_triangular_solve(ctx):
+  a_, b_ = ctx.operand_types
+  y = ctx.result_types[0]
+  c.check_kinds(ctx, "float|complex|quant")
+  c.same_baseline(ctx, "c1", [tu.tensor((), tu.element_type(a_)),
+                              tu.tensor((), tu.element_type(b_))], ["a", "b"])
+  sa, sb = tu.shape_of(a_), tu.shape_of(b_)
+  if sa is not None and sb is not None:
+    ctx.check(len(sa) == len(sb) and len(sa) >= 2, "c2", lambda: "a and b "
+              f"must have the same rank >= 2: {tu.fmt_shape(sa)}, "
+              f"{tu.fmt_shape(sb)}")
+    left = ctx.bool("left_side")
+    ok = (tu.shapes_compatible(sa[:-2], sb[:-2]) and
+          tu.dims_compatible(sa[-2], sa[-1]) and
+          tu.dims_compatible(sa[-1], sb[-2] if left else sb[-1]))
+    ctx.check(ok, "c3", lambda: f"a {tu.fmt_shape(sa)} must be square and "
+              f"match b {tu.fmt_shape(sb)} on its "
+              f"{'left' if left else 'right'} side")
+  c.same_baseline(ctx, "c4", [b_, y], ["b", "result"])
+
+
+r.define_op("stablehlo.triangular_solve", _verify_triangular_solve,
+            ("c1", "c2", "c3", "c4"), ("a", "b"),
+            attributes={"left_side": "bool", "lower": "bool",
+                        "unit_diagonal": "bool", "transpose_a": "enum"},
+            infer=lambda ctx: [ctx.operand_types[1]])
+
+# --- batch norm -------------------------------------------------------------------------
+
+
+def _check_feature_sizes(ctx, x, fi, pairs):
+  s = tu.shape_of(x)
+  size = s[fi] if s is not None and 0 <= fi < len(s) else None
+  for ty, nm, cid in pairs:
+    st = tu.shape_of(ty)
+    if st is None:
+      continue
+    ctx.check(len(st) == 1, ctx.short + "_schema",
+              f"{nm} must be 1-dimensional, got {tu.fmt_type(ty)}")
+    ctx.check(tu.dims_compatible(st[0], size), cid, lambda nm=nm, st=st:
+              f"{nm} has {st[0]} elements, feature dim {fi} has {size}")
+
+
+def _same_baseline_elems(ctx, cid, types, names):
+  c.same_baseline(ctx, cid, [tu.tensor((), tu.element_type(x)) for x in types],
+                  names)
+
+
+def _verify_bn_inference(ctx):
+  x, scale, offset, mean, var = ctx.operand_types
+  y = ctx.result_types[0]
+  c.check_kinds(ctx, "float|quant")
+  fi = ctx.int("feature_index")
+  c.check_axes(ctx, "c1", "feature_index", (fi,), tu.rank_of(x))
+  _same_baseline_elems(ctx, "c2", [x, scale, offset, mean, var, y],
+                       ["operand", "scale", "offset", "mean", "variance",
+                        "result"])
+  _check_feature_sizes(ctx, x, fi, [(scale, "scale", "c3"),
+                                    (offset, "offset", "c4"),
+                                    (mean, "mean", "c5"),
+                                    (var, "variance", "c6")])
+  c.same_baseline(ctx, "c7", [x, y], ["operand", "result"])
+
+
+r.define_op("stablehlo.batch_norm_inference", _verify_bn_inference,
+            tuple(f"c{i}" for i in range(1, 8)),
+            ("operand", "scale", "offset", "mean", "variance"),
+            attributes={"epsilon": "f32", "feature_index": "i64"},
+            infer=lambda ctx: [ctx.operand_types[0]])
+
+
+def _verify_bn_training(ctx):
+  x, scale, offset = ctx.operand_types
+  out, bmean, bvar = ctx.result_types
+  c.check_kinds(ctx, "float|quant")
+  fi = ctx.int("feature_index")
+  c.check_axes(ctx, "c1", "feature_index", (fi,), tu.rank_of(x))
+  _same_baseline_elems(ctx, "c2", [x, scale, offset, bmean, bvar, out],
+                       ["operand", "scale", "offset", "batch_mean",
+                        "batch_var", "output"])
+  _check_feature_sizes(ctx, x, fi, [(scale, "scale", "c3"),
+                                    (offset, "offset", "c4"),
+                                    (bmean, "batch_mean", "c5"),
+                                    (bvar, "batch_var", "c6")])
+  c.same_baseline(ctx, "c7", [out, x], ["output", "operand"])
+
+
+r.define_op("stablehlo.batch_norm_training", _verify_bn_training,
+            tuple(f"c{i}" for i in range(1, 8)), ("operand", "scale", "offset"),
+            results=("output", "batch_mean", "batch_var"),
+            attributes={"epsilon": "f32", "feature_index": "i64"})
+
+
+def _verify_bn_grad(ctx):
+  x, scale, mean, var, gout = ctx.operand_types
+  gx, gscale, goffset = ctx.result_types
+  c.check_kinds(ctx, "float|quant")
+  fi = ctx.int("feature_index")
+  c.check_axes(ctx, "c1", "feature_index", (fi,), tu.rank_of(x))
+  _same_baseline_elems(
+      ctx, "c2", [x, scale, mean, var, gout, gx, gscale, goffset],
+      ["operand", "scale", "mean", "variance", "grad_output", "grad_operand",
+       "grad_scale", "grad_offset"])
+  c.same_shape(ctx, "c3", [x, gout, gx],
+               ["operand", "grad_output", "grad_operand"])
+  c.same_shape(ctx, "c4", [scale, mean, var, gscale, goffset],
+               ["scale", "mean", "variance", "grad_scale", "grad_offset"])
+  _check_feature_sizes(ctx, x, fi, [(scale, "scale", "c5")])
+
+
+r.define_op("stablehlo.batch_norm_grad", _verify_bn_grad,
+            tuple(f"c{i}" for i in range(1, 6)),
+            ("operand", "scale", "mean", "variance", "grad_output"),
+            results=("grad_operand", "grad_scale", "grad_offset"),
+            attributes={"epsilon": "f32", "feature_index": "i64"})
+
+# --- chlo.ragged_dot -------------------------------------------------------------------
+
+
+def _verify_ragged_dot(ctx):
+  lhs, rhs, gs = ctx.operand_types
+  c.check_tensor(ctx, gs, "group_sizes", "int")
+  dn = ctx.dim_numbers("ragged_dot_dimension_numbers")
+  for side, ty in (("lhs", lhs), ("rhs", rhs)):
+    rank = tu.rank_of(ty)
+    dims = (dn.ints(f"{side}_batching_dimensions") +
+            dn.ints(f"{side}_contracting_dimensions"))
+    c.check_axes(ctx, "chlo.ragged_dot_schema", f"{side} dimensions", dims,
+                 rank)
+  c.check_axes(ctx, "chlo.ragged_dot_schema", "lhs_ragged_dimensions",
+               dn.ints("lhs_ragged_dimensions"), tu.rank_of(lhs))
+  c.check_axes(ctx, "chlo.ragged_dot_schema", "rhs_group_dimensions",
+               dn.ints("rhs_group_dimensions"), tu.rank_of(rhs))
+
+
+r.define_op("chlo.ragged_dot", _verify_ragged_dot,
+            operands=("lhs", "rhs", "group_sizes"), results=("result",),
+            attributes={"ragged_dot_dimension_numbers": "#chlo.ragged_dot",
+                        "precision_config?": "enum[]"}, spec=False)

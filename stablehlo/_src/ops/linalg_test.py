@@ -1,4 +1,5 @@
-"""Verifier tests for dot_general and convolution."""
+"""Verifier tests for dot_general, convolution, fft, cholesky,
+triangular_solve and the batch_norm ops."""
 
 import pytest
 
@@ -225,3 +226,92 @@ def test_mixed_dot_general_types_match_jaxlib(lhs, rhs, res):
   module = mlir_text.parse_module(text)
   ours = verify.verify_module(module) is None
   assert theirs is True and ours
+
+
+@pytest.mark.parametrize("src,dst,kind,length,cid", [
+    ("4x8xcomplex<f32>", "4x8xcomplex<f32>", "FFT", (8,), None),
+    ("4x8xf32", "4x5xcomplex<f32>", "RFFT", (8,), None),
+    ("4x5xcomplex<f32>", "4x8xf32", "IRFFT", (8,), None),
+    ("8xcomplex<f32>", "8xcomplex<f32>", "FFT", (8, 8), "fft_c1"),
+    ("8xcomplex<f32>", "8xcomplex<f64>", "FFT", (8,), "fft_c2"),
+    ("4x8xf32", "4x5xcomplex<f64>", "RFFT", (8,), "fft_c2"),
+    ("1x1x1x8xcomplex<f32>", "1x1x1x8xcomplex<f32>", "FFT", (1, 1, 1, 8),
+     "fft_c3"),
+    ("4x8xf32", "4x5xcomplex<f32>", "RFFT", (6,), "fft_c4"),
+    ("4x8xf32", "4x8xcomplex<f32>", "RFFT", (8,), "fft_c5"),
+    ("4x8xcomplex<f32>", "4x7xcomplex<f32>", "FFT", (8,), "fft_c5"),
+])
+def test_fft(src, dst, kind, length, cid):
+  check(op("stablehlo.fft", [T(src)], [T(dst)],
+           fft_type=enum("fft_type", kind), fft_length=i64s(*length)), cid)
+
+
+def test_cholesky_triangular_solve():
+  check(op("stablehlo.cholesky", [T("3x3xf32")], [T("3x3xf32")]), None)
+  check(op("stablehlo.cholesky", [T("3x3xf32")], [T("3x3xf64")]),
+        "cholesky_c1")
+  check(op("stablehlo.cholesky", [T("3xf32")], [T("3xf32")]), "cholesky_c2")
+  check(op("stablehlo.cholesky", [T("3x2xf32")], [T("3x2xf32")]),
+        "cholesky_c3")
+
+  def ts(a_="3x3xf32", b_="3x4xf32", dst="3x4xf32", left=True):
+    return op("stablehlo.triangular_solve", [T(a_), T(b_)], [T(dst)],
+              left_side=a.BoolAttr(left), lower=a.BoolAttr(True),
+              unit_diagonal=a.BoolAttr(False),
+              transpose_a=enum("transpose", "NO_TRANSPOSE"))
+  check(ts(), None)
+  check(ts(b_="4x3xf32", dst="4x3xf32", left=False), None)
+  check(ts(b_="3x4xf64", dst="3x4xf64"), "triangular_solve_c1")
+  check(ts(b_="2x3x4xf32", dst="2x3x4xf32"), "triangular_solve_c2")
+  check(ts(b_="4x4xf32", dst="4x4xf32"), "triangular_solve_c3")
+  check(ts(dst="3x5xf32"), "triangular_solve_c4")
+
+
+def _bn_inference(x="2x3xf32", sizes=(3, 3, 3, 3), dst="2x3xf32", fi=1,
+                  elem="f32"):
+  return op("stablehlo.batch_norm_inference",
+            [T(x)] + [T(f"{n}x{elem}") for n in sizes], [T(dst)],
+            epsilon=a.FloatAttr(1e-5), feature_index=i64(fi))
+
+
+@pytest.mark.parametrize("o,cid", [
+    (_bn_inference(), None),
+    (_bn_inference(fi=2), "batch_norm_inference_c1"),
+    (_bn_inference(elem="f64"), "batch_norm_inference_c2"),
+    (_bn_inference(sizes=(2, 3, 3, 3)), "batch_norm_inference_c3"),
+    (_bn_inference(sizes=(3, 2, 3, 3)), "batch_norm_inference_c4"),
+    (_bn_inference(sizes=(3, 3, 2, 3)), "batch_norm_inference_c5"),
+    (_bn_inference(sizes=(3, 3, 3, 2)), "batch_norm_inference_c6"),
+    (_bn_inference(dst="3x2xf32"), "batch_norm_inference_c7"),
+])
+def test_batch_norm_inference(o, cid):
+  check(o, cid)
+
+
+def test_batch_norm_training_and_grad():
+  def tr(x="2x3xf32", s=("3xf32", "3xf32"), outs=("2x3xf32", "3xf32",
+                                                   "3xf32"), fi=1):
+    return op("stablehlo.batch_norm_training", [T(x)] + [T(y) for y in s],
+              [T(y) for y in outs], epsilon=a.FloatAttr(1e-5),
+              feature_index=i64(fi))
+  check(tr(), None)
+  check(tr(fi=-1), "batch_norm_training_c1")
+  check(tr(s=("3xf64", "3xf32")), "batch_norm_training_c2")
+  check(tr(s=("2xf32", "3xf32")), "batch_norm_training_c3")
+  check(tr(s=("3xf32", "2xf32")), "batch_norm_training_c4")
+  check(tr(outs=("2x3xf32", "2xf32", "3xf32")), "batch_norm_training_c5")
+  check(tr(outs=("2x3xf32", "3xf32", "2xf32")), "batch_norm_training_c6")
+  check(tr(outs=("3x2xf32", "3xf32", "3xf32")), "batch_norm_training_c7")
+
+  def gr(x="2x3xf32", s=("3xf32",) * 3, gout="2x3xf32",
+         outs=("2x3xf32", "3xf32", "3xf32"), fi=1):
+    return op("stablehlo.batch_norm_grad",
+              [T(x)] + [T(y) for y in s] + [T(gout)], [T(y) for y in outs],
+              epsilon=a.FloatAttr(1e-5), feature_index=i64(fi))
+  check(gr(), None)
+  check(gr(fi=5), "batch_norm_grad_c1")
+  check(gr(gout="2x3xf64"), "batch_norm_grad_c2")
+  check(gr(gout="3x3xf32"), "batch_norm_grad_c3")
+  check(gr(s=("3xf32", "3xf32", "4xf32")), "batch_norm_grad_c4")
+  check(gr(s=("2xf32",) * 3, outs=("2x3xf32", "2xf32", "2xf32")),
+        "batch_norm_grad_c5")

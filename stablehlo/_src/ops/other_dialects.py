@@ -139,29 +139,6 @@ _define_op("chlo.constant_like", None, operands=("operand",),
            results=("result",), attributes={"value": "attr"})
 
 
-def _verify_ragged_dot(ctx):
-  lhs, rhs, gs = ctx.operand_types
-  c.check_tensor(ctx, gs, "group_sizes", "int")
-  dn = ctx.dim_numbers("ragged_dot_dimension_numbers")
-  for side, ty in (("lhs", lhs), ("rhs", rhs)):
-    rank = tu.rank_of(ty)
-    dims = (dn.ints(f"{side}_batching_dimensions") +
-            dn.ints(f"{side}_contracting_dimensions"))
-    c.check_axes(ctx, "chlo.ragged_dot_schema", f"{side} dimensions", dims,
-                 rank)
-  c.check_axes(ctx, "chlo.ragged_dot_schema", "lhs_ragged_dimensions",
-               dn.ints("lhs_ragged_dimensions"), tu.rank_of(lhs))
-  c.check_axes(ctx, "chlo.ragged_dot_schema", "rhs_group_dimensions",
-               dn.ints("rhs_group_dimensions"), tu.rank_of(rhs))
-
-
-_define_op("chlo.ragged_dot", _verify_ragged_dot, operands=("lhs", "rhs",
-                                                            "group_sizes"),
-           results=("result",),
-           attributes={"ragged_dot_dimension_numbers": "#chlo.ragged_dot",
-                       "precision_config?": "enum[]"})
-
-
 def _verify_scan(ctx):
   dim = ctx.int("dimension")
   ins = ctx.operand_types
