@@ -60,6 +60,24 @@ def test_three_training_steps_match_eager(name):
   assert kinds == {"forward", "backward"}
 
 
+def test_max_pool_cnn_trains_without_fallback():
+  nn = torch.nn
+  model = nn.Sequential(
+      nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
+      nn.MaxPool2d(2), nn.Conv2d(8, 8, 3), nn.ReLU(),
+      nn.MaxPool2d(3, stride=2, padding=1), nn.Flatten(), nn.Linear(32, 4))
+  be = torch_bridge.Backend()
+  result = models.compare_training(model, (torch.randn(2, 3, 12, 12),), be,
+                                   steps=3)
+  assert result.outputs <= FORWARD_TOLERANCE
+  assert result.grads <= GRAD_TOLERANCE
+  assert result.params <= FORWARD_TOLERANCE
+  assert all(not r.eager for r in be.reports), [r.eager for r in be.reports]
+  ops = set().union(*(c.ops for c in _compiled_clusters(be)))
+  assert {"aten.max_pool2d_with_indices.default",
+          "aten.max_pool2d_with_indices_backward.default"} <= ops
+
+
 def test_unlowered_op_falls_back_between_clusters():
   case = models.CASES["unlowered"]
   be = torch_bridge.Backend()

@@ -100,6 +100,15 @@ _CASES = {
         x, (6,), w, b), (_f32(2, 3, 6), _f32(6), _f32(6))),
     "avg_pool": (lambda x: torch.nn.functional.avg_pool2d(x, 2),
                  (_f32(1, 2, 6, 6),)),
+    "max_pool": (lambda x: torch.nn.functional.max_pool2d(
+        x, 2, return_indices=True), (_f32(2, 3, 6, 7),)),
+    "max_pool_ties_padding_stride": (lambda x: torch.nn.functional.max_pool2d(
+        x.floor().relu(), 3, stride=2, padding=1, return_indices=True),
+                                     (_f32(2, 2, 9, 8),)),
+    "max_pool_dilation_ceil_unbatched": (
+        lambda x: torch.nn.functional.max_pool2d(
+            x, (2, 3), stride=(2, 1), dilation=(2, 1), ceil_mode=True,
+            return_indices=True), (_f32(3, 9, 7),)),
     "pow_small_exponents": (lambda x: (
         x.pow(3.0), x.pow(3), x.abs().add(0.5).pow(-0.5), (x + 3).pow(-1),
         (x + 3).pow(-2), x.abs().pow(2.5), x.pow(2.0),
@@ -195,6 +204,36 @@ def test_matmul_reads_a_transposed_weight_without_a_transpose():
   text, _, _ = lowering.lower_graph(gm)
   (dot,) = [l for l in text.splitlines() if "stablehlo.dot_general" in l]
   assert "%arg1" in dot and "rhs_contracting_dimensions = [1]" in dot, dot
+
+
+def test_max_pool_backward_matches_autograd():
+  """max_pool2d_with_indices_backward adds each gradient at its index,
+  also where windows overlap and ties pick the first maximum."""
+  from torch._functorch.aot_autograd import aot_function  # pylint: disable=g-import-not-at-top
+  from functorch.compile import make_boxed_func  # pylint: disable=g-import-not-at-top
+  lowered = []
+
+  def compiler(gm, example_inputs):
+    text, _, structure = lowering.lower_graph(gm)
+    exe, _, _ = runtime.compile_program(text)
+    lowered.append({str(n.target) for n in gm.graph.nodes
+                    if n.op == "call_function"})
+    return make_boxed_func(lambda *a: runtime.rebuild(
+        structure, runtime.execute(exe, runtime.client(), list(a))))
+
+  def f(x):
+    y = torch.nn.functional.max_pool2d(x, 3, stride=2, padding=1)
+    return ((y * torch.arange(y.numel()).view(y.shape)).sum(),)
+
+  # Small integers: many windows hold equal maxima.
+  x = torch.randint(-3, 4, (2, 2, 7, 7)).float().requires_grad_()
+  ref = x.detach().clone().requires_grad_()
+  aot_function(f, fw_compiler=compiler, bw_compiler=compiler,
+               decompositions=core_aten_decompositions())(x)[0].backward()
+  f(ref)[0].backward()
+  ops = set().union(*lowered)
+  assert "aten.max_pool2d_with_indices_backward.default" in ops
+  assert models.max_relative_error(x.grad, ref.grad) <= 1e-6
 
 
 def test_unlowered_op_is_reported_by_name():

@@ -1,6 +1,6 @@
 """Lowerings of ATen neural-network ops: convolution (and its backward),
 batch / layer normalization, dropout (only where it is the identity),
-average pooling."""
+average and max pooling."""
 
 from __future__ import annotations
 
@@ -372,3 +372,147 @@ def avg_pool2d_backward(ctx, grad, x, kernel_size, *unused):
              f"edge_padding_high = {mlir.i64_array(high)}, "
              f"interior_padding = {mlir.i64_array([0] * (r + 2))}")
   return g
+
+
+# -- Max pooling. -------------------------------------------------------------
+
+def _max_pool_args(node):
+  """(kernel, stride, padding, dilation, ceil_mode), each pair expanded,
+  of max_pool2d_with_indices or its backward."""
+  args = list(node.args) + [None] * 8
+  offset = 1 if "backward" in str(node.target) else 0
+  kernel, stride, padding, dilation, ceil_mode = args[1 + offset:6 + offset]
+  kernel = _expand(kernel, 2)
+  stride = _expand(stride or kernel, 2)
+  padding = _expand(padding if padding is not None else [0], 2)
+  dilation = _expand(dilation if dilation is not None else [1], 2)
+  return kernel, stride, padding, dilation, bool(ceil_mode)
+
+
+def _max_pool_check(node):
+  x = node.args[1 if "backward" in str(node.target) else 0]
+  val = x.meta.get("val") if hasattr(x, "meta") else None
+  if val is None or not val.dtype.is_floating_point:
+    return "needs a floating-point input"
+  if val.dim() not in (3, 4):
+    return f"a rank-{val.dim()} input (3 or 4 expected)"
+  return None
+
+
+def _pool_positions(b, in_hw, out_hw, kernel, stride, padding, dilation,
+                    lead):
+  """For each kernel offset (row-major, as torch scans a window): the
+  strided slice bounds into the input padded by `padding` (low) and enough
+  -inf (high) for every window, and the flat index (row * W + col) in the
+  unpadded input of each output position's element at that offset."""
+  (hgt, wid), (oh, ow) = in_hw, out_hw
+  i64 = "i64"
+  shape = tuple(lead) + (oh, ow)
+  rows = b.op("stablehlo.iota", [], TensorType(shape, i64),
+              f"iota_dimension = {len(lead)} : i64")
+  cols = b.op("stablehlo.iota", [], TensorType(shape, i64),
+              f"iota_dimension = {len(lead) + 1} : i64")
+  base = b.op("stablehlo.add", [
+      b.op("stablehlo.multiply",
+           [rows, b.constant(stride[0] * wid, TensorType(shape, i64))],
+           rows.type),
+      b.op("stablehlo.multiply",
+           [cols, b.constant(stride[1], TensorType(shape, i64))],
+           cols.type)], rows.type)
+  positions = []
+  for i in range(kernel[0]):
+    for j in range(kernel[1]):
+      start = [i * dilation[0], j * dilation[1]]
+      limit = [start[0] + (oh - 1) * stride[0] + 1,
+               start[1] + (ow - 1) * stride[1] + 1]
+      flat = (start[0] - padding[0]) * wid + (start[1] - padding[1])
+      index = (base if flat == 0 else b.op(
+          "stablehlo.add", [base, b.constant(flat, base.type)], base.type))
+      positions.append((start, limit, index))
+  high = [max(0, (oh - 1) * stride[k] + (kernel[k] - 1) * dilation[k] + 1 -
+              (in_hw[k] + padding[k])) for k in range(2)]
+  return positions, high
+
+
+def _first_valid_index(b, in_hw, out_hw, stride, padding, dilation, lead):
+  """Per output position, the flat index of its window's first element
+  inside the input (torch's index while no element beat -inf)."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  firsts = []
+  for k in range(2):
+    starts = np.arange(out_hw[k]) * stride[k] - padding[k]
+    steps = np.where(starts < 0, -(starts // dilation[k]), 0)
+    firsts.append(starts + steps * dilation[k])
+  flat = firsts[0][:, None] * in_hw[1] + firsts[1][None, :]
+  table = b.dense_constant(flat.astype(np.int64),
+                           TensorType(tuple(out_hw), "i64"))
+  return h.broadcast(b, table, tuple(lead) + tuple(out_hw))
+
+
+@lowering("aten.max_pool2d_with_indices.default", check=_max_pool_check)
+def max_pool2d_with_indices(ctx, x, *unused):
+  """Values and flat indices (row * W + col per plane), as torch's CPU
+  kernel computes them: scanning each window row by row, an element
+  replaces the maximum if it is greater or NaN (so the first of equal
+  maxima wins); padding never does."""
+  b = ctx.b
+  vty, ity = ctx.out
+  kernel, stride, padding, dilation, _ = _max_pool_args(ctx.node)
+  lead = list(x.shape[:-2])
+  in_hw, out_hw = tuple(x.shape[-2:]), tuple(vty.shape[-2:])
+  positions, high = _pool_positions(b, in_hw, out_hw, kernel, stride,
+                                    padding, dilation, lead)
+  scalar = TensorType((), x.dtype)
+  r = len(lead)
+  padded = b.op(
+      "stablehlo.pad", [x, b.constant(float("-inf"), scalar)],
+      x.type.with_shape(lead + [in_hw[0] + padding[0] + high[0],
+                                in_hw[1] + padding[1] + high[1]]),
+      f"edge_padding_low = {mlir.i64_array([0] * r + padding)}, "
+      f"edge_padding_high = {mlir.i64_array([0] * r + high)}, "
+      f"interior_padding = {mlir.i64_array([0] * (r + 2))}")
+  best = b.constant(float("-inf"), vty)
+  best_index = (_first_valid_index(b, in_hw, out_hw, stride, padding,
+                                   dilation, lead)
+                if any(padding) else positions[0][2])
+  for start, limit, index in positions:
+    value = b.op("stablehlo.slice", [padded], vty,
+                 f"start_indices = {mlir.i64_array([0] * r + start)}, "
+                 f"limit_indices = {mlir.i64_array(lead + limit)}, "
+                 f"strides = {mlir.i64_array([1] * r + stride)}")
+    better = b.op("stablehlo.or", [
+        h.compare(b, value, best, "GT"),
+        h.compare(b, value, value, "NE")], vty.with_dtype("i1"))
+    best = b.op("stablehlo.select", [better, value, best], vty)
+    best_index = b.op("stablehlo.select", [better, index, best_index], ity)
+  return [best, best_index]
+
+
+@lowering("aten.max_pool2d_with_indices_backward.default",
+          check=_max_pool_check)
+def max_pool2d_with_indices_backward(ctx, grad, x, *args):
+  """Each output gradient added at its element's index (a scatter-add over
+  each plane flattened)."""
+  b, ty = ctx.b, ctx.out
+  indices = args[-1]
+  lead = list(x.shape[:-2])
+  planes = 1
+  for d in lead:
+    planes *= d
+  hw = x.shape[-2] * x.shape[-1]
+  count = grad.shape[-2] * grad.shape[-1]
+  idx = h.reshape(b, h.convert(b, indices, "i64"), [planes, count, 1])
+  plane = b.op("stablehlo.iota", [], TensorType((planes, count, 1), "i64"),
+               "iota_dimension = 0 : i64")
+  full = b.op("stablehlo.concatenate", [plane, idx],
+              TensorType((planes, count, 2), "i64"), "dimension = 2 : i64")
+  updates = h.reshape(b, grad, [planes, count])
+  zeros = b.constant(0, TensorType((planes, hw), ty.dtype))
+  out = b.op(
+      "stablehlo.scatter", [zeros, full, updates], zeros.type,
+      "scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = "
+      "[], inserted_window_dims = [0, 1], scatter_dims_to_operand_dims = "
+      "[0, 1], index_vector_dim = 2>, indices_are_sorted = false, "
+      "unique_indices = false",
+      region=b.scalar_region("stablehlo.add", ty.dtype))
+  return h.reshape(b, out, ty.shape)
