@@ -22,6 +22,7 @@ _FAMILIES = (
     "control_flow",
     "reduce",
     "linalg",
+    "misc",
     "quantization",
     "collectives",
 )

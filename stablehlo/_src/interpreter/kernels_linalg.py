@@ -1,7 +1,6 @@
 """Interpreter kernels for contractions and numerics: dot_general (and the
 deprecated dot / einsum / unary_einsum), convolution, dynamic_conv,
-chlo.ragged_dot, fft, triangular_solve, cholesky, the batch_norm ops, rng
-and rng_bit_generator.
+chlo.ragged_dot, fft, triangular_solve, cholesky and the batch_norm ops.
 
 Contractions follow the spec's formulas ("dot_general", "convolution"):
 each operand element is converted to the result element type, then products
@@ -26,7 +25,6 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from stablehlo._src.interpreter import prng
 from stablehlo._src.interpreter import runtime
 from stablehlo._src.ir import types as t
 from stablehlo._src.ops import common
@@ -640,65 +638,3 @@ def _batch_norm_grad(ctx, op, args):
   dts = [runtime.numpy_dtype(r.type) for r in op.results]
   return [grad_x.astype(dts[0]), grad_scale.astype(dts[1]),
           grad_offset.astype(dts[2])]
-
-
-# --- random numbers -----------------------------------------------------------
-
-_RNG = np.random.default_rng()
-
-
-@registry.interpreter_kernel("stablehlo.rng")
-def _rng(ctx, op, args):
-  """Spec "rng": UNIFORM draws from [a, b), NORMAL from N(a, b^2). The spec
-  leaves the stream implementation-defined; ours is numpy's default
-  generator (not reproducible across runs)."""
-  a, b, shape = args
-  ty = op.results[0].type
-  et = runtime.element_type(ty)
-  dt = runtime.numpy_dtype(ty)
-  shape = tuple(int(v) for v in np.asarray(shape).reshape(-1))
-  dist = tu.enum_value(op.attr("rng_distribution"))
-  if dist == "NORMAL":
-    lo, sd = float(np.asarray(a, np.float64)), float(np.asarray(b, np.float64))
-    return _RNG.normal(lo, sd, size=shape).astype(dt)
-  if dist != "UNIFORM":
-    raise support.UnimplementedError(f"rng: unknown distribution {dist}")
-  if isinstance(et, t.IntegerType):
-    lo, hi = int(np.asarray(a).astype(np.int64)), int(
-        np.asarray(b).astype(np.int64))
-    if et.unsigned and et.width > 1:
-      lo, hi = int(np.asarray(a).astype(np.uint64)), int(
-          np.asarray(b).astype(np.uint64))
-    if hi <= lo:
-      return np.full(shape, lo).astype(np.int64).astype(dt) if et.width > 1 \
-          else np.full(shape, bool(lo))
-    vals = _RNG.integers(lo, hi, size=shape, dtype=np.int64 if hi < 2**63
-                         else np.uint64)
-    return runtime.wrap_to(vals, et)
-  lo, hi = float(np.asarray(a, np.float64)), float(np.asarray(b, np.float64))
-  vals = lo + (hi - lo) * _RNG.random(size=shape)
-  out = vals.astype(dt)
-  # Rounding to a narrow type may reach b; keep the interval half-open.
-  if hi > lo:
-    out = np.where(out.astype(np.float64) >= hi, np.asarray(lo).astype(dt),
-                   out)
-  return out
-
-
-@registry.interpreter_kernel("stablehlo.rng_bit_generator")
-def _rng_bit_generator(ctx, op, args):
-  """Spec "rng_bit_generator" with XLA's bit streams (see `prng`)."""
-  (state,) = args
-  algo = tu.enum_value(op.attr("rng_algorithm")) or "DEFAULT"
-  out_ty = op.results[1].type
-  et = runtime.element_type(out_ty)
-  dt = runtime.numpy_dtype(out_ty)
-  shape = runtime.static_shape(out_ty)
-  bits = tu.bitwidth(et)
-  if bits not in (8, 16, 32, 64):
-    raise support.UnimplementedError(
-        f"rng_bit_generator: output element type {tu.fmt_elem(et)} "
-        "(only 8/16/32/64-bit types)")
-  new_state, raw = prng.generate(algo, state, shape, bits)
-  return [new_state.astype(runtime.numpy_dtype(op.results[0].type)),
-          raw.view(dt).reshape(shape)]

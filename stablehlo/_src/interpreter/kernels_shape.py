@@ -1,6 +1,6 @@
 """Interpreter kernels for the shape and data-movement ops: broadcast,
-reshape, transpose, slicing, concatenation, padding, reversal, iota, tuples,
-tokens and the dynamic-shape variants (spec sections of the same names).
+reshape, transpose, slicing, concatenation, padding, reversal, iota, tokens
+and the dynamic-shape variants (spec sections of the same names).
 
 These ops only move values, so they work on any storage dtype, quantized
 storage included, without looking at what the values mean; only `iota` into
@@ -394,25 +394,7 @@ def _set_dimension_size(ctx, op, args):
   return x[tuple(idx)]
 
 
-# --- tuples, tokens, barriers -------------------------------------------------
-
-
-@registry.interpreter_kernel("stablehlo.tuple")
-def _tuple(ctx, op, args):
-  """spec: tuple - a tuple of the operands."""
-  return tuple(args)
-
-
-@registry.interpreter_kernel("stablehlo.get_tuple_element")
-def _get_tuple_element(ctx, op, args):
-  """spec: get_tuple_element - element `index` of the operand tuple."""
-  tup = args[0]
-  index = _int(op, "index")
-  if not isinstance(tup, tuple) or not 0 <= index < len(tup):
-    raise support.InvalidArgumentError(
-        f"index {index} is out of range for a tuple of "
-        f"{len(tup) if isinstance(tup, tuple) else 'non-tuple'} elements")
-  return tup[index]
+# --- tokens, barriers -------------------------------------------------
 
 
 @registry.interpreter_kernel("stablehlo.optimization_barrier")

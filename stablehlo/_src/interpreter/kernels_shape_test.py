@@ -11,7 +11,6 @@ import pytest
 from stablehlo._src import interpreter
 from stablehlo._src import text
 from stablehlo._src.interpreter import corpus_testing
-from stablehlo._src.interpreter import runtime
 from stablehlo._src.ops import registry
 from stablehlo._src.ops import verify
 import support
@@ -378,7 +377,7 @@ def test_dynamic_iota_takes_runtime_shape():
   assert out.tolist() == [[0, 0], [1, 1], [2, 2]]
 
 
-# --- sizes, tuples, tokens ----------------------------------------------------
+# --- sizes --------------------------------------------------------------------
 
 
 def test_get_and_set_dimension_size():
@@ -397,28 +396,6 @@ def test_get_and_set_dimension_size():
   size, y, size2 = _run(src, x, np.array(2, np.int32))
   assert size.dtype == np.int32 and int(size) == 3
   assert y.tolist() == x[:2].tolist() and int(size2) == 2
-
-
-def test_tuple_get_tuple_element_barrier_and_tokens():
-  out = _run("""
-  func.func @main(%a: tensor<2xf32>, %b: tensor<i8>)
-      -> (tensor<i8>, tensor<2xf32>, !stablehlo.token) {
-    %t = stablehlo.tuple %a, %b : tuple<tensor<2xf32>, tensor<i8>>
-    %n = stablehlo.tuple %t : tuple<tuple<tensor<2xf32>, tensor<i8>>>
-    %i = stablehlo.get_tuple_element %n[0]
-        : (tuple<tuple<tensor<2xf32>, tensor<i8>>>)
-        -> tuple<tensor<2xf32>, tensor<i8>>
-    %x = stablehlo.get_tuple_element %i[1]
-        : (tuple<tensor<2xf32>, tensor<i8>>) -> tensor<i8>
-    %k0 = stablehlo.create_token : !stablehlo.token
-    %k1 = stablehlo.after_all : !stablehlo.token
-    %k2 = stablehlo.after_all %k0, %k1 : !stablehlo.token
-    %r:3 = stablehlo.optimization_barrier %x, %a, %k2
-        : tensor<i8>, tensor<2xf32>, !stablehlo.token
-    return %r#0, %r#1, %r#2 : tensor<i8>, tensor<2xf32>, !stablehlo.token
-  }""", np.array([1.0, 2.0], np.float32), np.array(-7, np.int8))
-  assert int(out[0]) == -7 and out[1].tolist() == [1.0, 2.0]
-  assert out[2] is runtime.TOKEN
 
 
 # --- quantized storage just moves ---------------------------------------------
