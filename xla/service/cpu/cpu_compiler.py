@@ -64,6 +64,7 @@ from xla.service.cpu import ir_emitter
 from xla.service.cpu import jit as jit_lib
 from xla.service.cpu import kernel_api
 from xla.service.cpu import reduction_splitter
+from xla.service.cpu import runtime_library
 from xla.service.cpu import sliced_dot_hoisting
 from xla.service.cpu import spmd_pipeline
 from xla.service.cpu import thunk
@@ -404,8 +405,10 @@ def compile_artifact(hlo_module, options: CpuCompileOptions,
   _dump(options, module.name, "thunks.json",
         lambda: json.dumps(plan, indent=1))
 
-  # "llvm": what is left of LLVM's work once emission is done.
+  # "llvm": what is left of LLVM's work once emission is done. Library
+  # routines the kernels call are compiled (or loaded) meanwhile.
   t = time.perf_counter()
+  runtime_library.ensure(plan["externals"])
   obj = jit_lib.pack_objects(stream.finish(plan["kernels"]))
   if stream.aliases:
     plan["kernel_aliases"] = dict(stream.aliases)
@@ -448,6 +451,7 @@ def _load_disk_artifact(art: cc.Artifact, options) -> Optional[cc.Artifact]:
   if any(t is None for t in art.custom_calls):
     return None
   ir_emitter.load_emitter_modules()  # registers external symbols
+  runtime_library.ensure(art.plan.get("externals", ()))
   from llvmlite import binding as llvm  # pylint: disable=g-import-not-at-top
   missing = [n for n in art.plan.get("externals", ())
              if not llvm.address_of_symbol(n)]

@@ -7,7 +7,7 @@ for f32 / c64, as XLA's FFT library computes single-precision transforms,
 double for f64 / c128).
 
 * Axes whose length is a power of two take an in-place radix-2 FFT that
-  updates whole rows per butterfly (`_axis_function`); a batch of 1-d
+  updates whole rows per butterfly (a library routine, `_build_axis_routine`); a batch of 1-d
   transforms, and the last axis of a 2-d or 3-d block, go through groups
   of ROW_GROUP rows stored transposed, so these vectorise too.
 * Other lengths (the CPU compiler sends only short ones here; long ones go
@@ -35,6 +35,7 @@ import support
 from xla import primitive_util
 from xla.service.cpu import kernel_api
 from xla.service.cpu import op_emitter_util as u
+from xla.service.cpu import runtime_library
 from xla.xla_data import FftType
 from xla.xla_data import PrimitiveType
 
@@ -126,11 +127,11 @@ def _bit_reversal(module: ir.Module, n: int) -> ir.GlobalVariable:
 
 def _emit_axis_fft(b, cx, work, tw, n, inner, outer, inverse):
   """The radix-2 FFT along an axis of length `n` (a power of two) of the
-  `outer` x n x `inner` block in `work`, in place, as a call of the
-  module's one axis function for the work type (`_axis_function`)."""
+  `outer` x n x `inner` block in `work`, in place, as a call of the library
+  routine for the work type (`_build_axis_routine`)."""
   del cx
   ft = work.type.pointee
-  fn = _axis_function(b.module, ft)
+  fn = runtime_library.declare(b.module, _AXIS_ROUTINE[_tag(ft)])
   rev = _bit_reversal(b.module, n)
   outer = u.i64(outer) if isinstance(outer, int) else outer
   b.call(fn, [work, outer, u.i64(n), u.i64(n.bit_length() - 1), u.i64(inner),
@@ -139,8 +140,19 @@ def _emit_axis_fft(b, cx, work, tw, n, inner, outer, inverse):
               b.gep(rev, [u.i64(0), u.i64(0)])])
 
 
-def _axis_function(module: ir.Module, ft: ir.Type) -> ir.Function:
-  """The module's radix-2 axis transform for work type `ft`:
+_AXIS_ROUTINE = {t: f"{runtime_library.PREFIX}fft_axis_{t}"
+                 for t in ("f32", "f64")}
+
+
+def _axis_type(ft: ir.Type) -> ir.FunctionType:
+  p = ft.as_pointer()
+  return ir.FunctionType(ir.VoidType(), [p, u.I64, u.I64, u.I64, u.I64,
+                                         ir.IntType(1), p,
+                                         u.I64.as_pointer()])
+
+
+def _build_axis_routine(fn: ir.Function) -> None:
+  """The radix-2 axis transform for one work type:
   f(work, outer, n, log2 n, inner, inverse, twiddles, bit reversal) on the
   `outer` x n x `inner` block in `work`, in place.
 
@@ -148,23 +160,13 @@ def _axis_function(module: ir.Module, ft: ir.Type) -> ir.Function:
   bit-reversed order by swaps, then each butterfly updates two whole rows,
   so for an axis other than the last the innermost loop runs over
   contiguous elements. Length, row width and direction are arguments, and
-  the log2(n) stages one loop, so that every transform of a program shares
-  one compiled function: one per length, width and direction, and one
-  loop nest per stage, made the axis functions most of an FFT program's
-  LLVM time (fft_transforms: 1.56 s of CPU)."""
-  name = f"__fft_axis_{_tag(ft)}"
-  fn = module.globals.get(name)
-  if fn is not None:
-    return fn
-  p = ft.as_pointer()
-  fn = ir.Function(module, ir.FunctionType(
-      ir.VoidType(), [p, u.I64, u.I64, u.I64, u.I64, ir.IntType(1), p,
-                      u.I64.as_pointer()]), name)
-  fn.linkage = "internal"
-  # Kept out of line: inlined into every kernel it would be compiled once
-  # per kernel again.
-  fn.attributes.add("noinline")
+  the log2(n) stages one loop, so that one compiled routine serves every
+  transform: a function per length, width and direction, with a loop nest
+  per stage, in every program, made these transforms most of an FFT
+  program's LLVM time (fft_transforms: 1.56 s of CPU)."""
+  module = fn.module
   work, outer, n, log2n, inner, inverse, tw, rev = fn.args
+  ft = work.type.pointee
   b = ir.IRBuilder(fn.append_basic_block("entry"))
   cx = _Cplx(b)
   rows = _row_butterfly(module, ft)
@@ -201,8 +203,7 @@ def _axis_function(module: ir.Module, ft: ir.Type) -> ir.Function:
       def butterflies(blk, k):
         m = b.mul(k, b.shl(blocks, u.i64(1)))
         wr = b.load(b.gep(tw, [m]))
-        wi = b.load(b.gep(tw, [b.add(m, u.i64(1))]))
-        wi = b.fmul(wi, sign)
+        wi = b.fmul(b.load(b.gep(tw, [b.add(m, u.i64(1))])), sign)
         top = b.add(b.mul(blk, span), k)
         b.call(rows, [row(top), row(b.add(top, half)), wr, wi, inner])
 
@@ -223,7 +224,11 @@ def _axis_function(module: ir.Module, ft: ir.Type) -> ir.Function:
         re, im = cx.load(start, e)
         cx.store(start, e, b.fmul(re, scale), b.fmul(im, scale))
   b.ret_void()
-  return fn
+
+
+for _t, _ft in (("f32", F32), ("f64", F64)):
+  runtime_library.routine(_AXIS_ROUTINE[_t], _axis_type(_ft))(
+      _build_axis_routine)
 
 
 def _row_butterfly(module: ir.Module, ft: ir.Type) -> ir.Function:

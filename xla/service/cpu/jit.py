@@ -141,6 +141,40 @@ def _tuning_options(opt_level: int):
   return pto
 
 
+# Library routines (runtime_library.py) that kernels call by name: before
+# code is loaded, each one it names is made resolvable through this hook
+# (set by runtime_library, which builds on this module). An unresolved
+# routine would otherwise be bound to address 0 by the engine.
+LIBRARY_PREFIX = "__xla_cpu_lib_"
+_LIBRARY_NAME = re.compile(r"__xla_cpu_lib_[A-Za-z0-9_]+")
+_library_hook = None
+
+
+def set_library_hook(hook) -> None:
+  """`hook(names)` makes the library routines `names` resolvable."""
+  global _library_hook
+  _library_hook = hook
+
+
+def _ensure_library(code) -> None:
+  if isinstance(code, (bytes, bytearray, memoryview)):
+    if LIBRARY_PREFIX.encode() not in code:
+      return
+    names = {m.decode() for m in
+             re.findall(_LIBRARY_NAME.pattern.encode(), bytes(code))}
+  else:
+    if LIBRARY_PREFIX not in code:
+      return
+    names = set(_LIBRARY_NAME.findall(code))
+  if _library_hook is not None:
+    _library_hook(sorted(names))
+  missing = [n for n in sorted(names) if not llvm.address_of_symbol(n)]
+  if missing:
+    raise support.InternalError(
+        f"CPU code calls library routines that are not available: "
+        f"{', '.join(missing)}")
+
+
 class CpuJit:
   """Compiles llvmlite modules for the host and hands out function addresses."""
 
@@ -165,6 +199,7 @@ class CpuJit:
     mod.triple = llvm.get_process_triple()
     mod.data_layout = str(self._tm.target_data)
     optimize(mod, self._opt_level)
+    _ensure_library(text)
     with self._lock:
       self._engine.add_module(mod)
       self._engine.finalize_object()
@@ -178,10 +213,13 @@ class CpuJit:
       raise support.NotFoundError(f"no compiled function named {name!r}")
     return addr
 
-  def load_object_code(self, data: bytes) -> None:
+  def load_object_code(self, data: bytes, library: bool = False) -> None:
     """Loads machine code made by `object_code` or `pack_objects` (e.g.
     from the disk cache) into this engine; its functions are then found by
-    `address`. The compilation cache uses it."""
+    `address`. The compilation cache uses it. `library`: the code is a
+    library routine itself (it names itself; nothing to resolve)."""
+    if not library:
+      _ensure_library(data)
     objs = [llvm.ObjectFileRef.from_data(o) for o in unpack_objects(data)]
     with self._lock:
       for obj in objs:
@@ -533,6 +571,13 @@ def _compile_part(text: str, opt_level: int, unlocked: bool) -> bytes:
     if mod is not None:
       mod.close()
     ctx.close()
+
+
+def compile_objects_text(text: str, opt_level: int = 3) -> bytes:
+  """The object file of a module given as LLVM IR text (parsed, verified,
+  optimised and compiled on the calling thread)."""
+  _initialize()
+  return _compile_part(text, opt_level, unlocked=False)
 
 
 _POOL_LOCK = threading.Lock()

@@ -1,0 +1,190 @@
+"""Library kernels: generic routines compiled once, called by programs.
+
+XLA CPU calls precompiled runtime routines for some operations (its FFT
+library, Eigen's matrix multiply, top-k, sort) instead of generating code
+for them in every program. The equivalent here are functions written in
+LLVM IR whose sizes are run-time arguments (an FFT's length and row width,
+for example): a program's kernel only declares the routine and calls it,
+so the routine's LLVM time is paid once, not in every program that uses
+it.
+
+A routine is defined by a builder registered with `routine(name, type)`,
+which adds the function (external linkage) to a module of its own. Kernels
+call `declare(module, name)`. When a program's kernels are loaded,
+`ensure(names)` makes sure each routine they declare is compiled and its
+address known to LLVM's symbol resolver (`kernel_api.register_symbol`).
+Routines are compiled at most once per process; their object code is also
+kept in a disk cache (see `cache_dir`), keyed by the routine's IR, the
+host CPU and the LLVM version, so a new process loads it instead of
+compiling it again. A routine whose object cannot be cached or loaded is
+simply compiled.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import tempfile
+import threading
+from typing import Callable, Optional, Sequence
+
+from llvmlite import binding as llvm
+from llvmlite import ir
+
+import support
+from support import log
+from xla.service.cpu import jit as jit_lib
+from xla.service.cpu import kernel_api
+
+# Prefix of every routine's symbol.
+PREFIX = jit_lib.LIBRARY_PREFIX
+
+
+@dataclasses.dataclass(frozen=True)
+class _Routine:
+  name: str
+  type: ir.FunctionType
+  build: Callable[[ir.Function], None]  # fills in the function's body
+
+
+_ROUTINES: dict[str, _Routine] = {}
+_LOCK = threading.Lock()
+_LOADED: dict[str, int] = {}  # name -> address
+_JITS: list = []  # keeps the engines holding loaded routines alive
+
+
+def routine(name: str, fn_type: ir.FunctionType):
+  """Registers the decorated `build(fn)` as the body of routine `name`
+  (which must start with PREFIX) of type `fn_type`."""
+  if not name.startswith(PREFIX):
+    raise support.InternalError(f"library routine {name} lacks {PREFIX}")
+
+  def register(build):
+    _ROUTINES[name] = _Routine(name, fn_type, build)
+    return build
+  return register
+
+
+def is_routine(name: str) -> bool:
+  return name in _ROUTINES
+
+
+def declare(module: ir.Module, name: str) -> ir.Function:
+  """The declaration of routine `name` in `module` (made on first use)."""
+  fn = module.globals.get(name)
+  if fn is None:
+    r = _ROUTINES.get(name)
+    if r is None:
+      raise support.InternalError(f"no library routine {name}")
+    fn = ir.Function(module, r.type, name)
+  return fn
+
+
+def routine_text(name: str) -> str:
+  """The LLVM IR of routine `name` in a module of its own."""
+  r = _ROUTINES[name]
+  module = ir.Module(name=name)
+  jit_lib.configure_module(module)
+  fn = ir.Function(module, r.type, name)
+  r.build(fn)
+  bits = jit_lib.host_target_info().vector_bits
+  for f in module.functions:
+    if not f.is_declaration and bits >= 512:
+      set.add(f.attributes, f'"prefer-vector-width"="{bits}"')
+  return str(module)
+
+
+def cache_dir() -> Optional[str]:
+  """Where routines' object code is cached: $XLA_CPU_LIBRARY_CACHE, else
+  the user's cache directory (XDG_CACHE_HOME or ~/.cache)/openxla_cpu/
+  library. "" disables the disk cache."""
+  env = os.environ.get("XLA_CPU_LIBRARY_CACHE")
+  if env is not None:
+    return env or None
+  base = os.environ.get("XDG_CACHE_HOME") or os.path.join(
+      os.path.expanduser("~"), ".cache")
+  return os.path.join(base, "openxla_cpu", "library")
+
+
+def _key(text: str) -> str:
+  info = jit_lib.host_target_info()
+  h = hashlib.sha256()
+  for part in (text, info.cpu_name, info.features,
+               ".".join(map(str, llvm.llvm_version_info))):
+    h.update(part.encode())
+    h.update(b"\0")
+  return h.hexdigest()
+
+
+def _read(path: str) -> Optional[bytes]:
+  try:
+    with open(path, "rb") as f:
+      return f.read()
+  except OSError:
+    return None
+
+
+def _write(directory: str, path: str, data: bytes) -> None:
+  try:
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
+    with os.fdopen(fd, "wb") as f:
+      f.write(data)
+    os.replace(tmp, path)
+  except OSError as e:
+    log.warning("CPU library cache: cannot write %s: %s", directory, e)
+
+
+# A cache file: this magic, the SHA-256 of the object code, the code. A
+# file that does not check out (truncated, damaged) is compiled again: the
+# engine does not validate object files and would crash on one.
+_MAGIC = b"XLACPULIB\0"
+
+
+def _pack(data: bytes) -> bytes:
+  return _MAGIC + hashlib.sha256(data).digest() + data
+
+
+def _unpack(blob: Optional[bytes]) -> Optional[bytes]:
+  if not blob or not blob.startswith(_MAGIC):
+    return None
+  digest = blob[len(_MAGIC):len(_MAGIC) + 32]
+  data = blob[len(_MAGIC) + 32:]
+  return data if data and hashlib.sha256(data).digest() == digest else None
+
+
+def _object_code(name: str) -> bytes:
+  text = routine_text(name)
+  directory = cache_dir()
+  path = None
+  if directory:
+    path = os.path.join(directory, f"{name}-{_key(text)}.o")
+    data = _unpack(_read(path))
+    if data is not None:
+      return data
+  data = jit_lib.compile_objects_text(text)
+  if path:
+    _write(directory, path, _pack(data))
+  return data
+
+
+def ensure(names: Sequence[str]) -> None:
+  """Compiles (or loads) the routines among `names` not loaded yet and
+  makes their symbols resolvable."""
+  wanted = [n for n in dict.fromkeys(names) if n in _ROUTINES]
+  with _LOCK:
+    missing = [n for n in wanted if n not in _LOADED]
+    if not missing:
+      return
+    for name in missing:
+      data = _object_code(name)
+      engine = jit_lib.CpuJit(3)
+      engine.load_object_code(data, library=True)
+      address = engine.address(name)
+      _JITS.append(engine)
+      _LOADED[name] = address
+      kernel_api.register_symbol(name, address)
+
+
+jit_lib.set_library_hook(ensure)
