@@ -15,6 +15,7 @@ import torch
 import torch.fx
 
 import support
+from torch_bridge._src import helpers
 from torch_bridge._src import mlir
 from torch_bridge._src import ops
 from torch_bridge._src import registry
@@ -44,11 +45,12 @@ def result_types(val: Any):
 class Context:
   """What a lowering sees besides its arguments."""
 
-  def __init__(self, builder: mlir.FunctionBuilder, node: torch.fx.Node):
+  def __init__(self, builder: mlir.FunctionBuilder, node: torch.fx.Node,
+               out: Any = None):
     self.b = builder
     self.node = node
     self.op = str(node.target)
-    self.out = result_types(node.meta.get("val"))
+    self.out = result_types(node.meta.get("val")) if out is None else out
 
   def fail(self, reason: str):
     raise registry.LoweringError(self.op, reason)
@@ -94,12 +96,9 @@ def lower_graph(gm: torch.fx.GraphModule, name: str = "torch_cluster"
         reason = entry.check(node)
         if reason:
           raise registry.LoweringError(str(node.target), reason)
-      ctx = Context(b, node)
       args = _map_args(node.args, env)
       kwargs = {k: _map_args(v, env) for k, v in node.kwargs.items()}
-      out = entry.lower(ctx, *args, **kwargs)
-      _check_types(ctx, out)
-      env[node] = out
+      env[node] = _lower_node(b, node, entry, args, kwargs)
     elif node.op == "output":
       def collect(v):
         if isinstance(v, (list, tuple)):
@@ -114,6 +113,55 @@ def lower_graph(gm: torch.fx.GraphModule, name: str = "torch_cluster"
       raise registry.LoweringError(node.op, f"fx node kind {node.op!r} "
                                    "cannot be lowered")
   return b.module(results, name), arg_types, structure
+
+
+# Element types that torch's CPU kernels compute in f32: each op widens its
+# operands, computes and accumulates in f32 and rounds its results once.
+_COMPUTED_IN_F32 = frozenset({"bf16"})
+
+
+def _values(x: Any):
+  if isinstance(x, mlir.Value):
+    yield x
+  elif isinstance(x, (list, tuple)):
+    for v in x:
+      yield from _values(v)
+
+
+def _lower_node(b: mlir.FunctionBuilder, node: torch.fx.Node,
+                entry: registry.Lowering, args: Any, kwargs: dict) -> Any:
+  ctx = Context(b, node)
+  outs = ctx.out if isinstance(ctx.out, list) else [ctx.out]
+  narrow = any(t is not None and t.dtype in _COMPUTED_IN_F32 for t in outs)
+  narrow = narrow or any(v.dtype in _COMPUTED_IN_F32 for v in _values(
+      (args, list(kwargs.values()))))
+  if not narrow:
+    out = entry.lower(ctx, *args, **kwargs)
+    _check_types(ctx, out)
+    return out
+  # The op as its f32 version: bf16 operands widened, bf16 results rounded
+  # (torch's semantics: a bf16 sum accumulates in f32, a bf16 matmul too).
+  def wide(x):
+    if isinstance(x, mlir.Value):
+      return helpers.convert(b, x, "f32") if x.dtype in _COMPUTED_IN_F32 else x
+    if isinstance(x, (list, tuple)):
+      return type(x)(wide(v) for v in x)
+    return x
+
+  def wide_type(t):
+    return (t.with_dtype("f32") if t is not None and t.dtype in
+            _COMPUTED_IN_F32 else t)
+  wide_out = ([wide_type(t) for t in ctx.out] if isinstance(ctx.out, list)
+              else wide_type(ctx.out))
+  wide_ctx = Context(b, node, wide_out)
+  out = entry.lower(wide_ctx, *wide(args), **{k: wide(v) for k, v in
+                                              kwargs.items()})
+  _check_types(wide_ctx, out)
+  if isinstance(out, (list, tuple)):
+    return type(out)(None if o is None or t is None else
+                     helpers.convert(b, o, t.dtype)
+                     for o, t in zip(out, outs))
+  return helpers.convert(b, out, outs[0].dtype)
 
 
 def _check_types(ctx: Context, out: Any) -> None:

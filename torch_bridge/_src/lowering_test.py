@@ -139,6 +139,43 @@ def test_op_matches_eager(name):
       assert torch.equal(g, w), (g, w)
 
 
+def _bf16(*shape):
+  return torch.randn(*shape).to(torch.bfloat16)
+
+
+_BF16_CASES = {
+    # A bf16 sum accumulates in f32, as torch's does: 4096 terms in bf16
+    # would be off by far more than one rounding.
+    "long_sum_mean": (lambda x: (x.sum(), x.mean(-1), x.amax(0)),
+                      (_bf16(64, 64) + 3,)),
+    "elementwise_scalars": (lambda x, y: (x * y + 0.1, torch.tanh(x) / 3,
+                                          x.pow(3), torch.exp(-x)),
+                            (_bf16(8, 9), _bf16(8, 9))),
+    "matmul_softmax_layer_norm": (lambda a, b, w: (
+        torch.softmax(a @ b, -1),
+        torch.nn.functional.layer_norm(a, (32,), w, w)),
+        (_bf16(16, 32), _bf16(32, 24), _bf16(32))),
+    "casts": (lambda x: (x.float() * 3, (x.float() * 3).bfloat16(),
+                         x.to(torch.int32)), (_bf16(5, 6) * 8,)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_BF16_CASES))
+def test_bfloat16_op_matches_eager(name):
+  """Each bf16 op computes in f32 and rounds its result once, as torch's
+  CPU kernels do: results agree within one rounding of the largest."""
+  fn, inputs = _BF16_CASES[name]
+  got, _ = _run(fn, *inputs)
+  want = fn(*inputs)
+  assert len(got) == len(want)
+  for g, w in zip(got, want):
+    assert g.dtype == w.dtype and g.shape == w.shape, (g, w)
+    if w.is_floating_point():
+      assert models.max_relative_error(g, w) <= 2 ** -7, (g, w)
+    else:
+      assert torch.equal(g, w), (g, w)
+
+
 def test_two_variances_over_different_dims():
   """Once failed to compile on our CPU plugin (two fusion kernels got the
   same symbol name)."""

@@ -25,6 +25,7 @@ _ELEMENT_TYPES = {
     "float32": "f32",
     "float64": "f64",
     "float16": "f16",
+    "bfloat16": "bf16",
     "int64": "i64",
     "int32": "i32",
     "int16": "i16",
@@ -33,7 +34,7 @@ _ELEMENT_TYPES = {
     "bool": "i1",
 }
 
-FLOAT_TYPES = frozenset({"f32", "f64", "f16"})
+FLOAT_TYPES = frozenset({"f32", "f64", "f16", "bf16"})
 INT_TYPES = frozenset({"i64", "i32", "i16", "i8", "ui8"})
 
 
@@ -97,12 +98,13 @@ def _scalar_literal(value, dtype: str) -> str:
     value = float(value)
     if math.isnan(value):
       return {"f32": "0x7FC00000", "f64": "0x7FF8000000000000",
-              "f16": "0x7E00"}[dtype]
+              "f16": "0x7E00", "bf16": "0x7FC0"}[dtype]
     if math.isinf(value):
       pos = value > 0
       return {"f32": ("0x7F800000", "0xFF800000"),
               "f64": ("0x7FF0000000000000", "0xFFF0000000000000"),
-              "f16": ("0x7C00", "0xFC00")}[dtype][0 if pos else 1]
+              "f16": ("0x7C00", "0xFC00"),
+              "bf16": ("0x7F80", "0xFF80")}[dtype][0 if pos else 1]
     text = repr(value)
     if "e" in text and "." not in text:  # MLIR wants a '.' in "1.0e-05".
       mantissa, exponent = text.split("e")
