@@ -1,7 +1,9 @@
 """Interpreter kernels for distributed execution: `interpreter.run_parallel`
 and the spec ops that see the process grid (replica_id, partition_id,
 all_gather, all_reduce, all_to_all, reduce_scatter, collective_permute,
-collective_broadcast, collective_reduce, send, recv, infeed, outfeed).
+collective_broadcast, collective_reduce, send, recv, infeed, outfeed), the
+tokens that order them (after_all, create_token), and async_start /
+async_done.
 
 `interpreter.run_parallel` runs `programs` - a num_replicas x
 num_partitions grid of function symbols - with ONE THREAD PER PROCESS (a
@@ -505,7 +507,7 @@ def _recv(ctx, op, args):
   return list(values) + [args[0]]
 
 
-# --- infeed / outfeed ---------------------------------------------------------
+# --- infeed / outfeed / tokens ------------------------------------------------
 
 
 @registry.interpreter_kernel("stablehlo.infeed")
@@ -546,6 +548,16 @@ def _outfeed(ctx, op, args):
   return args[-1]
 
 
+@registry.interpreter_kernel("stablehlo.after_all", "stablehlo.create_token")
+def _token(ctx, op, args):
+  """spec: after_all / create_token - a token; ordering has no effect in
+  this sequential interpreter."""
+  return runtime.TOKEN
+
+
+# --- async_start / async_done -------------------------------------------------
+
+
 class Future:
   """The value of a `!stablehlo.future<T>`: the body's results, computed
   when `async_start` ran (the interpreter runs the body synchronously, which
@@ -560,12 +572,14 @@ class Future:
     return f"Future({len(self.values)} values)"
 
 
+@registry.interpreter_kernel("stablehlo.async_start")
 def _async_start(ctx, op, args):
   """spec: async_start - runs `body` (one collective or slice) on the
   operands; here at once."""
   return Future(ctx.run_region(op.regions[0], list(args)))
 
 
+@registry.interpreter_kernel("stablehlo.async_done")
 def _async_done(ctx, op, args):
   """spec: async_done - the value of the future."""
   fut = args[0]
@@ -577,11 +591,6 @@ def _async_done(ctx, op, args):
         f"the future holds {len(fut.values)} values, async_done has "
         f"{len(op.results)} results")
   return list(fut.values)
-
-
-def _after_all(ctx, op, args):
-  """spec: after_all - a token (execution here is already in order)."""
-  return runtime.TOKEN
 
 
 # --- interpreter.run_parallel -------------------------------------------------
@@ -735,12 +744,3 @@ def _run_parallel(ctx, op, args):
   timeout = pg.DEFAULT_BARRIER_TIMEOUT_S
   return run_programs(ctx, programs, args, infeed, timeout)
 
-
-# Ops that may come with another family; fill in only what is missing.
-for _name, _fn in (("stablehlo.after_all", _after_all),
-                   ("stablehlo.create_token", _after_all),
-                   ("stablehlo.async_start", _async_start),
-                   ("stablehlo.async_done", _async_done)):
-  _d = registry.lookup(_name)
-  if _d is not None and _d.interpreter is None:
-    registry.register_interpreter(_name, _fn)

@@ -1,5 +1,6 @@
 """Interpreter kernels for control flow: `stablehlo.while`, `stablehlo.if`,
-`stablehlo.case` (spec sections of the same names) and `chlo.scan`.
+`stablehlo.case`, `stablehlo.optimization_barrier` (spec sections of the
+same names) and `chlo.scan`.
 
 Regions run through `ctx.run_region` in the caller's scope. Loops call
 `ctx.tick` once per iteration, so `Options.max_while_iterations` and
@@ -74,6 +75,12 @@ def _scan_counts(op) -> tuple[int, int]:
     return int(seg.values[0]), int(seg.values[1])
   raise support.InvalidArgumentError(
       "chlo.scan needs operandSegmentSizes to tell inputs from inits")
+
+
+@registry.interpreter_kernel("stablehlo.optimization_barrier")
+def _optimization_barrier(ctx, op, args):
+  """spec: optimization_barrier - the operands, unchanged."""
+  return list(args)
 
 
 @registry.interpreter_kernel("chlo.scan")

@@ -1,6 +1,6 @@
 """Interpreter kernels for the shape and data-movement ops: broadcast,
-reshape, transpose, slicing, concatenation, padding, reversal, iota, tokens
-and the dynamic-shape variants (spec sections of the same names).
+reshape, transpose, slicing, concatenation, padding, reversal, iota and the
+dynamic-shape variants (spec sections of the same names).
 
 These ops only move values, so they work on any storage dtype, quantized
 storage included, without looking at what the values mean; only `iota` into
@@ -392,19 +392,3 @@ def _set_dimension_size(ctx, op, args):
   idx = [slice(None)] * x.ndim
   idx[dim] = slice(0, size)
   return x[tuple(idx)]
-
-
-# --- tokens, barriers -------------------------------------------------
-
-
-@registry.interpreter_kernel("stablehlo.optimization_barrier")
-def _optimization_barrier(ctx, op, args):
-  """spec: optimization_barrier - the operands, unchanged."""
-  return list(args)
-
-
-@registry.interpreter_kernel("stablehlo.after_all", "stablehlo.create_token")
-def _token(ctx, op, args):
-  """spec: after_all / create_token - a token; ordering has no effect in
-  this sequential interpreter."""
-  return runtime.TOKEN
