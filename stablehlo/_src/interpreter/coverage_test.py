@@ -1,5 +1,5 @@
 """Every registered op has an interpreter kernel, or a recorded reason why
-not (shown in the status table)."""
+not (shown in the status table), in the kernel module of the op's family."""
 
 import inspect
 
@@ -31,3 +31,33 @@ def test_a_search_for_the_full_name_finds_the_kernel():
     module = inspect.getmodule(d.interpreter)
     assert f'"{d.name}"' in inspect.getsource(module), (d.name,
                                                          module.__name__)
+
+
+def _family_module(d):
+  """The ops/<family>.py module that defines `d`, told by its verifier or
+  inference function (None for an op that has neither of its own)."""
+  for fn in (d.verify, d.infer):
+    name = getattr(fn, "__module__", None) or ""
+    if name.startswith("stablehlo._src.ops.") and name.split(".")[-1] not in (
+        "common", "typeutil"):
+      return name.split(".")[-1]
+  return None
+
+
+def test_an_ops_kernel_is_in_the_kernel_module_of_its_family():
+  # ops/<family>.py defines an op, kernels_<family>.py (or a part of it,
+  # kernels_<family>_<part>.py) runs it; `program` and `checks` run the ops
+  # that belong to the interpreter's own machinery.
+  checked = 0
+  for d in registry.all_ops():
+    family = _family_module(d)
+    if family is None or d.interpreter is None:
+      continue
+    kernel = inspect.getmodule(d.interpreter).__name__.split(".")[-1]
+    if not kernel.startswith("kernels_"):
+      assert kernel in ("program", "checks"), (d.name, kernel)
+      continue
+    assert kernel == f"kernels_{family}" or kernel.startswith(
+        f"kernels_{family}_"), (d.name, family, kernel)
+    checked += 1
+  assert checked >= 130

@@ -1,5 +1,6 @@
 """Distributed and communication ops: collectives, send / recv, infeed /
-outfeed, tokens, process ids, async_start / async_done.
+outfeed, tokens, process ids, async_start / async_done, and
+interpreter.run_parallel (which runs a program on a grid of processes).
 
 Constraints that need the number of replicas / partitions (known only when
 the program runs) are checked by the interpreter, not here; the verifier
@@ -475,3 +476,10 @@ def _verify_async_done(ctx):
 
 _define_op("stablehlo.async_done", _verify_async_done, ("c1",), ("operand",),
            results=("result",), traits=frozenset())
+
+# --- interpreter.run_parallel (the conformance corpora's process grid) -------
+
+r.define_op("interpreter.run_parallel", None, operands=("inputs*",),
+            results=("results*",), attributes={"programs": "array",
+                                               "infeed?": "array"},
+            traits=_SIDE, spec=False)

@@ -86,6 +86,15 @@ def same_shape(ctx, cid: str, types: Sequence, names: Sequence[str]):
               f"{tu.fmt_shape(tu.shape_of(ty))} must be equal")
 
 
+def same_types(ctx, xs: Sequence, ys: Sequence, what: str) -> None:
+  """Two type lists of the same length, pairwise compatible (outside the
+  spec: the failure is the op's `_schema` check)."""
+  ctx.check(len(xs) == len(ys) and all(
+      tu.types_compatible(p, q) for p, q in zip(xs, ys)), ctx.short +
+            "_schema", lambda: f"{what}: {tu.fmt_types(xs)} vs "
+            f"{tu.fmt_types(ys)}")
+
+
 def same_element_type(ctx, cid: str, types: Sequence, names: Sequence[str]):
   for ty, name in zip(types[1:], names[1:]):
     e0, e1 = tu.element_type(types[0]), tu.element_type(ty)

@@ -1,5 +1,6 @@
 """Control flow: case, if, while, optimization_barrier, return, and
-stablehlo.map. The reductions and sort are the `reduce` family."""
+chlo.scan. The reductions and sort are the `reduce` family, map is
+`elementwise`."""
 
 from __future__ import annotations
 
@@ -13,29 +14,6 @@ from stablehlo._src.ops import typeutil as tu
 # This family's defaults for `registry.define_op`.
 _define_op = functools.partial(r.define_op, results=("results*",), regions=None)
 
-
-# --- map -------------------------------------------------------------------------------
-
-
-def _verify_map(ctx):
-  ins = ctx.operand_types
-  y = ctx.result_types[0]
-  ctx.check(len(ins) > 0, "c2", "needs at least one input")
-  c.same_shape(ctx, "c1", list(ins) + [y],
-               [f"input #{i}" for i in range(len(ins))] + ["result"])
-  dims = ctx.ints("dimensions")
-  rank = tu.rank_of(ins[0])
-  if rank is not None:
-    ctx.check(list(dims) == list(range(rank)), "c3", lambda: f"dimensions "
-              f"{list(dims)} must be [0, ..., {rank - 1}]")
-  c.check_region(ctx, "c4", 0, "computation",
-                 [tu.tensor((), tu.element_type(x)) for x in ins],
-                 [tu.tensor((), tu.element_type(y))])
-
-
-_define_op("stablehlo.map", _verify_map, ("c1", "c2", "c3", "c4"), ("inputs*",),
-           results=("result",), attributes={"dimensions": "i64[]"},
-           regions=("computation",), traits=frozenset({r.DEPRECATED}))
 
 # --- case / if / while ----------------------------------------------------------------
 
@@ -113,3 +91,18 @@ def _verify_return(ctx):
 
 _define_op("stablehlo.return", _verify_return, (), ("results*",), results=(),
            traits=frozenset({r.TERMINATOR}), spec=False)
+
+# --- chlo.scan ----------------------------------------------------------------
+
+
+def _verify_scan(ctx):
+  dim = ctx.int("dimension")
+  ins = ctx.operand_types
+  if ins:
+    rank = tu.rank_of(ins[0])
+    c.check_axes(ctx, "chlo.scan_schema", "dimension", (dim,), rank)
+
+
+r.define_op("chlo.scan", _verify_scan, operands=("inputs*",),
+            results=("results*",), attributes={"dimension": "i64"},
+            regions=("body",), spec=False)

@@ -1,7 +1,7 @@
-"""Verifier tests for control flow and map."""
+"""Verifier tests for control flow."""
 
 from stablehlo._src.ops import testing as tt
-from stablehlo._src.ops.testing import T, i64s, op
+from stablehlo._src.ops.testing import T, op
 from stablehlo._src.ops.testing import region
 
 
@@ -11,20 +11,6 @@ def check(o, cid):
     assert msg is None, msg
   else:
     assert msg is not None and cid in msg, msg
-
-
-def test_map():
-  comp = region([T("f32"), T("f32")], [T("f32")])
-  check(op("stablehlo.map", [T("2xf32"), T("2xf32")], [T("2xf32")],
-           regions=[comp], dimensions=i64s(0)), None)
-  check(op("stablehlo.map", [T("2xf32"), T("3xf32")], [T("2xf32")],
-           regions=[comp], dimensions=i64s(0)), "map_c1")
-  check(op("stablehlo.map", [], [T("2xf32")],
-           regions=[comp], dimensions=i64s(0)), "map_c2")
-  check(op("stablehlo.map", [T("2xf32"), T("2xf32")], [T("2xf32")],
-           regions=[comp], dimensions=i64s(1)), "map_c3")
-  check(op("stablehlo.map", [T("2xf32"), T("2xf32")], [T("2xi32")],
-           regions=[comp], dimensions=i64s(0)), "map_c4")
 
 
 def test_case_if():

@@ -1,5 +1,7 @@
 """Elementwise ops: unary and binary math, logic, compare, select, clamp,
-convert, complex parts, bitcast_convert, reduce_precision.
+convert, complex parts, bitcast_convert, reduce_precision, the deprecated
+map, and the elementwise chlo ops (their broadcasting forms and
+constant_like included).
 
 Spec sections are named after the ops (docs/spec.md, "Ops").
 """
@@ -18,6 +20,7 @@ _EWC = frozenset({r.ELEMENTWISE, r.COMMUTATIVE})
 
 # This family's defaults for `registry.define_op`.
 _define_op = functools.partial(r.define_op, traits=_EW)
+_define_chlo_op = functools.partial(r.define_op, results=None, spec=False)
 
 
 def _infer_same_as_operand(ctx):
@@ -368,3 +371,74 @@ def _verify_bitcast_convert(ctx):
 
 _define_op("stablehlo.bitcast_convert", _verify_bitcast_convert, ("c1", "c2"),
            ("operand",), traits=frozenset())
+
+# --- map ----------------------------------------------------------------------
+
+
+def _verify_map(ctx):
+  ins = ctx.operand_types
+  y = ctx.result_types[0]
+  ctx.check(len(ins) > 0, "c2", "needs at least one input")
+  c.same_shape(ctx, "c1", list(ins) + [y],
+               [f"input #{i}" for i in range(len(ins))] + ["result"])
+  dims = ctx.ints("dimensions")
+  rank = tu.rank_of(ins[0])
+  if rank is not None:
+    ctx.check(list(dims) == list(range(rank)), "c3", lambda: f"dimensions "
+              f"{list(dims)} must be [0, ..., {rank - 1}]")
+  c.check_region(ctx, "c4", 0, "computation",
+                 [tu.tensor((), tu.element_type(x)) for x in ins],
+                 [tu.tensor((), tu.element_type(y))])
+
+
+_define_op("stablehlo.map", _verify_map, ("c1", "c2", "c3", "c4"), ("inputs*",),
+           results=("result",), attributes={"dimensions": "i64[]"},
+           regions=("computation",), traits=frozenset({r.DEPRECATED}))
+
+# --- chlo (outside the spec) --------------------------------------------------
+
+_CHLO_UNARY = ("acos", "acosh", "asin", "asinh", "atan", "atanh",
+               "bessel_i1e", "conj", "cosh", "digamma", "erf", "erf_inv",
+               "erfc", "lgamma", "sinh", "square", "tan")
+_CHLO_PREDICATES = ("is_inf", "is_neg_inf", "is_pos_inf")
+_CHLO_BINARY = ("next_after", "polygamma", "zeta", "mulhi")
+_CHLO_BROADCAST = ("broadcast_add", "broadcast_and", "broadcast_atan2",
+                   "broadcast_complex", "broadcast_compare",
+                   "broadcast_divide", "broadcast_maximum",
+                   "broadcast_minimum", "broadcast_multiply",
+                   "broadcast_next_after", "broadcast_or",
+                   "broadcast_polygamma", "broadcast_power",
+                   "broadcast_remainder", "broadcast_select",
+                   "broadcast_shift_left", "broadcast_shift_right_arithmetic",
+                   "broadcast_shift_right_logical", "broadcast_subtract",
+                   "broadcast_xor", "broadcast_zeta")
+
+
+def _chlo_same_type(ctx):
+  for i, x in enumerate(ctx.operand_types):
+    c.same_types(ctx, [x], ctx.result_types[:1], f"operand #{i} and result")
+
+
+def _chlo_predicate(ctx):
+  x, y = ctx.operand_types[0], ctx.result_types[0]
+  c.check_tensor(ctx, x, "operand", "float")
+  c.check_tensor(ctx, y, "result", "bool")
+  c.same_shape(ctx, ctx.short + "_schema", [x, y], ["operand", "result"])
+
+
+for _n in _CHLO_UNARY:
+  _define_chlo_op("chlo." + _n, _chlo_same_type, operands=("operand",),
+                  results=("result",), traits=frozenset({r.ELEMENTWISE}),
+                  infer=lambda ctx: [ctx.operand_types[0]])
+for _n in _CHLO_PREDICATES:
+  _define_chlo_op("chlo." + _n, _chlo_predicate, operands=("operand",),
+                  results=("result",), traits=frozenset({r.ELEMENTWISE}))
+for _n in _CHLO_BINARY:
+  _define_chlo_op("chlo." + _n, _chlo_same_type, operands=("lhs", "rhs"),
+                  results=("result",), traits=frozenset({r.ELEMENTWISE}),
+                  infer=lambda ctx: [ctx.operand_types[0]])
+for _n in _CHLO_BROADCAST:
+  _define_chlo_op("chlo." + _n, None, operands=None, results=("result",),
+                  attributes={"broadcast_dimensions?": "i64[]"})
+_define_chlo_op("chlo.constant_like", None, operands=("operand",),
+                results=("result",), attributes={"value": "attr"})

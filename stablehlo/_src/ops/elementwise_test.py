@@ -4,7 +4,8 @@ import pytest
 
 from stablehlo._src.ops import elementwise
 from stablehlo._src.ops import testing as tt
-from stablehlo._src.ops.testing import T, enum, i32, op, quant
+from stablehlo._src.ops.testing import T, enum, i32, i64s, op, quant
+from stablehlo._src.ops.testing import region
 
 Q = quant("i8", "f32", (0.5,))
 Q2 = quant("i8", "f32", (0.25,))
@@ -170,3 +171,31 @@ def test_bitcast_convert(src, dst, cid):
     ok(o)
   else:
     bad(o, f"bitcast_convert_{cid}")
+
+
+def check(o, cid):
+  if cid is None:
+    ok(o)
+  else:
+    msg = tt.error_of(o)
+    assert msg is not None and cid in msg, msg
+
+
+def test_map():
+  comp = region([T("f32"), T("f32")], [T("f32")])
+  check(op("stablehlo.map", [T("2xf32"), T("2xf32")], [T("2xf32")],
+           regions=[comp], dimensions=i64s(0)), None)
+  check(op("stablehlo.map", [T("2xf32"), T("3xf32")], [T("2xf32")],
+           regions=[comp], dimensions=i64s(0)), "map_c1")
+  check(op("stablehlo.map", [], [T("2xf32")],
+           regions=[comp], dimensions=i64s(0)), "map_c2")
+  check(op("stablehlo.map", [T("2xf32"), T("2xf32")], [T("2xf32")],
+           regions=[comp], dimensions=i64s(1)), "map_c3")
+  check(op("stablehlo.map", [T("2xf32"), T("2xf32")], [T("2xi32")],
+           regions=[comp], dimensions=i64s(0)), "map_c4")
+
+
+def test_chlo_elementwise():
+  check(op("chlo.erf", [T("2xf32")], [T("2xf32")]), None)
+  check(op("chlo.erf", [T("2xf32")], [T("3xf32")]), "chlo.erf_schema")
+  check(op("chlo.mulhi", [T("2xi8"), T("2xi8")], [T("2xi8")]), None)

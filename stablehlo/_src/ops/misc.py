@@ -1,5 +1,5 @@
-"""The remaining spec ops: constant, rng, tuples, custom_call and
-composite."""
+"""The remaining spec ops: constant (and chlo.constant), rng, tuples,
+custom_call and composite."""
 
 from __future__ import annotations
 
@@ -34,6 +34,9 @@ def _verify_constant(ctx):
 r.define_op("stablehlo.constant", _verify_constant, ("c1",), (),
             results=("output",), attributes={"value": "elements"},
             infer=lambda ctx: [ctx.attr("value").type])
+
+r.define_op("chlo.constant", None, operands=(), results=("output",),
+            attributes={"value": "elements"}, spec=False)
 
 # --- rng ---------------------------------------------------------------------------------
 

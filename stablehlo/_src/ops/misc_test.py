@@ -155,10 +155,7 @@ def test_func_dialect():
     verify.verify_module(m)
 
 
-def test_chlo_ml_program_check_ops():
-  check(op("chlo.erf", [T("2xf32")], [T("2xf32")]), None)
-  check(op("chlo.erf", [T("2xf32")], [T("3xf32")]), "chlo.erf_schema")
-  check(op("chlo.mulhi", [T("2xi8"), T("2xi8")], [T("2xi8")]), None)
+def test_ml_program_check_ops():
   check(op("check.expect_eq", [T("2xf32"), T("2xf32")], []), None)
   check(op("check.expect_eq", [T("2xf32"), T("2xi32")], []),
         "check.expect_eq_schema")

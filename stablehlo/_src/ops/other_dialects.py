@@ -1,6 +1,9 @@
-"""Ops outside StableHLO that StableHLO programs use: builtin, func, chlo
-(the ops JAX emits), ml_program (stateful globals), and the test dialects of
-the conformance corpora (check.*, interpreter.*)."""
+"""Ops outside StableHLO that StableHLO programs use: builtin, func,
+ml_program (stateful globals), and the test dialects of the conformance
+corpora (check.*, interpreter.probe / print). The interpreter runs them in
+`program` and `checks`, not in a kernel family. The chlo ops (the ops JAX
+emits) and interpreter.run_parallel are defined with the family whose
+kernels run them."""
 
 from __future__ import annotations
 
@@ -15,13 +18,6 @@ from stablehlo._src.ops import typeutil as tu
 
 # This family's defaults for `registry.define_op`.
 _define_op = functools.partial(r.define_op, results=None, spec=False)
-
-
-def _same_types(ctx, xs, ys, what):
-  ctx.check(len(xs) == len(ys) and all(
-      tu.types_compatible(p, q) for p, q in zip(xs, ys)), ctx.short +
-            "_schema", lambda: f"{what}: {tu.fmt_types(xs)} vs "
-            f"{tu.fmt_types(ys)}")
 
 
 # --- builtin ------------------------------------------------------------------------
@@ -44,7 +40,7 @@ def _verify_func(ctx):
   if not ctx.op.regions or not ctx.op.regions[0].blocks:
     return  # a declaration
   args = [v.type for v in ctx.op.regions[0].blocks[0].arguments]
-  _same_types(ctx, args, ft.inputs, "entry block arguments must match the "
+  c.same_types(ctx, args, ft.inputs, "entry block arguments must match the "
               "function inputs")
 
 
@@ -63,7 +59,7 @@ def _verify_func_return(ctx):
     return
   ft = fn.attr("function_type")
   if isinstance(ft, a.TypeAttr) and isinstance(ft.value, t.FunctionType):
-    _same_types(ctx, ctx.operand_types, ft.value.results,
+    c.same_types(ctx, ctx.operand_types, ft.value.results,
                 "returned types must match the function results")
 
 
@@ -80,76 +76,13 @@ def _verify_call(ctx):
             "defined")
   ft = misc.function_type(fn)
   if ft is not None and ft.results is not None:
-    _same_types(ctx, ctx.operand_types, ft.inputs, f"operands of @{callee}")
+    c.same_types(ctx, ctx.operand_types, ft.inputs, f"operands of @{callee}")
     if fn.attr("function_type") is not None:
-      _same_types(ctx, ctx.result_types, ft.results, f"results of @{callee}")
+      c.same_types(ctx, ctx.result_types, ft.results, f"results of @{callee}")
 
 
 _define_op("func.call", _verify_call, operands=("operands*",),
            results=("results*",), attributes={"callee": "symbol"})
-
-# --- chlo ----------------------------------------------------------------------------
-
-_CHLO_UNARY = ("acos", "acosh", "asin", "asinh", "atan", "atanh",
-               "bessel_i1e", "conj", "cosh", "digamma", "erf", "erf_inv",
-               "erfc", "lgamma", "sinh", "square", "tan")
-_CHLO_PREDICATES = ("is_inf", "is_neg_inf", "is_pos_inf")
-_CHLO_BINARY = ("next_after", "polygamma", "zeta", "mulhi")
-_CHLO_BROADCAST = ("broadcast_add", "broadcast_and", "broadcast_atan2",
-                   "broadcast_complex", "broadcast_compare",
-                   "broadcast_divide", "broadcast_maximum",
-                   "broadcast_minimum", "broadcast_multiply",
-                   "broadcast_next_after", "broadcast_or",
-                   "broadcast_polygamma", "broadcast_power",
-                   "broadcast_remainder", "broadcast_select",
-                   "broadcast_shift_left", "broadcast_shift_right_arithmetic",
-                   "broadcast_shift_right_logical", "broadcast_subtract",
-                   "broadcast_xor", "broadcast_zeta")
-
-
-def _chlo_same_type(ctx):
-  for i, x in enumerate(ctx.operand_types):
-    _same_types(ctx, [x], ctx.result_types[:1], f"operand #{i} and result")
-
-
-def _chlo_predicate(ctx):
-  x, y = ctx.operand_types[0], ctx.result_types[0]
-  c.check_tensor(ctx, x, "operand", "float")
-  c.check_tensor(ctx, y, "result", "bool")
-  c.same_shape(ctx, ctx.short + "_schema", [x, y], ["operand", "result"])
-
-
-for _n in _CHLO_UNARY:
-  _define_op("chlo." + _n, _chlo_same_type, operands=("operand",),
-             results=("result",), traits=frozenset({r.ELEMENTWISE}),
-             infer=lambda ctx: [ctx.operand_types[0]])
-for _n in _CHLO_PREDICATES:
-  _define_op("chlo." + _n, _chlo_predicate, operands=("operand",),
-             results=("result",), traits=frozenset({r.ELEMENTWISE}))
-for _n in _CHLO_BINARY:
-  _define_op("chlo." + _n, _chlo_same_type, operands=("lhs", "rhs"),
-             results=("result",), traits=frozenset({r.ELEMENTWISE}),
-             infer=lambda ctx: [ctx.operand_types[0]])
-for _n in _CHLO_BROADCAST:
-  _define_op("chlo." + _n, None, operands=None, results=("result",),
-             attributes={"broadcast_dimensions?": "i64[]"})
-_define_op("chlo.constant", None, operands=(), results=("output",),
-           attributes={"value": "elements"})
-_define_op("chlo.constant_like", None, operands=("operand",),
-           results=("result",), attributes={"value": "attr"})
-
-
-def _verify_scan(ctx):
-  dim = ctx.int("dimension")
-  ins = ctx.operand_types
-  if ins:
-    rank = tu.rank_of(ins[0])
-    c.check_axes(ctx, "chlo.scan_schema", "dimension", (dim,), rank)
-
-
-_define_op("chlo.scan", _verify_scan, operands=("inputs*",),
-           results=("results*",), attributes={"dimension": "i64"},
-           regions=("body",))
 
 # --- ml_program -----------------------------------------------------------------------
 
@@ -180,13 +113,13 @@ def _verify_global(ctx):
 def _verify_global_load(ctx):
   gt = _global_type(ctx)
   if gt is not None:
-    _same_types(ctx, ctx.result_types, [gt], "loaded type")
+    c.same_types(ctx, ctx.result_types, [gt], "loaded type")
 
 
 def _verify_global_store(ctx):
   gt = _global_type(ctx)
   if gt is not None:
-    _same_types(ctx, ctx.operand_types, [gt], "stored type")
+    c.same_types(ctx, ctx.operand_types, [gt], "stored type")
 
 
 _define_op("ml_program.global", _verify_global, operands=(), results=(),
@@ -234,10 +167,6 @@ for _n in ("expect_eq_const", "expect_almost_eq_const"):
              traits=_SIDE)
 _define_op("check.expect_serialized_eq", None, operands=("operand",),
            results=(), attributes={"probe_id": "str", "iteration?": "i32"},
-           traits=_SIDE)
-_define_op("interpreter.run_parallel", None, operands=("inputs*",),
-           results=("results*",), attributes={"programs": "array",
-                                              "infeed?": "array"},
            traits=_SIDE)
 _define_op("interpreter.probe", None, operands=("operand",),
            results=("result",), attributes={"probe_id": "str"}, traits=_SIDE,
