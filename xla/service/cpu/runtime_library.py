@@ -81,6 +81,11 @@ def declare(module: ir.Module, name: str) -> ir.Function:
   return fn
 
 
+def host_vector_bits() -> int:
+  """The vector width routines aim at (the host's, as kernels do)."""
+  return jit_lib.host_target_info().vector_bits
+
+
 def routine_text(name: str) -> str:
   """The LLVM IR of routine `name` in a module of its own."""
   r = _ROUTINES[name]

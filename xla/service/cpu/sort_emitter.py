@@ -32,6 +32,7 @@ topk_rewriter.py (sort + slices -> topk).
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Callable
 
@@ -42,6 +43,7 @@ from xla import primitive_util
 from xla.service.cpu import elemental_ir_emitter as elemental
 from xla.service.cpu import kernel_api
 from xla.service.cpu import op_emitter_util as u
+from xla.service.cpu import runtime_library
 from xla.xla_data import PrimitiveType
 
 I1, I8, I32, I64 = u.I1, u.I8, u.I32, u.I64
@@ -390,7 +392,7 @@ def emit_topk(ctx: kernel_api.KernelContext, instr) -> kernel_api.KernelSpec:
   rows = math.prod(dims[:-1])
   key = _topk_key(et)
   select = key is not None and k <= SELECT_MAX_K
-  ka = u.KernelArgs(ctx, instr, f"topk_{instr.name}", optsize=not select)
+  ka = u.KernelArgs(ctx, instr, f"topk_{instr.name}", optsize=True)
   b = ka.b
   if rows == 0 or k == 0:
     b.ret_void()
@@ -402,7 +404,15 @@ def emit_topk(ctx: kernel_api.KernelContext, instr) -> kernel_api.KernelSpec:
     raise support.InvalidArgumentError(
         f"topk {instr.name}: indices must be integers")
   if select:
-    _emit_topk_select(ctx, ka, key, n, k, largest, idx_ty)
+    kt, signed, is_float = key
+    name = _select_routine_name(kt.width, signed, is_float, largest,
+                                idx_ty.width)
+    fn = runtime_library.declare(b.module, name)
+    b.call(fn, [b.bitcast(ka.operands[0], kt.as_pointer()),
+                b.bitcast(ka.results[0], kt.as_pointer()),
+                b.bitcast(ka.results[1], idx_ty.as_pointer()),
+                ka.begin, ka.end, u.i64(n), u.i64(k)])
+    b.ret_void()
     return kernel_api.KernelSpec(ka.fn.name, rows, cost=rows * (2 * n + k * k))
   cmp = _native_less(et, largest)
   src = ka.operands[0]
@@ -438,10 +448,23 @@ def _store_index(b, p, idx_ty, ptr):
   b.store(p, ptr)
 
 
-def _emit_topk_select(ctx, ka: u.KernelArgs, key, n, k, largest,
-                      idx_ty) -> None:
-  """Per row: the k best elements by insertion into a sorted list of k
-  (key, position) pairs, best first, scanning the row once in order.
+def _select_routine_name(width: int, signed: bool, is_float: bool,
+                         largest: bool, idx_width: int) -> str:
+  kind = "f" if is_float else ("s" if signed else "u")
+  order = "largest" if largest else "smallest"
+  return (f"{runtime_library.PREFIX}topk_{kind}{width}_{order}_"
+          f"i{idx_width}")
+
+
+def _build_topk_select(fn: ir.Function, width: int, signed: bool,
+                       is_float: bool, largest: bool) -> None:
+  """topk(src, out_keys, out_idx, row_begin, row_end, n, k), k <=
+  SELECT_MAX_K: per row, the k best elements by insertion into a sorted
+  list of k (key, position) pairs, best first, scanning the row once in
+  order. Elements are handled as their stored bits (`out_keys` receives
+  them unchanged); floats compare by their totalOrder key. A library
+  routine (runtime_library.py): n and k are arguments, so every program's
+  top-k shares one compiled scan.
 
   An element enters when it beats the list's last (k-th) key strictly, and
   goes after every entry it does not beat, so equal keys keep index order
@@ -449,16 +472,18 @@ def _emit_topk_select(ctx, ka: u.KernelArgs, key, n, k, largest,
   rest of the row is scanned a vector of L keys at a time against the
   k-th key, and only lanes that beat it take the scalar insertion path
   (re-checked, since each insertion raises the bar)."""
-  b = ka.b
-  kt, signed, is_float = key
-  lanes = max(2, min(64, ctx.target.vector_bits // kt.width))
+  src_bits, out_keys, out_idx, row_begin, row_end, n, k = fn.args
+  kt = src_bits.type.pointee
+  idx_ty = out_idx.type.pointee
+  b = ir.IRBuilder(fn.append_basic_block("entry"))
+  lanes = max(2, min(64, runtime_library.host_vector_bits() // kt.width))
   vt = ir.VectorType(kt, lanes)
-  src_bits = b.bitcast(ka.operands[0], kt.as_pointer())
-  keys = u.entry_alloca(b, kt, k, name="topk_keys")
-  pos = u.entry_alloca(b, I32, k, name="topk_pos")
+  keys = u.entry_alloca(b, kt, SELECT_MAX_K, name="topk_keys")
+  pos = u.entry_alloca(b, I32, SELECT_MAX_K, name="topk_pos")
   thr = u.entry_alloca(b, kt, name="topk_thr")
   jslot = u.entry_alloca(b, I64, name="topk_j")
   op = ">" if largest else "<"
+  last = b.sub(k, u.i64(1))
 
   def better(bb, x, y):
     if signed:
@@ -468,11 +493,11 @@ def _emit_topk_select(ctx, ka: u.KernelArgs, key, n, k, largest,
   def insert(kv, i, start):
     """Shifts the entries [.., start) that kv beats down by one and puts
     (kv, i) in the gap (entry `start` is overwritten)."""
-    fn = b.function
-    cond = fn.append_basic_block("ins.cond")
-    test = fn.append_basic_block("ins.test")
-    body = fn.append_basic_block("ins.body")
-    done = fn.append_basic_block("ins.end")
+    fn_ = b.function
+    cond = fn_.append_basic_block("ins.cond")
+    test = fn_.append_basic_block("ins.test")
+    body = fn_.append_basic_block("ins.body")
+    done = fn_.append_basic_block("ins.end")
     b.store(start, jslot)
     b.branch(cond)
     b.position_at_end(cond)
@@ -496,62 +521,88 @@ def _emit_topk_select(ctx, ka: u.KernelArgs, key, n, k, largest,
     """Offers element i of the row to the full list."""
     kv = _key(b, b.load(b.gep(src_bits, [b.add(base, i)])), is_float)
     with b.if_then(better(b, kv, b.load(thr))):
-      insert(kv, i, u.i64(k - 1))
-      b.store(b.load(b.gep(keys, [u.i64(k - 1)])), thr)
+      insert(kv, i, last)
+      b.store(b.load(b.gep(keys, [last])), thr)
 
-  # Static bounds: the scalar head runs up to a multiple of L, full vectors
+  # The scalar head runs up to a multiple of L (at least k), full vectors
   # to the last multiple of L, then a scalar tail.
-  head_end = min(-(-k // lanes) * lanes, n)
-  vec_end = (n // lanes) * lanes
-  n_vec = max(0, (vec_end - head_end) // lanes)
-  tail_start = head_end + n_vec * lanes
+  lanes_c = u.i64(lanes)
+  head_end = b.mul(b.udiv(b.add(k, u.i64(lanes - 1)), lanes_c), lanes_c)
+  head_end = b.select(b.icmp_unsigned("<", head_end, n), head_end, n)
+  vec_end = b.mul(b.udiv(n, lanes_c), lanes_c)
+  has_vec = b.icmp_unsigned(">", vec_end, head_end)
+  n_vec = b.select(has_vec, b.udiv(b.sub(vec_end, head_end), lanes_c),
+                   u.i64(0))
+  tail_start = b.add(head_end, b.mul(n_vec, lanes_c))
+  mask_ty = ir.IntType(lanes)
 
-  with u.for_range(b, ka.begin, ka.end, "row") as row:
-    base = b.mul(row, u.i64(n))
+  with u.for_range(b, row_begin, row_end, "row") as row:
+    base = b.mul(row, n)
     with u.for_range(b, 0, k, "fill") as i:
       kv = _key(b, b.load(b.gep(src_bits, [b.add(base, i)])), is_float)
       insert(kv, i, i)
-    b.store(b.load(b.gep(keys, [u.i64(k - 1)])), thr)
-    if head_end > k:
-      with u.for_range(b, k, head_end, "head") as i:
-        step(base, i)
-    if n_vec:
-      mask_ty = ir.IntType(lanes)
-      with u.for_range(b, 0, n_vec, "vec") as c:
-        i0 = b.add(b.mul(c, u.i64(lanes)), u.i64(head_end))
-        vp = b.bitcast(b.gep(src_bits, [b.add(base, i0)]), vt.as_pointer())
-        kvec = _key(b, b.load(vp, align=kt.width // 8), is_float)
-        t = b.load(thr)
-        tv = b.insert_element(ir.Constant(vt, ir.Undefined), t, u.I32(0))
-        tv = b.shuffle_vector(tv, ir.Constant(vt, ir.Undefined),
-                              ir.Constant(ir.VectorType(I32, lanes), 0))
-        mask = b.bitcast(better(b, kvec, tv), mask_ty)
-        with b.if_then(b.icmp_unsigned("!=", mask, ir.Constant(mask_ty, 0))):
-          fn = b.function
-          pre = b.block
-          cond = fn.append_basic_block("lane.cond")
-          body = fn.append_basic_block("lane.body")
-          done = fn.append_basic_block("lane.end")
-          b.branch(cond)
-          b.position_at_end(cond)
-          m = b.phi(mask_ty, name="lanes")
-          m.add_incoming(mask, pre)
-          b.cbranch(b.icmp_unsigned("!=", m, ir.Constant(mask_ty, 0)), body,
-                    done)
-          b.position_at_end(body)
-          lane = b.cttz(m, ir.Constant(ir.IntType(1), 1))
-          step(base, b.add(i0, b.zext(lane, I64)))
-          m.add_incoming(b.and_(m, b.sub(m, ir.Constant(mask_ty, 1))),
-                         b.block)
-          b.branch(cond)
-          b.position_at_end(done)
-    if tail_start < n:
-      with u.for_range(b, tail_start, n, "tail") as i:
-        step(base, i)
-    out_base = b.mul(row, u.i64(k))
+    b.store(b.load(b.gep(keys, [last])), thr)
+    with u.for_range(b, k, head_end, "head") as i:
+      step(base, i)
+    with u.for_range(b, 0, n_vec, "vec") as c:
+      i0 = b.add(b.mul(c, lanes_c), head_end)
+      vp = b.bitcast(b.gep(src_bits, [b.add(base, i0)]), vt.as_pointer())
+      kvec = _key(b, b.load(vp, align=kt.width // 8), is_float)
+      t = b.load(thr)
+      tv = b.insert_element(ir.Constant(vt, ir.Undefined), t, u.I32(0))
+      tv = b.shuffle_vector(tv, ir.Constant(vt, ir.Undefined),
+                            ir.Constant(ir.VectorType(I32, lanes), 0))
+      mask = b.bitcast(better(b, kvec, tv), mask_ty)
+      with b.if_then(b.icmp_unsigned("!=", mask, ir.Constant(mask_ty, 0))):
+        fn_ = b.function
+        pre = b.block
+        cond = fn_.append_basic_block("lane.cond")
+        body = fn_.append_basic_block("lane.body")
+        done = fn_.append_basic_block("lane.end")
+        b.branch(cond)
+        b.position_at_end(cond)
+        m = b.phi(mask_ty, name="lanes")
+        m.add_incoming(mask, pre)
+        b.cbranch(b.icmp_unsigned("!=", m, ir.Constant(mask_ty, 0)), body,
+                  done)
+        b.position_at_end(body)
+        lane = b.cttz(m, ir.Constant(ir.IntType(1), 1))
+        step(base, b.add(i0, b.zext(lane, I64)))
+        m.add_incoming(b.and_(m, b.sub(m, ir.Constant(mask_ty, 1))),
+                       b.block)
+        b.branch(cond)
+        b.position_at_end(done)
+    with u.for_range(b, tail_start, n, "tail") as i:
+      step(base, i)
+    out_base = b.mul(row, k)
     with u.for_range(b, 0, k, "out") as j:
       p = b.zext(b.load(b.gep(pos, [j])), I64)
-      b.store(b.load(b.gep(ka.operands[0], [b.add(base, p)])),
-              b.gep(ka.results[0], [b.add(out_base, j)]))
-      _store_index(b, p, idx_ty, b.gep(ka.results[1], [b.add(out_base, j)]))
+      b.store(b.load(b.gep(src_bits, [b.add(base, p)])),
+              b.gep(out_keys, [b.add(out_base, j)]))
+      _store_index(b, p, idx_ty, b.gep(out_idx, [b.add(out_base, j)]))
   b.ret_void()
+
+
+def _register_select_routines() -> None:
+  for width, signed, is_float in ((16, True, True), (32, True, True),
+                                  (64, True, True), (8, True, False),
+                                  (16, True, False), (32, True, False),
+                                  (64, True, False), (8, False, False),
+                                  (16, False, False), (32, False, False),
+                                  (64, False, False)):
+    kt = ir.IntType(width)
+    for largest in (True, False):
+      for idx_width in (32, 64):
+        it = ir.IntType(idx_width)
+        fn_type = ir.FunctionType(ir.VoidType(), [
+            kt.as_pointer(), kt.as_pointer(), it.as_pointer(), I64, I64,
+            I64, I64])
+        runtime_library.routine(
+            _select_routine_name(width, signed, is_float, largest,
+                                 idx_width), fn_type)(
+                functools.partial(_build_topk_select, width=width,
+                                  signed=signed, is_float=is_float,
+                                  largest=largest))
+
+
+_register_select_routines()
