@@ -28,13 +28,11 @@ from typing import Callable, Optional, Sequence
 import support
 from stablehlo import attributes as a
 from stablehlo import ir as core
-from stablehlo import types as t
 from stablehlo.ops import registry
 from xla.hlo.ir import hlo_instruction as hi
 from xla.hlo.ir.hlo_computation import HloComputation
 from xla.hlo.ir.hlo_instruction import HloInstruction
 from xla.hlo.ir.hlo_module import HloModule
-from xla.hlo.ir.hlo_opcode import HloOpcode
 from xla.shape import Shape
 from xla.translate import type_conversion as tc
 from xla.translate.region_util import free_values as free_values

@@ -21,7 +21,6 @@ region that runs again (a while body) just overwrites its entries.
 from __future__ import annotations
 
 import dataclasses
-import sys
 import threading
 import time
 from typing import Any, Callable, Optional

@@ -41,15 +41,6 @@ from stablehlo._src.ops import registry
 from stablehlo._src.ops import typeutil as tu
 import support
 
-# These kernels move storage values and handle quantized types themselves
-# (zeros are the zero point; reductions run the region, whose ops see the
-# quantized types).
-NATIVE_QUANTIZED_OPS = frozenset("stablehlo." + n for n in (
-    "all_gather", "all_reduce", "all_to_all", "reduce_scatter",
-    "collective_permute", "collective_broadcast", "collective_reduce",
-    "send", "recv", "infeed", "outfeed", "cross-replica-sum")) | {
-        "interpreter.run_parallel"}
-
 _STATE_LOCK = threading.Lock()
 # Interpreter -> the Process of plain (non run_parallel) runs.
 _DEFAULT: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()

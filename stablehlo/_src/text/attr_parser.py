@@ -12,7 +12,6 @@ import numpy as np
 from stablehlo._src.ir import attributes as a
 from stablehlo._src.ir import types as t
 from stablehlo._src.text import dense
-from stablehlo._src.text import diagnostics
 from stablehlo._src.text import dialect_attrs
 from stablehlo._src.text import lexer as lx
 from stablehlo._src.text import type_parser

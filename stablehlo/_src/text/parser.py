@@ -3,7 +3,6 @@ values, symbol aliases, resource blocks and the module."""
 
 from __future__ import annotations
 
-import re
 from typing import Optional
 
 from stablehlo._src.ir import attributes as a
@@ -11,11 +10,8 @@ from stablehlo._src.ir import core
 from stablehlo._src.ir import types as t
 from stablehlo._src.text import attr_parser
 from stablehlo._src.text import attr_printer
-from stablehlo._src.text import diagnostics
 from stablehlo._src.text import lexer as lx
 from stablehlo._src.text import op_defaults
-
-_RESULT_GROUP_RE = re.compile(r":([0-9]+)")
 
 # Ops whose regions open a new default dialect for un-prefixed op names.
 DEFAULT_DIALECT = op_defaults.DEFAULT_DIALECT

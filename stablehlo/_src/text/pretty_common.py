@@ -9,7 +9,7 @@ A `PrettyForm` is one op's pair of functions:
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Optional
+from typing import Callable
 
 from stablehlo._src.ir import attributes as a
 from stablehlo._src.ir import core

@@ -1,8 +1,6 @@
 """Tests for the inliner: structure after inlining, and the interpreter gives
 the same results before and after."""
 
-import pytest
-
 from stablehlo._src import interpreter
 from stablehlo._src import text
 from stablehlo._src.transforms import inline

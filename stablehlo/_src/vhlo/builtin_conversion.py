@@ -31,7 +31,6 @@ DIALECT = "builtin"
 _FLOAT_KINDS = {"bf16": "BFloat16Type", "f16": "Float16Type",
                 "f32": "Float32Type", "f64": "Float64Type"}
 _FLOAT_NAMES = {kind: name for name, kind in _FLOAT_KINDS.items()}
-_SIGNEDNESS = {0: "signless", 1: "signed", 2: "unsigned"}
 
 
 def ba(kind: str, *fields) -> tree.Attr:

@@ -23,7 +23,6 @@ from xla import xla_data
 from xla.hlo.ir import hlo_attrs
 from xla.hlo.ir import hlo_opcode
 from xla.hlo.ir import hlo_sharding
-from xla.hlo.ir.hlo_attrs import FusionKind
 from xla.hlo.ir.hlo_computation import HloComputation
 from xla.hlo.ir.hlo_instruction import HloInstruction
 from xla.hlo.ir.hlo_module import BufferDonor
@@ -35,10 +34,6 @@ from xla.hlo.proto import hlo_proto_schema as schema
 from xla.xla_data import PrimitiveType
 
 O = HloOpcode
-_COMMON_FIELDS = frozenset({
-    "name", "opcode", "shape", "metadata", "id", "operand_ids",
-    "control_predecessor_ids", "called_computation_ids", "frontend_attributes",
-    "backend_config", "sharding", "parameter_replication"})
 
 
 def _unknown(msg, what: str) -> None:
