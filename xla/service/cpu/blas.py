@@ -275,7 +275,7 @@ def _pin_built(lib: BlasLibrary) -> dict:
       state[_PIN_GET] = ctypes.cast(lib.get_threads, ctypes.c_void_p).value
       state[_PIN_SET] = ctypes.cast(lib.set_threads, ctypes.c_void_p).value
       jit = jit_lib.CpuJit(1)
-      jit.compile(_PIN_IR)
+      jit.load_cached(_PIN_IR, "blas_pin")
       pin, unpin = (jit.address("xla_cpu_blas_pin"),
                     jit.address("xla_cpu_blas_unpin"))
       fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)

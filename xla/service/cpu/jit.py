@@ -17,9 +17,11 @@ import concurrent.futures
 import ctypes
 import ctypes.util
 import functools
+import hashlib
 import os
 import re
 import struct
+import tempfile
 import threading
 from typing import Optional, Sequence
 
@@ -175,6 +177,81 @@ def _ensure_library(code) -> None:
         f"{', '.join(missing)}")
 
 
+# -- a disk cache for code every process compiles the same ------------------
+#
+# Library routines (runtime_library.py) and the runtime's own native code
+# (the native execute path, interpreter and worker pool) are the same LLVM
+# IR in every process; compiling them cost every process's first compile
+# about 60 ms before any of its own kernels. Their object code is kept on
+# disk, keyed by the IR, the optimisation level, the host CPU and the LLVM
+# version. A file that does not check out (truncated, damaged) is compiled
+# again: the engine does not validate object files and would crash on one.
+
+_CODE_MAGIC = b"XLACPULIB\0"
+
+
+def code_cache_dir() -> Optional[str]:
+  """Where such code is cached: $XLA_CPU_LIBRARY_CACHE, else the user's
+  cache directory (XDG_CACHE_HOME or ~/.cache)/openxla_cpu/library. ""
+  disables the disk cache."""
+  env = os.environ.get("XLA_CPU_LIBRARY_CACHE")
+  if env is not None:
+    return env or None
+  base = os.environ.get("XDG_CACHE_HOME") or os.path.join(
+      os.path.expanduser("~"), ".cache")
+  return os.path.join(base, "openxla_cpu", "library")
+
+
+def _code_key(text: str, opt_level: int) -> str:
+  info = host_target_info()
+  h = hashlib.sha256()
+  for part in (text, str(opt_level), info.cpu_name, info.features,
+               ".".join(map(str, llvm.llvm_version_info))):
+    h.update(part.encode())
+    h.update(b"\0")
+  return h.hexdigest()
+
+
+def _pack_code(data: bytes) -> bytes:
+  return _CODE_MAGIC + hashlib.sha256(data).digest() + data
+
+
+def _unpack_code(blob: Optional[bytes]) -> Optional[bytes]:
+  if not blob or not blob.startswith(_CODE_MAGIC):
+    return None
+  digest = blob[len(_CODE_MAGIC):len(_CODE_MAGIC) + 32]
+  data = blob[len(_CODE_MAGIC) + 32:]
+  return data if data and hashlib.sha256(data).digest() == digest else None
+
+
+def cached_object_code(text: str, opt_level: int, name: str) -> bytes:
+  """The object code of module `text` at `opt_level`, from the disk cache
+  when it is there (`name` names the file), else compiled (and stored)."""
+  directory = code_cache_dir()
+  path = None
+  if directory:
+    path = os.path.join(directory, f"{name}-{_code_key(text, opt_level)}.o")
+    try:
+      with open(path, "rb") as f:
+        data = _unpack_code(f.read())
+      if data is not None:
+        return data
+    except OSError:
+      pass
+  data = compile_objects_text(text, opt_level)
+  if path:
+    try:
+      os.makedirs(directory, exist_ok=True)
+      fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
+      with os.fdopen(fd, "wb") as f:
+        f.write(_pack_code(data))
+      os.replace(tmp, path)
+    except OSError as e:
+      from support import log  # pylint: disable=g-import-not-at-top
+      log.warning("CPU code cache: cannot write %s: %s", directory, e)
+  return data
+
+
 class CpuJit:
   """Compiles llvmlite modules for the host and hands out function addresses."""
 
@@ -186,6 +263,12 @@ class CpuJit:
     self._engine = llvm.create_mcjit_compiler(backing, self._tm)
     self._modules: list = []
     self._lock = threading.Lock()
+
+  def load_cached(self, module: ir.Module | str, name: str) -> None:
+    """Loads `module` (code that is the same in every process: the
+    runtime's native helpers) through the disk code cache."""
+    self.load_object_code(cached_object_code(str(module), self._opt_level,
+                                             name))
 
   def compile(self, module: ir.Module | str) -> "llvm.ModuleRef":
     """Parses, verifies, optimizes and loads `module` (IR object or text)."""

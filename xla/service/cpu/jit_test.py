@@ -403,3 +403,29 @@ def test_streaming_compile_whole_module_cases(threads):
   for n in names:
     want = 9 if n == "k_state" else _expected(n, 4)
     assert _call(engine, n, 4, stream.aliases) == want
+
+
+def test_load_cached_compiles_once_across_engines(tmp_path, monkeypatch):
+  # Code that is the same in every process (the runtime's native helpers)
+  # is compiled once and then loaded from the disk cache.
+  monkeypatch.setenv("XLA_CPU_LIBRARY_CACHE", str(tmp_path))
+  compiles = []
+  real = jit.compile_objects_text
+  monkeypatch.setattr(jit, "compile_objects_text",
+                      lambda text, *a: compiles.append(text) or real(text, *a))
+  text = str(_module(2, with_pair=False))
+  for _ in range(2):
+    engine = jit.CpuJit(1)
+    engine.load_cached(text, "helpers")
+    assert _call(engine, "k1", 3) == _expected("k1", 3)
+  assert len(compiles) == 1
+  (entry,) = os.listdir(tmp_path)
+  assert entry.startswith("helpers-")
+  # A damaged entry is compiled again, not loaded.
+  with open(tmp_path / entry, "r+b") as f:
+    f.seek(60)
+    f.write(b"\xff\xff\xff\xff")
+  engine = jit.CpuJit(1)
+  engine.load_cached(text, "helpers")
+  assert _call(engine, "k0", 3) == _expected("k0", 3)
+  assert len(compiles) == 2

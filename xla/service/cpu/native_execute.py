@@ -195,7 +195,7 @@ def _built() -> dict[str, Any]:
       from xla.service.cpu import jit as jit_lib  # pylint: disable=g-import-not-at-top
       # O1: a dispatch loop around calls, nothing to vectorise.
       jit = jit_lib.CpuJit(1)
-      jit.compile(_IR)
+      jit.load_cached(_IR, "native_execute")
       _BUILT["jit"] = jit
       _BUILT["xla_cpu_execute"] = jit.address("xla_cpu_execute")
     return _BUILT

@@ -319,7 +319,7 @@ def _functions():
       module = ir.Module(name="xla_cpu_pool")
       emit(module)
       jit = jit_lib.CpuJit(0)  # spin loops and atomics: O0 is as good
-      jit.compile(module)
+      jit.load_cached(module, "native_pool")
       run_addr = jit.address("xla_cpu_pool_run")
       _COMPILED.extend([jit, run_addr, RUN_CFUNC(run_addr),
                         WORKER_CFUNC(jit.address("xla_cpu_pool_worker"))])

@@ -210,7 +210,7 @@ def runner():
       # costs ~100 ms of every process's first compile for nothing
       # measurable.
       jit = jit_lib.CpuJit(0)
-      jit.compile(module)
+      jit.load_cached(module, "native_runner")
       cfn = ctypes.CFUNCTYPE(
           None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
           ctypes.c_void_p)(jit.address("xla_cpu_run_program"))

@@ -14,26 +14,20 @@ call `declare(module, name)`. When a program's kernels are loaded,
 `ensure(names)` makes sure each routine they declare is compiled and its
 address known to LLVM's symbol resolver (`kernel_api.register_symbol`).
 Routines are compiled at most once per process; their object code is also
-kept in a disk cache (see `cache_dir`), keyed by the routine's IR, the
-host CPU and the LLVM version, so a new process loads it instead of
-compiling it again. A routine whose object cannot be cached or loaded is
-simply compiled.
+kept in a disk cache (jit.cached_object_code), keyed by the routine's IR,
+the host CPU and the LLVM version, so a new process loads it instead of
+compiling it again.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import os
-import tempfile
 import threading
 from typing import Callable, Optional, Sequence
 
-from llvmlite import binding as llvm
 from llvmlite import ir
 
 import support
-from support import log
 from xla.service.cpu import jit as jit_lib
 from xla.service.cpu import kernel_api
 
@@ -101,77 +95,8 @@ def routine_text(name: str) -> str:
 
 
 def cache_dir() -> Optional[str]:
-  """Where routines' object code is cached: $XLA_CPU_LIBRARY_CACHE, else
-  the user's cache directory (XDG_CACHE_HOME or ~/.cache)/openxla_cpu/
-  library. "" disables the disk cache."""
-  env = os.environ.get("XLA_CPU_LIBRARY_CACHE")
-  if env is not None:
-    return env or None
-  base = os.environ.get("XDG_CACHE_HOME") or os.path.join(
-      os.path.expanduser("~"), ".cache")
-  return os.path.join(base, "openxla_cpu", "library")
-
-
-def _key(text: str) -> str:
-  info = jit_lib.host_target_info()
-  h = hashlib.sha256()
-  for part in (text, info.cpu_name, info.features,
-               ".".join(map(str, llvm.llvm_version_info))):
-    h.update(part.encode())
-    h.update(b"\0")
-  return h.hexdigest()
-
-
-def _read(path: str) -> Optional[bytes]:
-  try:
-    with open(path, "rb") as f:
-      return f.read()
-  except OSError:
-    return None
-
-
-def _write(directory: str, path: str, data: bytes) -> None:
-  try:
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
-    with os.fdopen(fd, "wb") as f:
-      f.write(data)
-    os.replace(tmp, path)
-  except OSError as e:
-    log.warning("CPU library cache: cannot write %s: %s", directory, e)
-
-
-# A cache file: this magic, the SHA-256 of the object code, the code. A
-# file that does not check out (truncated, damaged) is compiled again: the
-# engine does not validate object files and would crash on one.
-_MAGIC = b"XLACPULIB\0"
-
-
-def _pack(data: bytes) -> bytes:
-  return _MAGIC + hashlib.sha256(data).digest() + data
-
-
-def _unpack(blob: Optional[bytes]) -> Optional[bytes]:
-  if not blob or not blob.startswith(_MAGIC):
-    return None
-  digest = blob[len(_MAGIC):len(_MAGIC) + 32]
-  data = blob[len(_MAGIC) + 32:]
-  return data if data and hashlib.sha256(data).digest() == digest else None
-
-
-def _object_code(name: str) -> bytes:
-  text = routine_text(name)
-  directory = cache_dir()
-  path = None
-  if directory:
-    path = os.path.join(directory, f"{name}-{_key(text)}.o")
-    data = _unpack(_read(path))
-    if data is not None:
-      return data
-  data = jit_lib.compile_objects_text(text)
-  if path:
-    _write(directory, path, _pack(data))
-  return data
+  """Where routines' object code is cached (jit.code_cache_dir)."""
+  return jit_lib.code_cache_dir()
 
 
 def ensure(names: Sequence[str]) -> None:
@@ -183,7 +108,7 @@ def ensure(names: Sequence[str]) -> None:
     if not missing:
       return
     for name in missing:
-      data = _object_code(name)
+      data = jit_lib.cached_object_code(routine_text(name), 3, name)
       engine = jit_lib.CpuJit(3)
       engine.load_object_code(data, library=True)
       address = engine.address(name)

@@ -98,7 +98,7 @@ def test_a_new_process_loads_the_routine_from_the_disk_cache(fresh):
 
 def test_a_damaged_cache_entry_is_compiled_again(fresh):
   cache, _ = fresh
-  key = rl._key(rl.routine_text(NAME))  # pylint: disable=protected-access
+  key = jit._code_key(rl.routine_text(NAME), 3)  # pylint: disable=protected-access
   with open(os.path.join(cache, f"{NAME}-{key}.o"), "wb") as f:
     f.write(b"not an object file")
   engine = jit.CpuJit()
