@@ -33,6 +33,7 @@ from xla.hlo.ir import hlo_instruction as hi
 from xla.hlo.ir.hlo_computation import HloComputation
 from xla.hlo.ir.hlo_instruction import HloInstruction
 from xla.hlo.ir.hlo_module import HloModule
+from xla.hlo.ir.hlo_opcode import HloOpcode
 from xla.shape import Shape
 from xla.translate import type_conversion as tc
 from xla.translate.region_util import free_values as free_values
