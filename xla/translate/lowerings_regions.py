@@ -185,6 +185,10 @@ def _composite(imp, op):
 @_register("stablehlo.custom_call")
 def _custom_call(imp, op):
   target = op.attr("call_target_name").value
+  if target == "Sharding" and imp.drops_shardings() and len(
+      op.operands) == 1:
+    # A sharding annotation in a reduction's body: nothing to split.
+    return [imp.operand(op, 0)]
   attrs = {}
   side_effect = bool_attr(op, "has_side_effect") or target.startswith(
       "check.")

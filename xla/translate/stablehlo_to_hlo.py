@@ -15,6 +15,9 @@ public function) into an HloModule:
     order, after the function's arguments) and their final values extra
     outputs; the module's frontend attribute `ml_program.globals` lists
     their names;
+  * shardings (`mhlo.sharding`, Shardy's `sdy.sharding` and sdy ops) become
+    HLO `sharding=` attributes and the SPMD custom calls
+    (`sharding_import.py`), for the SPMD partitioner;
   * each op lowers through the function registered for it in the op
     registry's `hlo_lowering` slot (`lowerings.py`); an op without one raises
     UnimplementedError naming it. CHLO ops must be legalized first
@@ -23,6 +26,7 @@ public function) into an HloModule:
 
 from __future__ import annotations
 
+import contextlib
 from typing import Callable, Optional, Sequence
 
 import support
@@ -35,11 +39,15 @@ from xla.hlo.ir.hlo_instruction import HloInstruction
 from xla.hlo.ir.hlo_module import HloModule
 from xla.hlo.ir.hlo_opcode import HloOpcode
 from xla.shape import Shape
+from xla.translate import sharding_import
 from xla.translate import type_conversion as tc
 from xla.translate.region_util import free_values as free_values
 
 GLOBALS_ATTRIBUTE = "ml_program.globals"
-_TERMINATORS = ("stablehlo.return", "func.return")
+_TERMINATORS = ("stablehlo.return", "func.return", "sdy.return")
+# Attributes that give an op's results shardings (sharding_import.py).
+_SHARDING_ATTRIBUTES = (sharding_import.MHLO_SHARDING,
+                        sharding_import.SDY_SHARDING)
 _MAX_INLINE_DEPTH = 64
 
 
@@ -76,6 +84,10 @@ class Importer:
     self.computation: Optional[HloComputation] = None
     self._entry: Optional[HloComputation] = None
     self.scope: Optional[_Scope] = None
+    # Depths of scalar computations (reduction bodies, ...) and of manual
+    # computations being lowered: shardings inside either are dropped.
+    self._scalar_depth = 0
+    self._manual_depth = 0
 
   # -- helpers used by the lowerings --------------------------------------
 
@@ -113,6 +125,24 @@ class Importer:
       return shapes[0]
     return Shape.tuple_of(shapes)
 
+  def drops_shardings(self) -> bool:
+    """Whether shardings of the ops being lowered are dropped: inside a
+    scalar computation or a manual computation's body there is nothing
+    left to split."""
+    return bool(self._scalar_depth or self._manual_depth)
+
+  def in_manual_computation(self) -> bool:
+    return bool(self._manual_depth)
+
+  @contextlib.contextmanager
+  def manual_computation(self):
+    """Lowers a manual computation's body (see `drops_shardings`)."""
+    self._manual_depth += 1
+    try:
+      yield
+    finally:
+      self._manual_depth -= 1
+
   def lookup_function(self, symbol: a.Attribute) -> core.Operation:
     name = symbol.root if isinstance(symbol, a.SymbolRefAttr) else (
         symbol.value if isinstance(symbol, a.StringAttr) else None)
@@ -148,6 +178,10 @@ class Importer:
       raise support.InternalError(
           f"lowering of {op.name} gave {len(results)} values for "
           f"{len(op.results)} results")
+    attributes = op.attributes
+    if (_SHARDING_ATTRIBUTES[0] in attributes or
+        _SHARDING_ATTRIBUTES[1] in attributes):
+      sharding_import.set_result_shardings(self, op, results)
     for v, instr in zip(op.results, results):
       self.scope.bind(v, instr)
 
@@ -155,10 +189,18 @@ class Importer:
                       args: Sequence[HloInstruction]
                       ) -> list[HloInstruction]:
     """Lowers the body of `fn` into the current computation."""
+    return self.inline_region(fn.regions[0], args)
+
+  def inline_region(self, region: core.Region,
+                    args: Sequence[HloInstruction]
+                    ) -> list[HloInstruction]:
+    """Lowers the entry block of `region`, which sees no values from
+    outside it (a function's body, an IsolatedFromAbove region), into
+    the current computation with `args` for its arguments."""
     if self._inline_depth >= _MAX_INLINE_DEPTH:
       raise support.UnimplementedError(
           "Unimplemented: recursive function calls in HLO import")
-    block = fn.regions[0].entry
+    block = region.entry
     outer = self.scope
     self.scope = _Scope(capture=None)
     self._inline_depth += 1
@@ -205,7 +247,11 @@ class Importer:
         p = comp.add_parameter(hi.create_parameter(
             i, tc.shape(arg.type), name=f"Arg_{i}"))
         self.scope.bind(arg, p)
-      return self.tuple_or_single(self.lower_block(block))
+      self._scalar_depth += 1
+      try:
+        return self.tuple_or_single(self.lower_block(block))
+      finally:
+        self._scalar_depth -= 1
 
     return self._in_new_computation(name, build)
 
@@ -240,10 +286,14 @@ class Importer:
     self.computation = self._entry = comp
     self.scope = _Scope(capture=None)
     block = fn.regions[0].entry
+    arg_attrs = _attribute_dicts(fn.attr("arg_attrs"), len(block.arguments))
     n = 0
-    for arg in block.arguments:
+    for arg, attrs in zip(block.arguments, arg_attrs):
       p = comp.add_parameter(hi.create_parameter(n, tc.shape(arg.type),
                                                  name=f"Arg_{n}"))
+      sharding = sharding_import.entry_sharding(fn, attrs) if attrs else None
+      if sharding is not None:
+        p.sharding = sharding_import.text(sharding)
       self.scope.bind(arg, p)
       n += 1
     global_names = []
@@ -260,15 +310,41 @@ class Importer:
         n += 1
     results = self.lower_block(block)
     outputs = list(results) + [self.globals[g] for g in global_names]
+    shardings = [
+        sharding_import.entry_sharding(fn, attrs) if attrs else None
+        for attrs in _attribute_dicts(fn.attr("res_attrs"), len(results))]
+    shardings += [None] * (len(outputs) - len(shardings))
     if len(outputs) == 1:
       root = outputs[0]
+      if shardings[0] is not None:
+        if root.sharding is not None or root.opcode == HloOpcode.kParameter:
+          # The value keeps its own sharding; the output is a copy.
+          root = self.add(hi.create_unary(root.shape, HloOpcode.kCopy, root))
+        root.sharding = sharding_import.text(shardings[0])
     else:
       root = self.add(hi.create_tuple(outputs))
+      if any(s is not None for s in shardings):
+        # Outputs without a sharding are left to propagation.
+        root.sharding = sharding_import.text(
+            sharding_import.HloSharding.tuple_sharding(
+                [s if s is not None else
+                 sharding_import.HloSharding.unknown() for s in shardings]))
     comp.set_root_instruction(root)
     self.hlo.add_entry_computation(comp)
     if global_names:
       self.hlo.frontend_attributes[GLOBALS_ATTRIBUTE] = ",".join(global_names)
     return self.hlo
+
+
+def _attribute_dicts(attr, count: int) -> list[dict]:
+  """The per-argument (or per-result) attribute dictionaries of a
+  function's `arg_attrs` / `res_attrs`."""
+  out: list[dict] = [{} for _ in range(count)]
+  if isinstance(attr, a.ArrayAttr):
+    for i, entry in enumerate(attr.elements[:count]):
+      if isinstance(entry, a.DictionaryAttr):
+        out[i] = dict(entry.entries)
+  return out
 
 
 def entry_function(module: core.Module, entry: Optional[str] = None

@@ -21,9 +21,11 @@ A leaf that has a sharding only takes another that is more specific (more
 distinct tiles), and ties keep the first candidate (forward before backward,
 operands and users in order), so the result is deterministic and the
 iteration ends. Annotated leaves never change. What is still unknown at the
-end becomes replicated. Entry parameters and the entry root without an
-annotation are replicated unless the module config allows propagation to
-them (`allow_spmd_sharding_propagation_to_parameters` / `_to_output`).
+end becomes replicated. Entry parameters and the entry root's leaves
+without an annotation are replicated unless the module config allows
+propagation to them (`allow_spmd_sharding_propagation_to_parameters` /
+`_to_output`, per parameter / per output leaf); a `{unknown}` leaf of a
+tuple sharding counts as no annotation.
 
 The rules per opcode live in `FORWARD` and `BACKWARD`, tables keyed by
 HloOpcode; an opcode with no rule gets no sharding from propagation and so
@@ -404,15 +406,22 @@ class ShardingPropagation(hlo_pass_interface.HloModulePass):
     instrs = [i for c in comps for i in c.instructions]
     for instr in instrs:
       s = hlo_sharding.of(instr)
-      sh[id(instr)] = leaves_of(s, instr.shape)
-      fixed[id(instr)] = [s is not None] * num_leaves(instr.shape)
+      # `{unknown}` leaves (an entry result without a sharding next to
+      # others with one) are left to propagation, as unannotated ones.
+      leaves = [None if x is not None and x.is_unknown else x
+                for x in leaves_of(s, instr.shape)]
+      sh[id(instr)] = leaves
+      fixed[id(instr)] = [x is not None for x in leaves]
     config = module.config
     for p in entry.parameter_instructions:
       if not _bool_at(config.allow_spmd_sharding_propagation_to_parameters,
                       p.parameter_number):
         self._fix_replicated(p, sh, fixed)
-    if not _bool_at(config.allow_spmd_sharding_propagation_to_output, 0):
-      self._fix_replicated(entry.root_instruction, sh, fixed)
+    root = entry.root_instruction
+    outputs = config.allow_spmd_sharding_propagation_to_output
+    for k in range(num_leaves(root.shape)):
+      if not _bool_at(outputs, k):
+        self._fix_replicated(root, sh, fixed, k)
     # Instructions of shapes with nothing to shard.
     for instr in instrs:
       for k, leaf in enumerate(leaf_shapes(instr.shape)):
@@ -502,9 +511,13 @@ class ShardingPropagation(hlo_pass_interface.HloModulePass):
     return n
 
   @staticmethod
-  def _fix_replicated(instr, sh, fixed) -> None:
+  def _fix_replicated(instr, sh, fixed, leaf: Optional[int] = None) -> None:
+    """Fixes the leaves of `instr` (only leaf `leaf` if given) as they
+    are, replicated where they have no sharding."""
     leaves = sh[id(instr)]
     for k, s in enumerate(leaves):
+      if leaf is not None and k != leaf:
+        continue
       if s is None:
         leaves[k] = HloSharding.replicate()
       fixed[id(instr)][k] = True

@@ -51,6 +51,23 @@ def test_elementwise_forward_and_backward():
   assert sh["q"].is_replicated
 
 
+def test_unknown_output_leaves_propagate_per_output_flag():
+  body = f"""
+  p = f32[8,4] parameter(0), sharding={TILE0}
+  n = f32[8,4] negate(p)
+  e = f32[8,4] exponential(p)
+  a = f32[8,4] abs(p)
+  ROOT t = (f32[8,4], f32[8,4], f32[8,4]) tuple(n, e, a),
+    sharding={{{TILE1}, {{unknown}}, {{unknown}}}}"""
+  sh, _ = _propagate(
+      body, allow_spmd_sharding_propagation_to_output=(False, True, False))
+  root = sh["t"].tuple_elements
+  assert root[0] == _s(TILE1)  # annotated
+  assert root[1] == _s(TILE0)  # left to propagation: from p
+  assert root[2].is_replicated  # not allowed to propagate
+  assert sh["e"] == _s(TILE0)
+
+
 def test_parameters_take_shardings_when_the_config_allows():
   sh, _ = _propagate(f"""
   p = f32[8,4] parameter(0)
