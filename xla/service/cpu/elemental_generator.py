@@ -101,6 +101,22 @@ def memo_keys(instr, index: Index) -> tuple:
   return tuple(keys)
 
 
+# opcode -> the ElementGenerator method that generates it (the indexing and
+# data-movement ops it handles itself), registered where each is defined.
+_HANDLERS: dict = {}
+
+
+def _generates(*opcodes):
+  def register(method):
+    for op in opcodes:
+      if op in _HANDLERS:
+        raise support.InternalError(
+            f"two element generators for {op.value}")
+      _HANDLERS[op] = method
+    return method
+  return register
+
+
 class _Source:
   """An array in memory: a storage-type pointer and its shape."""
 
@@ -223,11 +239,13 @@ class ElementGenerator:
             for o in instr.operands]
     return eie.emit_elementwise(self.b, instr, vals)
 
+  @_generates(O.kCopy)
   def _copy(self, instr, index: Index) -> ir.Value:
     return self.value(instr.operand(0), index)
 
   # -- data movement -----------------------------------------------------------------
 
+  @_generates(O.kBroadcast)
   def _broadcast(self, instr, index: Index) -> ir.Value:
     op = instr.operand(0)
     if not op.shape.dimensions:
@@ -236,6 +254,7 @@ class ElementGenerator:
     return self.value(op, Index(_shape_dims(op),
                                 [multi[d] for d in instr.dimensions]))
 
+  @_generates(O.kReshape, O.kBitcast)
   def _reshape(self, instr, index: Index) -> ir.Value:
     op = instr.operand(0)
     if (primitive_util.bit_width(op.shape.element_type) !=
@@ -248,6 +267,7 @@ class ElementGenerator:
       return self.value(op, index)
     return self.value(op, Index(dims, linear=index.linear(self.b)))
 
+  @_generates(O.kTranspose)
   def _transpose(self, instr, index: Index) -> ir.Value:
     op = instr.operand(0)
     multi = index.multi(self.b)
@@ -257,6 +277,7 @@ class ElementGenerator:
       op_multi[p] = multi[i]
     return self.value(op, Index(_shape_dims(op), op_multi))
 
+  @_generates(O.kSlice)
   def _slice(self, instr, index: Index) -> ir.Value:
     b = self.b
     op = instr.operand(0)
@@ -265,6 +286,7 @@ class ElementGenerator:
                 zip(multi, instr.slice_starts, instr.slice_strides)]
     return self.value(op, Index(_shape_dims(op), op_multi))
 
+  @_generates(O.kReverse)
   def _reverse(self, instr, index: Index) -> ir.Value:
     b = self.b
     op = instr.operand(0)
@@ -295,6 +317,7 @@ class ElementGenerator:
       starts.append(le.clamp_i64(b, v, 0, max(0, dim - size)))
     return starts
 
+  @_generates(O.kDynamicSlice)
   def _dynamic_slice(self, instr, index: Index) -> ir.Value:
     b = self.b
     op = instr.operand(0)
@@ -304,6 +327,7 @@ class ElementGenerator:
     op_multi = [le.add(b, s, m) for s, m in zip(starts, multi)]
     return self.value(op, Index(_shape_dims(op), op_multi))
 
+  @_generates(O.kDynamicUpdateSlice)
   def _dynamic_update_slice(self, instr, index: Index) -> ir.Value:
     b = self.b
     op, upd = instr.operand(0), instr.operand(1)
@@ -326,6 +350,7 @@ class ElementGenerator:
       new = self.value(upd, Index(udims, clamped))
     return b.select(inside, new, base)
 
+  @_generates(O.kPad)
   def _pad(self, instr, index: Index) -> ir.Value:
     b = self.b
     op, pad_value = instr.operand(0), instr.operand(1)
@@ -355,6 +380,7 @@ class ElementGenerator:
     inner = self.value(op, Index(op_dims, op_multi))
     return b.select(valid, inner, pv)
 
+  @_generates(O.kConcatenate)
   def _concatenate(self, instr, index: Index) -> ir.Value:
     b = self.b
     dim = instr.dimensions[0]
@@ -441,6 +467,7 @@ class ElementGenerator:
 
   # -- generated values ----------------------------------------------------------------
 
+  @_generates(O.kIota)
   def _iota(self, instr, index: Index) -> ir.Value:
     b = self.b
     d = instr.iota_dimension
@@ -455,6 +482,7 @@ class ElementGenerator:
       return b.insert_value(out, ir.Constant(re.type, 0.0), 1)
     return ec.convert(b, v, P.S64, et)
 
+  @_generates(O.kConstant)
   def _constant(self, instr, index: Index) -> ir.Value:
     lit = instr.literal
     n = int(np.prod(instr.shape.dimensions, dtype=np.int64))
@@ -468,11 +496,13 @@ class ElementGenerator:
     return eie.load_element(self.b, le.element_ptr(self.b, ptr, index),
                             instr.shape.element_type)
 
+  @_generates(O.kMap)
   def _map(self, instr, index: Index) -> ir.Value:
     vals = [self.value(o, self._operand_index(o, index))
             for o in instr.operands]
     return apply_computation(self.ctx, self.b, instr.to_apply, vals)
 
+  @_generates(O.kReduce)
   def _reduce(self, instr, index: Index) -> ir.Value:
     """A reduce used as a fused producer: loops over its reduced dims."""
     b = self.b
@@ -505,23 +535,6 @@ class ElementGenerator:
     return b.load(acc)
 
 
-_HANDLERS = {
-    O.kCopy: ElementGenerator._copy,
-    O.kBroadcast: ElementGenerator._broadcast,
-    O.kReshape: ElementGenerator._reshape,
-    O.kBitcast: ElementGenerator._reshape,
-    O.kTranspose: ElementGenerator._transpose,
-    O.kSlice: ElementGenerator._slice,
-    O.kReverse: ElementGenerator._reverse,
-    O.kDynamicSlice: ElementGenerator._dynamic_slice,
-    O.kDynamicUpdateSlice: ElementGenerator._dynamic_update_slice,
-    O.kPad: ElementGenerator._pad,
-    O.kConcatenate: ElementGenerator._concatenate,
-    O.kIota: ElementGenerator._iota,
-    O.kConstant: ElementGenerator._constant,
-    O.kMap: ElementGenerator._map,
-    O.kReduce: ElementGenerator._reduce,
-}
 
 
 def opcode_handler(opcode: HloOpcode):
