@@ -301,14 +301,6 @@ class _Lane:
       if error:
         self.plugin.take_error(error)
 
-  def pointer(self, handle: int) -> int:
-    args = self._pointer
-    args.buffer = handle
-    error = self._pointer_fn(self._pointer_p)
-    if error:
-      self.raise_error(error)
-    return args.buffer_pointer
-
   def upload(self, data: int, element_type: int, dims: Any, rank: int
              ) -> int:
     """A buffer handle holding a copy of the dense row-major data at
