@@ -703,6 +703,85 @@ def program_bytes(program: Any, fmt: str | None = None) -> tuple[bytes, str]:
       "portable artifact, a StableHLO module, or an HLO module proto")
 
 
+_KV_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)
+_KV_VALUE_DELETER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_KV_CALLBACK_ERROR = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_int,
+                                      ctypes.c_void_p, ctypes.c_size_t)
+
+
+class _KeyValueCallbacks:
+  """PJRT_Client_Create's key-value store callbacks over a Python store
+  (`get(key, timeout_s) -> bytes`, `put(key, value)`; a support error's
+  code is the callback's error code), as a distributed runtime passes
+  them."""
+
+  def __init__(self, store: Any):
+    self._store = store
+    self._values: dict[int, Any] = {}
+    self._lock = threading.Lock()
+    self.get = _KV_CALLBACK(self._get)
+    self.try_get = _KV_CALLBACK(self._try_get)
+    self.put = _KV_CALLBACK(self._put)
+    self._deleter = _KV_VALUE_DELETER(self._delete)
+
+  def fields(self) -> dict[str, Any]:
+    address = lambda thunk: ctypes.cast(thunk, ctypes.c_void_p).value
+    return {"kv_get_callback": address(self.get),
+            "kv_try_get_callback": address(self.try_get),
+            "kv_put_callback": address(self.put)}
+
+  @staticmethod
+  def _error(args: Any, exc: BaseException) -> int:
+    code = (int(exc.code) if isinstance(exc, support.XlaError)
+            else int(support.StatusCode.INTERNAL))
+    message = str(exc).encode("utf-8", errors="replace")
+    report = _KV_CALLBACK_ERROR(
+        ctypes.c_void_p.from_address(args.callback_error).value)
+    return report(code, message, len(message)) or 0
+
+  def _give(self, args: Any, value: bytes) -> None:
+    buf = ctypes.create_string_buffer(bytes(value), len(value) + 1)
+    address = ctypes.addressof(buf)
+    with self._lock:
+      self._values[address] = buf
+    args.value = address
+    args.value_size = len(value)
+    args.value_deleter_callback = ctypes.cast(self._deleter,
+                                              ctypes.c_void_p).value
+
+  def _delete(self, address: int) -> None:
+    with self._lock:
+      self._values.pop(address, None)
+
+  def _get(self, address: int) -> int:
+    args = abi.args_type("KeyValueGetCallback").from_address(address)
+    try:
+      key = loader.read_string(args.key, args.key_size)
+      self._give(args, self._store.get(key, args.timeout_in_ms / 1000))
+      return 0
+    except BaseException as e:  # pylint: disable=broad-except
+      return self._error(args, e)
+
+  def _try_get(self, address: int) -> int:
+    args = abi.args_type("KeyValueTryGetCallback").from_address(address)
+    try:
+      key = loader.read_string(args.key, args.key_size)
+      self._give(args, self._store.get(key, 0.0))
+      return 0
+    except BaseException as e:  # pylint: disable=broad-except
+      return self._error(args, e)
+
+  def _put(self, address: int) -> int:
+    args = abi.args_type("KeyValuePutCallback").from_address(address)
+    try:
+      key = loader.read_string(args.key, args.key_size)
+      self._store.put(key, ctypes.string_at(args.value, args.value_size)
+                      if args.value_size else b"")
+      return 0
+    except BaseException as e:  # pylint: disable=broad-except
+      return self._error(args, e)
+
+
 class Client:
   """A PJRT_Client of a plugin.
 
@@ -711,9 +790,14 @@ class Client:
       `loader.load_plugin` accepts (e.g. a library path).
     options: client create options: {name: str | int | float | bool |
       list[int]}, passed as PJRT_NamedValues.
+    kv_store: a key-value store shared by the processes of a
+      multi-process client (`get(key, timeout_s) -> bytes`, blocking until
+      the key is put or the timeout, and `put(key, value)`), handed to the
+      plugin as PJRT_Client_Create's kv callbacks.
   """
 
-  def __init__(self, plugin: Any, options: dict[str, Any] | None = None):
+  def __init__(self, plugin: Any, options: dict[str, Any] | None = None,
+               kv_store: Any = None):
     if isinstance(plugin, loader.Plugin):
       self.plugin = loader.load_plugin(plugin)
     elif isinstance(plugin, str) and not any(c in plugin for c in "/\\."):
@@ -725,9 +809,14 @@ class Client:
     self._memories: dict[int, Memory] = {}
     self.closed = True
     named = loader.encode_named_values(options)
+    kv = {}
+    if kv_store is not None:
+      # Kept for the client's life: the plugin may call them until then.
+      self._kv_callbacks = _KeyValueCallbacks(kv_store)
+      kv = self._kv_callbacks.fields()
     args = self.plugin.call(
         "Client_Create", create_options=named,
-        num_options=len(options) if options else 0)
+        num_options=len(options) if options else 0, **kv)
     self._handle = args.client
     self.closed = False
 

@@ -17,6 +17,12 @@ registers itself only when asked for: when JAX_PLATFORMS (or the
 `register()` does it explicitly. Client options (num_devices, backend) come
 from JAX's `jax_pjrt_client_create_options` ("num_devices:2;backend:cpu") or
 the environment (see pjrt/_src/plugin/options.py).
+
+Several processes: after `jax.distributed.initialize(...)` every process's
+client lists the devices of all of them (pjrt/_src/plugin/multiprocess.py);
+collectives between processes run on the cpu backend over MPI, so such
+programs need the processes started by an MPI launcher (`mpirun -n 2 python
+train.py`, where `jax.distributed.initialize()` finds its settings itself).
 """
 
 from __future__ import annotations
@@ -59,7 +65,10 @@ def register(priority: int | None = None) -> None:
   if priority is None:
     priority = 400 if PLATFORM in _platforms_requested() else (
         UNREQUESTED_PRIORITY)
-  xla_bridge.register_plugin(PLATFORM, priority=priority,
+  # options={}, not None: with None, JAX drops the distributed runtime's
+  # create options (node_id, num_nodes) and jax_pjrt_client_create_options
+  # from a multi-process client.
+  xla_bridge.register_plugin(PLATFORM, priority=priority, options={},
                              c_api=api.capsule())
   # JAX's "cpu" lowerings of the linear-algebra primitives (LAPACK custom
   # calls) and of threefry (see lowerings.py).

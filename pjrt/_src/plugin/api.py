@@ -99,8 +99,12 @@ def _unimplemented(name: str) -> Callable[[Any], None]:
 _SHUTDOWN = [False]
 _SHUTDOWN_MESSAGE = handles.immortal(ctypes.create_string_buffer(
     b"the openxla_cpu plugin is shut down (the Python interpreter exits)"))
+# Slots that succeed, doing nothing, after shutdown: releases, and the
+# process-info update jaxlib's watcher thread of a multi-process client
+# makes until the end (it aborts the process on an error).
 _CLEANUP_SUFFIXES = ("_Destroy", "Buffer_Delete", "LoadedExecutable_Delete",
-                     "DecreaseExternalReferenceCount")
+                     "DecreaseExternalReferenceCount",
+                     "Client_UpdateGlobalProcessInfo")
 
 
 # How long the atexit handler waits for slot calls of foreign threads.

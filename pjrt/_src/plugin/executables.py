@@ -33,7 +33,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import time
-from typing import Optional, Sequence
+from typing import Collection, Optional, Sequence
 
 import numpy as np
 
@@ -151,8 +151,10 @@ handles.register_mirror(LOADED_EXECUTABLE, _loaded_mirror)
 
 
 def check_options(opts: options_lib.CompileOptions,
-                  num_devices: int) -> None:
-  """Rejects compile options the plugin cannot honour.
+                  num_devices: int | Collection[int]) -> None:
+  """Rejects compile options the plugin cannot honour: `num_devices` is
+  how many devices there are (ids 0..n-1), or their ids (a client's, of
+  every process).
 
   Raises:
     support.InvalidArgumentError: impossible counts or assignments.
@@ -174,11 +176,12 @@ def check_options(opts: options_lib.CompileOptions,
     raise support.UnimplementedError(
         "automatic SPMD partitioning (use_auto_spmd_partitioning) is not "
         "supported by the openxla_cpu plugin")
+  valid = range(num_devices) if isinstance(num_devices, int) else num_devices
   needed = opts.num_replicas * opts.num_partitions
-  if needed > num_devices:
+  if needed > len(valid):
     raise support.InvalidArgumentError(
         f"{opts.num_replicas} replicas x {opts.num_partitions} partitions "
-        f"need {needed} devices; there are {num_devices}")
+        f"need {needed} devices; there are {len(valid)}")
   if opts.compile_portable_executable and needed > 1:
     raise support.InvalidArgumentError(
         "a portable executable must have one replica and one partition")
@@ -192,18 +195,18 @@ def check_options(opts: options_lib.CompileOptions,
           f"the device assignment is {shape}, but the options ask for "
           f"{opts.num_replicas} replicas x {opts.num_partitions} partitions")
     ids = [i for row in assignment for i in row]
-    bad = [i for i in ids if not 0 <= i < num_devices]
+    bad = [i for i in ids if i not in valid]
     if bad:
       raise support.InvalidArgumentError(
           f"the device assignment names devices {bad} that do not exist "
-          f"(ids are 0..{num_devices - 1})")
+          f"(ids are {runtime.describe_ids(valid)})")
     if len(set(ids)) != len(ids):
       raise support.InvalidArgumentError(
           f"the device assignment uses a device twice: {list(assignment)}")
 
 
 def compile_executable(code: bytes, fmt: str, options_bytes: bytes, *,
-                       num_devices: int, backend: str,
+                       num_devices: int | Collection[int], backend: str,
                        fallback: bool) -> Executable:
   """Parses, checks and compiles a program for a topology of `num_devices`."""
   opts = options_lib.decode_compile_options(options_bytes)
@@ -250,25 +253,41 @@ class LoadedExecutable:
     self.client = client
     self.executable = executable
     opts = options_override or executable.options
-    check_options(opts, len(client.devices))
+    check_options(opts, client.device_ids)
     if opts.compile_portable_executable:
       self.assignment = None
     elif opts.device_assignment is not None:
       self.assignment = [list(row) for row in opts.device_assignment]
     elif (opts.num_replicas == opts.num_partitions == 1 and
           opts.device_ordinal >= 0):
-      client.lookup_addressable_device(opts.device_ordinal)
-      self.assignment = [[opts.device_ordinal]]
+      self.assignment = [[client.lookup_addressable_device(
+          opts.device_ordinal).id]]
     else:
       self.assignment = client.default_device_assignment(
           opts.num_replicas, opts.num_partitions)
+    # This process's devices of the assignment (the others' run their own
+    # instances).
     self.devices: list[runtime.Device] = []
     # Device id -> (replica, partition).
     self.logical_ids: dict[int, tuple[int, int]] = {}
+    processes = []
     for r, row in enumerate(self.assignment or []):
       for p, device_id in enumerate(row):
-        self.devices.append(client.lookup_device(device_id))
+        device = client.lookup_device(device_id)
+        if device.addressable:
+          self.devices.append(device)
+        processes.append(device.process_index)
         self.logical_ids[device_id] = (r, p)
+    # Where the assignment spans processes: what the execution's grid needs
+    # to reach the other processes' instances (the process of each
+    # participant, by flattened id; see _span_processes).
+    self.placement: Optional[dict] = None
+    if len(set(processes)) > 1:
+      self.placement = {
+          "processes": tuple(processes),
+          "process_index": client.process_index,
+          "mpi_ranks": tuple(i.mpi_rank for i in client.processes),
+          "timeout_s": client.options.cross_process_timeout_s}
     self.deleted = False
     self.c = runtime.CStrings()
     self.handle = 0
@@ -365,7 +384,7 @@ class LoadedExecutable:
       self._check_arguments(device, arguments)
     executable = self.executable
     if (len(devices) == 1 and not executable.donatable and
-        executable.runs_inline()):
+        executable.runs_inline() and self.placement is None):
       done = self._run_inline(devices[0], argument_lists[0], launch_id)
       if done is not None:
         if self.native is not None:
@@ -386,9 +405,12 @@ class LoadedExecutable:
                 for s in specs] for device in devices]
     completions = [events.Future() for _ in devices]
     grid = None
-    if len(devices) > 1:
+    if len(devices) > 1 or (self.placement is not None and
+                            execute_device is None):
       grid = executable.compiled.new_grid(executable.num_replicas,
                                           executable.num_partitions)
+      if grid is not None and self.placement is not None:
+        self._span_processes(grid)
     inline = None
     with client.launch_lock:
       # Donation and holds happen only once every argument has passed.
@@ -427,6 +449,17 @@ class LoadedExecutable:
       self._arm_native()
     return outputs, completions
 
+
+  def _span_processes(self, grid) -> None:
+    """Tells `grid` which participants run in other processes (its
+    collectives then reach them; the cpu backend's go over MPI)."""
+    span = getattr(grid, "span_processes", None)
+    if span is None:
+      raise support.UnimplementedError(
+          f"{self.program.name!r} has collectives between devices of "
+          f"several processes, which the {self.executable.backend!r} "
+          "backend does not run (the cpu backend does)")
+    span(**self.placement)
 
   def _run_inline(self, device: runtime.Device,
                   arguments: Sequence[runtime.Buffer], launch_id: int

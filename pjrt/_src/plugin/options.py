@@ -13,11 +13,23 @@ from an environment variable, and a create option wins over the variable):
                                         StableHLO reference interpreter), or
                                         "auto" (default: "cpu" when it can be
                                         imported, else "interpreter")
+  topology_timeout_s       OPENXLA_CPU_TOPOLOGY_TIMEOUT_S
+                           seconds a process of a multi-process client
+                           waits for each other process's devices (default
+                           300, as jax.distributed's initialization)
+  cross_process_timeout_s  OPENXLA_CPU_CROSS_PROCESS_TIMEOUT_S
+                           seconds a collective between processes waits for
+                           the other processes (default 600)
+
+The distributed runtime (`jax.distributed.initialize`) adds `node_id` (this
+process's index) and `num_nodes` (how many processes), and `partition_index`
+on multi-slice setups (ignored: a CPU client has one slice); with
+num_nodes > 1 the client exchanges its topology with the others
+(multiprocess.py).
 
 Values may be given as strings ("4"), as JAX's
 `jax_pjrt_client_create_options` passes them. Unknown options are an error
-(a typo should not be ignored), except the distributed-runtime options JAX
-passes for a one-process run (node_id 0, num_nodes 1).
+(a typo should not be ignored).
 
 Compile options arrive as a serialized xla.CompileOptionsProto; the fields
 used are decoded here with the wire-format reader of compile_options.py.
@@ -34,18 +46,29 @@ from pjrt._src import compile_options as co
 
 NUM_DEVICES_ENV = "OPENXLA_CPU_NUM_DEVICES"
 BACKEND_ENV = "OPENXLA_CPU_BACKEND"
+TOPOLOGY_TIMEOUT_ENV = "OPENXLA_CPU_TOPOLOGY_TIMEOUT_S"
+CROSS_PROCESS_TIMEOUT_ENV = "OPENXLA_CPU_CROSS_PROCESS_TIMEOUT_S"
 DEFAULT_NUM_DEVICES = 1
 MAX_DEVICES = 256
+# Processes of one client: device ids are process * 131072 + local index
+# (multiprocess.py), so this keeps every id a positive C int.
+MAX_PROCESSES = 16384
+DEFAULT_TOPOLOGY_TIMEOUT_S = 300.0
+DEFAULT_CROSS_PROCESS_TIMEOUT_S = 600.0
 BACKENDS = ("auto", "cpu", "evaluator", "interpreter")
-
-# Options JAX's distributed runtime passes; only a one-process run is ours.
-_SINGLE_PROCESS_OPTIONS = {"node_id": 0, "num_nodes": 1}
+_KNOWN = ("backend", "cross_process_timeout_s", "node_id", "num_devices",
+          "num_nodes", "partition_index", "topology_timeout_s")
 
 
 @dataclasses.dataclass(frozen=True)
 class ClientOptions:
   num_devices: int = DEFAULT_NUM_DEVICES
   backend: str = "auto"
+  # This process's index among num_nodes processes of one client.
+  node_id: int = 0
+  num_nodes: int = 1
+  topology_timeout_s: float = DEFAULT_TOPOLOGY_TIMEOUT_S
+  cross_process_timeout_s: float = DEFAULT_CROSS_PROCESS_TIMEOUT_S
 
 
 def _as_int(name: str, value: Any) -> int:
@@ -63,28 +86,45 @@ def _as_int(name: str, value: Any) -> int:
       f"create option {name!r} must be an integer, got {value!r}")
 
 
+def _seconds(name: str, value: Any, default: float) -> float:
+  if value in (None, ""):
+    return default
+  if not isinstance(value, bool) and isinstance(value, (int, float, str)):
+    try:
+      seconds = float(value)
+    except ValueError:
+      seconds = -1.0
+    if 0 < seconds < float("inf"):
+      return seconds
+  raise support.InvalidArgumentError(
+      f"{name} must be a positive number of seconds, got {value!r}")
+
+
 def client_options(named: dict[str, Any],
                    environ: dict[str, str] | None = None) -> ClientOptions:
   """Resolves create options > environment > defaults.
 
   Raises:
     support.InvalidArgumentError: an unknown option or a bad value.
-    support.UnimplementedError: a multi-process setup.
   """
   environ = os.environ if environ is None else environ
   named = dict(named)
-  for name, single in _SINGLE_PROCESS_OPTIONS.items():
-    if name in named:
-      value = _as_int(name, named.pop(name))
-      if value != single:
-        raise support.UnimplementedError(
-            f"the openxla_cpu plugin runs in one process; create option "
-            f"{name}={value} asks for a multi-process client")
-  unknown = sorted(set(named) - {"num_devices", "backend"})
+  unknown = sorted(set(named) - set(_KNOWN))
   if unknown:
     raise support.InvalidArgumentError(
-        f"unknown create option(s) {', '.join(unknown)} (known: backend, "
-        "num_devices)")
+        f"unknown create option(s) {', '.join(unknown)} (known: "
+        f"{', '.join(_KNOWN)})")
+  num_nodes = _as_int("num_nodes", named.get("num_nodes", 1))
+  node_id = _as_int("node_id", named.get("node_id", 0))
+  if not 1 <= num_nodes <= MAX_PROCESSES:
+    raise support.InvalidArgumentError(
+        f"num_nodes must be between 1 and {MAX_PROCESSES}, got {num_nodes}")
+  if not 0 <= node_id < num_nodes:
+    raise support.InvalidArgumentError(
+        f"node_id must be between 0 and num_nodes - 1 = {num_nodes - 1}, "
+        f"got {node_id}")
+  if "partition_index" in named:
+    _as_int("partition_index", named["partition_index"])
   raw = named.get("num_devices", environ.get(NUM_DEVICES_ENV))
   num_devices = (DEFAULT_NUM_DEVICES if raw in (None, "") else
                  _as_int("num_devices", raw))
@@ -95,7 +135,19 @@ def client_options(named: dict[str, Any],
   if not isinstance(backend, str) or backend not in BACKENDS:
     raise support.InvalidArgumentError(
         f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
-  return ClientOptions(num_devices=num_devices, backend=backend)
+  topology_timeout_s = _seconds(
+      "topology_timeout_s",
+      named.get("topology_timeout_s", environ.get(TOPOLOGY_TIMEOUT_ENV)),
+      DEFAULT_TOPOLOGY_TIMEOUT_S)
+  cross_process_timeout_s = _seconds(
+      "cross_process_timeout_s",
+      named.get("cross_process_timeout_s",
+                environ.get(CROSS_PROCESS_TIMEOUT_ENV)),
+      DEFAULT_CROSS_PROCESS_TIMEOUT_S)
+  return ClientOptions(num_devices=num_devices, backend=backend,
+                       node_id=node_id, num_nodes=num_nodes,
+                       topology_timeout_s=topology_timeout_s,
+                       cross_process_timeout_s=cross_process_timeout_s)
 
 
 # --------------------------------------------------------------------------

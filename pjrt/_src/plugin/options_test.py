@@ -38,11 +38,26 @@ def test_bad_options_are_invalid(named):
     options.client_options(named, environ={})
 
 
-def test_single_process_distributed_options_are_accepted():
+def test_distributed_options():
   opts = options.client_options({"node_id": 0, "num_nodes": "1"}, environ={})
   assert opts.num_devices == 1  # JAX's CPU client's default too
-  with pytest.raises(support.UnimplementedError, match="one process"):
-    options.client_options({"num_nodes": 2}, environ={})
+  opts = options.client_options({"node_id": "1", "num_nodes": 3,
+                                 "partition_index": 0}, environ={})
+  assert (opts.node_id, opts.num_nodes) == (1, 3)
+  for bad in ({"num_nodes": 0}, {"num_nodes": 2, "node_id": 2},
+              {"node_id": -1}):
+    with pytest.raises(support.InvalidArgumentError, match="node"):
+      options.client_options(bad, environ={})
+
+
+def test_timeouts():
+  opts = options.client_options({"topology_timeout_s": "2.5"}, environ={
+      options.CROSS_PROCESS_TIMEOUT_ENV: "7"})
+  assert opts.topology_timeout_s == 2.5 and opts.cross_process_timeout_s == 7
+  assert options.client_options({}, environ={}).topology_timeout_s == 300
+  for bad in (0, "-1", "soon", True):
+    with pytest.raises(support.InvalidArgumentError, match="seconds"):
+      options.client_options({"topology_timeout_s": bad}, environ={})
 
 
 def test_decode_compile_options():

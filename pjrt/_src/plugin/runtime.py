@@ -10,6 +10,11 @@ A buffer's data is a C-contiguous numpy array of its element type (one byte
 per element for the sub-byte types, as numpy and ml_dtypes store them). A
 buffer made by an execution starts pending: its future completes when the
 execution has produced the data, or with the execution's error.
+
+A client of several processes (create options node_id / num_nodes, see
+multiprocess.py) lists every process's devices: its own are addressable
+(`Device`), the others' are `RemoteDevice`s, which have an id, a process
+index and a description, and no memories, worker or buffers.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from pjrt._src import abi_types
 from pjrt._src import dtypes
 from pjrt._src.plugin import events
 from pjrt._src.plugin import handles
+from pjrt._src.plugin import multiprocess
 from pjrt._src.plugin import native_slots
 from pjrt._src.plugin import options as options_lib
 
@@ -138,7 +144,9 @@ class DeviceDescription:
     self.id = device_id
     self.process_index = process_index
     self.kind = DEVICE_KIND
-    self.debug_string = f"OpenXlaCpuDevice(id={device_id})"
+    self.debug_string = (
+        f"OpenXlaCpuDevice(id={device_id})" if not process_index else
+        f"OpenXlaCpuDevice(id={device_id}, process_index={process_index})")
     self.to_string = f"OPENXLA_CPU_{device_id}"
     self.attributes: dict[str, Any] = {"device_index": device_id}
     self.c = CStrings()
@@ -162,14 +170,17 @@ class Memory:
 
 
 class Device:
-  """A virtual CPU device."""
+  """A virtual CPU device of this process (addressable)."""
 
-  def __init__(self, client: "Client", index: int):
+  addressable = True
+
+  def __init__(self, client: "Client", index: int, process_index: int = 0):
     self.client = client
-    self.id = index
+    self.id = multiprocess.global_device_id(process_index, index)
     self.local_hardware_id = index
-    self.description = DeviceDescription(index)
-    self.memories = [Memory(len(MEMORY_KINDS) * index + i, kind, self)
+    self.process_index = process_index
+    self.description = DeviceDescription(self.id, process_index)
+    self.memories = [Memory(len(MEMORY_KINDS) * self.id + i, kind, self)
                      for i, kind in enumerate(MEMORY_KINDS)]
     self.default_memory = self.memories[0]
     self.worker = Worker(f"openxla_cpu-device-{index}")
@@ -237,6 +248,49 @@ class Device:
     return f"<Device {self.id}>"
 
 
+class RemoteDevice(Device):
+  """A device of another process of a multi-process client."""
+
+  addressable = False
+
+  def __init__(self, client: "Client", index: int,
+               process_index: int):  # pylint: disable=super-init-not-called
+    self.client = client
+    self.id = multiprocess.global_device_id(process_index, index)
+    self.local_hardware_id = index
+    self.process_index = process_index
+    self.description = DeviceDescription(self.id, process_index)
+    self.memories = []
+    self.worker = None
+    self.c = CStrings()
+    self.handle = 0
+    self.stats = None
+
+  def _not_addressable(self) -> support.XlaError:
+    return support.InvalidArgumentError(
+        f"device {self.id} belongs to process {self.process_index}; it is "
+        f"not addressable from process {self.client.process_index}")
+
+  @property
+  def default_memory(self) -> Memory:
+    raise self._not_addressable()
+
+  def memory_stats(self) -> dict[str, int]:
+    raise self._not_addressable()
+
+  def clear_memory_stats(self) -> None:
+    raise self._not_addressable()
+
+  def is_idle(self) -> bool:
+    return True
+
+  def poison(self, launch_id: int, status: tuple[int, str]) -> bool:
+    return False
+
+  def __repr__(self) -> str:
+    return f"<RemoteDevice {self.id} of process {self.process_index}>"
+
+
 # --------------------------------------------------------------------------
 # Client.
 
@@ -246,26 +300,65 @@ _client_ids = itertools.count()
 class Client:
   """A PJRT_Client: devices, memories, and the backend that runs programs."""
 
-  def __init__(self, opts: options_lib.ClientOptions):
+  def __init__(self, opts: options_lib.ClientOptions,
+               store: Optional[multiprocess.KeyValueStore] = None):
     self.options = opts
     self.serial = next(_client_ids)
-    self.process_index = 0
-    self.devices = [Device(self, i) for i in range(opts.num_devices)]
-    self.memories = [m for d in self.devices for m in d.memories]
+    from pjrt._src.plugin import backends  # pylint: disable=g-import-not-at-top
+    self.backend = backends.resolve(opts.backend)
+    self.process_index = opts.node_id
+    own = multiprocess.ProcessInfo(opts.node_id, opts.num_devices,
+                                   self.backend,
+                                   multiprocess.launcher_rank())
+    if opts.num_nodes > 1:
+      if store is None:
+        raise support.InvalidArgumentError(
+            f"a client of {opts.num_nodes} processes needs the key-value "
+            "store callbacks kv_get_callback and kv_put_callback "
+            "(jax.distributed.initialize() provides them)")
+      self.processes = multiprocess.exchange_topology(
+          store, own, opts.num_nodes, opts.topology_timeout_s)
+    else:
+      self.processes = [own]
+    # This process's devices, then every device in process order.
+    self.addressable_devices = [Device(self, i, self.process_index)
+                                for i in range(opts.num_devices)]
+    if len(self.processes) == 1:
+      self.devices = self.addressable_devices
+    else:
+      self.devices = []
+      for info in self.processes:
+        if info.process_index == self.process_index:
+          self.devices.extend(self.addressable_devices)
+        else:
+          self.devices.extend(RemoteDevice(self, i, info.process_index)
+                              for i in range(info.num_devices))
+    self._by_id = {d.id: d for d in self.devices}
+    self.memories = [m for d in self.addressable_devices for m in d.memories]
     self.destroyed = False
     # Execute calls enqueue the jobs of all their devices under this lock,
     # so every device sees multi-device launches in one global order.
     self.launch_lock = threading.Lock()
     self.c = CStrings()
     self.handle = 0
-    from pjrt._src.plugin import backends  # pylint: disable=g-import-not-at-top
-    self.backend = backends.resolve(opts.backend)
     # Under "auto", programs the chosen backend cannot compile fall back to
     # the interpreter.
     self.backend_fallback = opts.backend == "auto"
     self.platform_version = (
         f"openxla-pjrt CPU plugin; backend {self.backend}; "
         f"{opts.num_devices} virtual devices")
+    if len(self.processes) > 1:
+      self.platform_version += (
+          f" in process {self.process_index} of {len(self.processes)}")
+
+  @property
+  def num_processes(self) -> int:
+    return len(self.processes)
+
+  @property
+  def device_ids(self) -> dict[int, "Device"]:
+    """Every device (of every process) by id."""
+    return self._by_id
 
   def register_handles(self) -> None:
     """Gives the client, its devices, descriptions and memories handles."""
@@ -274,6 +367,12 @@ class Client:
       device.handle = handles.TABLE.add(DEVICE, device)
       device.description.handle = handles.TABLE.add(DESCRIPTION,
                                                     device.description)
+      if not device.addressable:
+        # No default memory: the native BufferFromHostBuffer leaves such a
+        # device to Python, which refuses it.
+        handles.TABLE.update(device.handle, device, native_slots.word(
+            native_slots.DEVICE_WORDS, "client"), self.handle)
+        continue
       for memory in device.memories:
         memory.handle = handles.TABLE.add(MEMORY, memory)
       # The device's record names its client and default memory, for the
@@ -289,7 +388,8 @@ class Client:
     """Stops the workers and releases every handle the client owns."""
     self.destroyed = True
     for device in self.devices:
-      device.worker.stop()
+      if device.worker is not None:
+        device.worker.stop()
       for memory in device.memories:
         handles.TABLE.remove(memory.handle, MEMORY)
       handles.TABLE.remove(device.description.handle, DESCRIPTION)
@@ -301,21 +401,26 @@ class Client:
       raise support.FailedPreconditionError("the PJRT_Client was destroyed")
 
   def lookup_device(self, device_id: int) -> Device:
-    if 0 <= device_id < len(self.devices):
-      return self.devices[device_id]
+    device = self._by_id.get(device_id)
+    if device is not None:
+      return device
     raise support.InvalidArgumentError(
-        f"no device with id {device_id} (ids are 0..{len(self.devices) - 1})")
+        f"no device with id {device_id} (ids are "
+        f"{describe_ids(self._by_id)})")
 
   def lookup_addressable_device(self, local_hardware_id: int) -> Device:
-    if 0 <= local_hardware_id < len(self.devices):
-      return self.devices[local_hardware_id]
+    local = self.addressable_devices
+    if 0 <= local_hardware_id < len(local):
+      return local[local_hardware_id]
     raise support.InvalidArgumentError(
         f"no addressable device with local hardware id {local_hardware_id} "
-        f"(ids are 0..{len(self.devices) - 1})")
+        f"(ids are 0..{len(local) - 1})")
 
   def default_device_assignment(self, num_replicas: int,
                                 num_partitions: int) -> list[list[int]]:
-    """Device ids [replica][partition], each device used once."""
+    """Device ids [replica][partition], each device used once: this
+    process's devices when they are enough, else every process's in
+    process order."""
     if num_replicas < 1 or num_partitions < 1:
       raise support.InvalidArgumentError(
           f"a device assignment needs at least one replica and one "
@@ -325,8 +430,18 @@ class Client:
       raise support.InvalidArgumentError(
           f"{num_replicas} replicas x {num_partitions} partitions need "
           f"{needed} devices; the client has {len(self.devices)}")
-    return [[r * num_partitions + p for p in range(num_partitions)]
+    pool = (self.addressable_devices
+            if needed <= len(self.addressable_devices) else self.devices)
+    return [[pool[r * num_partitions + p].id for p in range(num_partitions)]
             for r in range(num_replicas)]
+
+
+def describe_ids(ids) -> str:
+  """"0..3", or the ids of several processes' devices."""
+  ordered = sorted(ids)
+  if ordered == list(range(len(ordered))):
+    return f"0..{len(ordered) - 1}"
+  return ", ".join(str(i) for i in ordered)
 
 
 # --------------------------------------------------------------------------

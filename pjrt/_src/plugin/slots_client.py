@@ -14,6 +14,7 @@ from pjrt._src import abi
 from pjrt._src import abi_types
 from pjrt._src.plugin import cabi
 from pjrt._src.plugin import handles
+from pjrt._src.plugin import multiprocess
 from pjrt._src.plugin import options as options_lib
 from pjrt._src.plugin import runtime
 from pjrt._src.plugin import topology as topology_lib
@@ -62,7 +63,9 @@ def _set_string(args, field: str, size_field: str, owner, key,
 @implements("Client_Create", last_field="client")
 def _client_create(args):
   named = cabi.named_values(args.create_options, args.num_options)
-  client = runtime.Client(options_lib.client_options(named))
+  opts = options_lib.client_options(named)
+  store = multiprocess.store_from_args(args) if opts.num_nodes > 1 else None
+  client = runtime.Client(opts, store)
   client.register_handles()
   args.client = client.handle
 
@@ -116,7 +119,8 @@ def _client_devices(args):
 def _client_addressable_devices(args):
   client = client_of(args.client)
   _set_handles(args, "addressable_devices", "num_addressable_devices", client,
-               "devices", [d.handle for d in client.devices])
+               "addressable_devices",
+               [d.handle for d in client.addressable_devices])
 
 
 @implements("Client_LookupDevice")
@@ -159,7 +163,8 @@ def _client_update_global_process_info(args):
   client_of(args.client)
   if args.num_process_infos and not args.process_infos:
     raise support.InvalidArgumentError("process_infos is NULL")
-  # One process: there is nothing to coordinate with the others.
+  # The processes of a client are fixed when it is created (the topology
+  # exchange): there is nothing to update.
 
 
 @implements("Client_DmaMap")
@@ -228,8 +233,7 @@ def _device_get_description(args):
 
 @implements("Device_IsAddressable")
 def _device_is_addressable(args):
-  device_of(args.device)
-  args.is_addressable = True
+  args.is_addressable = device_of(args.device).addressable
 
 
 @implements("Device_LocalHardwareId")

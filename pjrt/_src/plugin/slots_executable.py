@@ -66,7 +66,7 @@ def _client_compile(args):
   code, fmt = _program(args.program)
   options = _options_bytes(args.compile_options, args.compile_options_size)
   executable = executables.compile_executable(
-      code, fmt, options, num_devices=len(client.devices),
+      code, fmt, options, num_devices=client.device_ids,
       backend=client.backend, fallback=client.backend_fallback)
   args.executable = _register_loaded(
       executables.LoadedExecutable(client, executable))
@@ -115,7 +115,7 @@ def _deserialize_and_load(args):
     options = cabi.raw_bytes(args.overridden_serialized_compile_options,
                              args.overridden_serialized_compile_options_size)
   executable = executables.compile_executable(
-      stored.code, stored.format, options, num_devices=len(client.devices),
+      stored.code, stored.format, options, num_devices=client.device_ids,
       backend=client.backend, fallback=client.backend_fallback)
   args.loaded_executable = _register_loaded(
       executables.LoadedExecutable(client, executable))
