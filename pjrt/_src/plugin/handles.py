@@ -88,7 +88,11 @@ class HandleTable:
   """Addresses <-> (type name, object), thread-safe."""
 
   def __init__(self, quarantine: int = QUARANTINE, region_records: int = 0):
-    self._lock = threading.Lock()
+    # Reentrant: code run under the lock (the adopter, a new chunk) may
+    # allocate, and a garbage collection then may finalize an object whose
+    # finalizer removes its own handle on this thread; with a plain lock
+    # that thread waited for itself forever.
+    self._lock = threading.RLock()
     self._objects: dict[int, tuple[str, Any]] = {}
     self._chunks: list[Any] = []  # Keeps the record memory alive.
     # (first record, end, the chunk as u64s, the chunk's address)

@@ -60,3 +60,31 @@ def test_freed_slots_are_reused_after_quarantine():
     table.remove(address, "PJRT_Event")
     freed.append(address)
   assert table.add("PJRT_Event", object()) == freed[0]
+
+
+def test_a_handle_removed_while_the_table_is_locked_does_not_deadlock():
+  # An adoption runs under the table's lock and may allocate; a garbage
+  # collection there can finalize an object whose finalizer removes its own
+  # handle, on the same thread. That must not wait for the lock forever.
+  import threading  # pylint: disable=g-import-not-at-top
+  table = handles.HandleTable(region_records=1024)
+  other = table.add("TestObject", object())
+  adopted = object()
+  removed = []
+
+  def adopter(address):
+    removed.append(table.remove(other, "TestObject"))  # as a finalizer
+    return ("TestObject", adopted)
+  table.adopter = adopter
+  address = table.native_start
+  done = threading.Event()
+  result = []
+
+  def run():
+    result.append(table.get(address, "TestObject"))
+    done.set()
+  threading.Thread(target=run, daemon=True).start()
+  assert done.wait(10), "the table's lock deadlocked"
+  assert result == [adopted] and len(removed) == 1
+  with pytest.raises(support.InvalidArgumentError):
+    table.get(other, "TestObject")
