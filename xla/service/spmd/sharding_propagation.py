@@ -25,11 +25,14 @@ end becomes replicated. Entry parameters and the entry root's leaves
 without an annotation are replicated unless the module config allows
 propagation to them (`allow_spmd_sharding_propagation_to_parameters` /
 `_to_output`, per parameter / per output leaf); a `{unknown}` leaf of a
-tuple sharding counts as no annotation.
+tuple sharding counts as no annotation. Such a parameter or output whose
+propagated sharding would cut it into uneven tiles is replicated instead
+(its caller could not make or take uneven shards).
 
 The rules per opcode live in `FORWARD` and `BACKWARD`, tables keyed by
 HloOpcode; an opcode with no rule gets no sharding from propagation and so
-ends up replicated.
+ends up replicated, except in a manual region: there an op without a rule
+(a collective, ...) on a manual operand, or with a manual user, is manual.
 """
 
 from __future__ import annotations
@@ -452,6 +455,11 @@ class ShardingPropagation(hlo_pass_interface.HloModulePass):
       if rule is None and _elementwise_like(instr):
         rule = _elementwise_forward
       if rule is None:
+        # Inside a manual region (shard_map) everything is manual, the
+        # collectives and other ops without a rule included.
+        if any(x is not None and x.is_manual
+               for o in instr.operands for x in sh[id(o)]):
+          return [HloSharding.manual()] * num_leaves(instr.shape)
         return None
       try:
         return rule(ctx, instr, [sh[id(o)] for o in instr.operands])
@@ -462,6 +470,9 @@ class ShardingPropagation(hlo_pass_interface.HloModulePass):
       rule = BACKWARD.get(user.opcode)
       if rule is None and _elementwise_like(user):
         rule = _elementwise_backward
+      if rule is None and any(x is not None and x.is_manual
+                              for x in sh[id(user)]):
+        return [HloSharding.manual()] * num_leaves(user.operand(i).shape)
       if rule is None or all(s is None for s in sh[id(user)]):
         return None
       try:
@@ -488,6 +499,16 @@ class ShardingPropagation(hlo_pass_interface.HloModulePass):
               if op is instr:
                 changed |= offer(instr, backward(user, i))
       changed |= self._sync_calls(comps, sh, offer)
+
+    # What the entry's callers hold (parameters and outputs left to
+    # propagation) must split evenly: a framework cannot make or take
+    # uneven shards (XLA replicates those too).
+    for instr in [*entry.parameter_instructions, entry.root_instruction]:
+      shapes = leaf_shapes(instr.shape)
+      for k, leaf in enumerate(sh[id(instr)]):
+        if (leaf is not None and not fixed[id(instr)][k] and
+            not _divides_evenly(leaf, shapes[k])):
+          sh[id(instr)][k] = HloSharding.replicate()
 
     changed_text = False
     for instr in instrs:
@@ -552,6 +573,15 @@ class ShardingPropagation(hlo_pass_interface.HloModulePass):
             changed |= offer(p, sh[id(op)])
             changed |= offer(branch.root_instruction, sh[id(instr)])
     return changed
+
+
+def _divides_evenly(s: HloSharding, shape) -> bool:
+  """Whether tiled sharding `s` cuts every dimension of array `shape` into
+  equal tiles (true of any sharding that is not tiled)."""
+  if not s.is_tiled or not shape.is_array():
+    return True
+  return all(size % tiles == 0 for size, tiles in zip(
+      shape.dimensions, s.tile_assignment.dimensions))
 
 
 def _partitioned_computations(entry) -> list:

@@ -68,6 +68,40 @@ def test_unknown_output_leaves_propagate_per_output_flag():
   assert sh["e"] == _s(TILE0)
 
 
+def test_uneven_entry_shardings_left_to_propagation_are_replicated():
+  sh, _ = _propagate(f"""
+  p = f32[8,4] parameter(0), sharding={TILE0}
+  q = f32[6,4] parameter(1)
+  s = f32[6,4] slice(p), slice={{[0:6], [0:4]}}
+  c = f32[6,4] custom-call(s), custom_call_target="Sharding",
+    sharding={TILE0}
+  a = f32[6,4] add(c, q)
+  ROOT t = (f32[6,4], f32[6,4]) tuple(a, c)""",
+                     allow_spmd_sharding_propagation_to_parameters=(True,),
+                     allow_spmd_sharding_propagation_to_output=(True,))
+  # Inside, values keep their uneven tiles; what callers hold does not.
+  assert sh["a"] == _s(TILE0)
+  assert sh["q"].is_replicated
+  assert all(x.is_replicated for x in sh["t"].tuple_elements)
+
+
+def test_manual_goes_through_ops_without_a_rule():
+  sh, _ = _propagate("""
+  p = f32[8] parameter(0), sharding={devices=[4]<=[4]}
+  s = f32[2] custom-call(p), custom_call_target="SPMDFullToShardShape",
+    sharding={manual}
+  c = f32[] constant(1)
+  r = f32[] all-reduce(c), replica_groups={{0,1,2,3}}, to_apply=add
+  b = f32[2] broadcast(r), dimensions={}
+  ar = f32[2] all-reduce(s), replica_groups={{0,1,2,3}}, to_apply=add
+  m = f32[2] multiply(ar, b)
+  l = f32[2] custom-call(m), custom_call_target="Sharding", sharding={manual}
+  ROOT f = f32[8] custom-call(l), custom_call_target="SPMDShardToFullShape",
+    sharding={devices=[4]<=[4]}""", computations=ADD)
+  for name in ("c", "r", "b", "ar", "m"):
+    assert sh[name].is_manual, name
+
+
 def test_parameters_take_shardings_when_the_config_allows():
   sh, _ = _propagate(f"""
   p = f32[8,4] parameter(0)
