@@ -18,7 +18,8 @@ as XLA's importer and Shardy's export to GSPMD
     pattern: per operand `@Sharding` (its in-sharding) then
     `@SPMDFullToShardShape` (`{manual}`), the body inlined on the local
     shapes, per result `@Sharding` (`{manual}`) then `@SPMDShardToFullShape`
-    (its out-sharding).
+    (its out-sharding); every op of the body is `{manual}`, as Shardy's
+    export marks it.
 
 `from_sdy` follows Shardy's `convertToHloSharding`: the tile dimension of a
 tensor dimension is the product of its axes' sizes; the mesh's axes,
@@ -34,13 +35,20 @@ call's `backend_config` (`unspecified_dims=[...]`, as JAX's GSPMD lowering
 does). Priorities are hints and are ignored.
 
 A sharding never changes a value, only where its parts live, so shardings
-inside a manual computation's body and inside scalar computations (a
-reduction's body) are dropped: there is nothing left to split.
+inside a manual computation's body (other than `{manual}`) and inside
+scalar computations (a reduction's body) are dropped: there is nothing
+left to split.
+
+A partially manual computation (manual on some mesh axes only) whose
+operands and results are not split over the other, automatic, axes is
+imported as manual on every axis: its body then computes the same value
+on each device along the automatic axes, which is what the partially
+manual program computes too (its collectives name global device ids).
 
 Refused with support.UnimplementedError, naming what: unreduced axes (a
 partial result still to be reduced: reading it as replicated would be a
-wrong answer), partially manual computations (manual on some mesh axes
-only) and nested ones, shardings whose mesh cannot be found, and Shardy's
+wrong answer), partially manual computations with operands or results
+split over automatic axes, nested manual computations, and Shardy's
 explicit collectives (`sdy.all_gather`, ...), which only Shardy's own
 export emits.
 """
@@ -68,6 +76,7 @@ SDY_SHARDING = "sdy.sharding"
 SHARDING_TARGET = "Sharding"
 FULL_TO_SHARD_TARGET = "SPMDFullToShardShape"
 SHARD_TO_FULL_TARGET = "SPMDShardToFullShape"
+MANUAL = hlo_attrs.RawText("{manual}")
 
 
 # -- sdy -> HloSharding ----------------------------------------------------------
@@ -385,12 +394,19 @@ def _manual_computation(imp, op):
         "Unimplemented: HLO import of a nested sdy.manual_computation "
         f"(manual_axes={{{', '.join(manual)}}})")
   mesh = mesh_for(op, (ins + outs)[0])
-  missing = [x for x in mesh.axis_names if x not in manual]
-  if missing:
-    raise support.UnimplementedError(
-        f"Unimplemented: HLO import of a partially manual "
-        f"sdy.manual_computation (manual_axes={{{', '.join(manual)}}} of "
-        f"mesh {mesh}; axes {', '.join(missing)} stay automatic)")
+  free = [x for x in mesh.axis_names if x not in manual]
+  if free:
+    # Manual on some axes only: exact as manual on all of them when no
+    # operand or result is split over the others (the body then computes
+    # the same on every device along them).
+    used = sorted({r.name for s in ins + outs for d in s.dim_shardings
+                   for r in d.axes if r.name in free})
+    if used:
+      raise support.UnimplementedError(
+          f"Unimplemented: HLO import of a partially manual "
+          f"sdy.manual_computation (manual_axes={{{', '.join(manual)}}} of "
+          f"mesh {mesh}) whose operands or results are split over the "
+          f"automatic axes {', '.join(used)}")
   if len(ins) != len(op.operands) or len(outs) != len(op.results):
     raise support.InvalidArgumentError(
         f"sdy.manual_computation has {len(ins)} in_shardings for "

@@ -305,6 +305,10 @@ def test_manual_computation_is_the_gspmd_manual_pattern():
   }
   (to_shard,) = _by_target(module, "SPMDFullToShardShape")
   assert to_shard.shape.dimensions == (4, 2)
+  # The body is manual, as Shardy's export marks it.
+  body = [i for i in module.entry_computation.instructions
+          if i.opcode in (O.kAllReduce, O.kAllGather, O.kCollectivePermute)]
+  assert len(body) == 3 and all(str(i.sharding) == "{manual}" for i in body)
   # The constraint in the reduction's body is gone.
   for comp in module.computations:
     if comp is not module.entry_computation:
@@ -386,19 +390,38 @@ def test_op_sharding_attributes():
       "{replicated}")
 
 
+_PARTIAL_MANUAL = """
+  module @m {
+    sdy.mesh @mesh = <["x"=2, "y"=2]>
+    func.func public @main(%a: tensor<8x4xf32>) -> tensor<4x4xf32> {
+      %0 = sdy.manual_computation(%a) in_shardings=[<@mesh, [{"x", ?}, {IN}]>] out_shardings=[<@mesh, [{?}, {?}]>] manual_axes={"x"} (%b: tensor<4xLOCALxf32>) {
+        %1 = "stablehlo.all_reduce"(%b) <{channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, replica_groups = dense<[[0, 2], [1, 3]]> : tensor<2x2xi64>, use_global_device_ids}> ({
+        ^bb0(%x: tensor<f32>, %y: tensor<f32>):
+          %2 = stablehlo.add %x, %y : tensor<f32>
+          stablehlo.return %2 : tensor<f32>
+        }) : (tensor<4xLOCALxf32>) -> tensor<4xLOCALxf32>
+        sdy.return %1 : tensor<4xLOCALxf32>
+      } : (tensor<8x4xf32>) -> tensor<4x4xf32>
+      return %0 : tensor<4x4xf32>
+    }
+  }"""
+
+
+def test_partially_manual_without_automatic_splits_is_fully_manual():
+  module = _import(_PARTIAL_MANUAL.replace("{IN}", "{?}").replace(
+      "LOCAL", "4"))
+  (to_shard,) = _by_target(module, "SPMDFullToShardShape")
+  assert str(to_shard.sharding) == "{manual}"
+  assert str(to_shard.operand(0).sharding) == (
+      "{devices=[2,1,2]<=[4] last_tile_dim_replicate}")
+  x = np.arange(32, dtype=np.float32).reshape(8, 4)
+  spmd_testing.check_partitioning(module, 4, [x], expected=[x[:4] + x[4:]])
+
+
 def test_partially_manual_and_sdy_collectives_are_unimplemented():
   with pytest.raises(support.UnimplementedError,
-                     match="partially manual sdy.manual_computation"):
-    _import("""
-      module @m {
-        sdy.mesh @mesh = <["x"=2, "y"=2]>
-        func.func public @main(%a: tensor<8x4xf32>) -> tensor<4x4xf32> {
-          %0 = sdy.manual_computation(%a) in_shardings=[<@mesh, [{"x", ?}, {?}]>] out_shardings=[<@mesh, [{?}, {?}]>] manual_axes={"x"} (%b: tensor<4x4xf32>) {
-            sdy.return %b : tensor<4x4xf32>
-          } : (tensor<8x4xf32>) -> tensor<4x4xf32>
-          return %0 : tensor<4x4xf32>
-        }
-      }""")
+                     match="partially manual .* automatic axes y"):
+    _import(_PARTIAL_MANUAL.replace("{IN}", '{"y"}').replace("LOCAL", "2"))
   with pytest.raises(support.UnimplementedError, match="sdy.all_gather"):
     _import("""
       module @m {

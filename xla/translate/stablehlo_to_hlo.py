@@ -96,6 +96,11 @@ class Importer:
     return self._entry
 
   def add(self, instr: HloInstruction) -> HloInstruction:
+    if self._manual_depth and not self._scalar_depth and (
+        instr.sharding is None):
+      # In a (fully) manual computation's body every value is manual, as
+      # Shardy's export marks it.
+      instr.sharding = sharding_import.MANUAL
     return self.computation.add_instruction(instr)
 
   def operand(self, op: core.Operation, i: int) -> HloInstruction:
