@@ -34,7 +34,7 @@ from support import log
 
 # Bump when the plan format, the emitters or the runtime change in a way
 # that makes old artifacts wrong.
-COMPILER_VERSION = "xla-cpu-core-1"
+COMPILER_VERSION = "xla-cpu-core-2"
 _MAGIC = b"XLACPU1\n"
 
 

@@ -374,7 +374,9 @@ def compile_artifact(hlo_module, options: CpuCompileOptions,
   module = hlo_module.clone()
   # A global program for several partitions is partitioned first, as XLA's
   # CPU compiler does before its own passes (spmd_pipeline.py).
-  spmd_pipeline.partition_if_sharded(module)
+  spmd_shardings = None
+  if spmd_pipeline.partition_if_sharded(module):
+    spmd_shardings = spmd_pipeline.entry_shardings(module)
   run_hlo_passes(module, options)
   stats["hlo_passes"] = time.perf_counter() - t
   _dump(options, module.name, "optimized.hlo.txt", module.to_string)
@@ -396,6 +398,9 @@ def compile_artifact(hlo_module, options: CpuCompileOptions,
                                        on_kernels=stream.add)
   plan = emitter.emit()
   plan["peak_live_bytes"] = assignment.peak_live_bytes()
+  if spmd_shardings is not None:
+    # How the partitioned program's parameters and outputs are split.
+    plan["spmd_shardings"] = spmd_shardings
   # External functions the kernels call (BLAS, libc); a disk-cached object
   # is only loaded when all of them resolve in this process.
   plan["externals"] = sorted(

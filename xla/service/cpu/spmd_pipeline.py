@@ -15,7 +15,22 @@ called by `cpu_compiler.compile_artifact` on its copy of the module:
   by its modules `sharding_propagation` / `spmd_partitioner`). Where they
   cannot be imported the compile fails with UNIMPLEMENTED, saying that
   partitioning is not available: a global program run per device would
-  compute the wrong thing.
+  compute the wrong thing. `entry_shardings` then says how the partitioned
+  program's parameters and outputs are split (the compiler keeps it with
+  the executable, for PJRT's parameter / output shardings).
+
+A partially manual sharding that splits no data (only a manual subgroup
+and replicated devices: shard_map manual on some mesh axes, whose
+operands and results are not split over the others) is taken as manual
+on every device before partitioning (`manual_where_unsplit`): each device
+along the other axes then computes the same, as the partially manual
+program does. Partially manual shardings that split data stay
+UNIMPLEMENTED in the partitioner.
+
+For one partition, the SPMD custom calls a program lowered for one device
+may still carry (`Sharding`, and the manual-shape conversions, which are
+the identity there) are removed, as XLA's ShardingRemover does: they are
+annotations, not computations.
 """
 
 from __future__ import annotations
@@ -91,6 +106,77 @@ def _find(name: str) -> Optional[type]:
     return None
 
 
+def remove_spmd_custom_calls(module) -> int:
+  """Replaces the SPMD custom calls of a one-partition program by their
+  operands (see the module docstring); returns how many."""
+  found = [i for c in module.computations for i in c.instructions
+           if i.opcode.value == "custom-call" and
+           i.custom_call_target in SPMD_CUSTOM_CALLS]
+  removed = 0
+  for instr in found:
+    if instr.operand_count != 1 or (
+        instr.operand(0).shape.dimensions != instr.shape.dimensions):
+      continue
+    comp = instr.parent
+    instr.replace_all_uses_with(instr.operand(0))
+    comp.remove_instruction(instr)
+    removed += 1
+  return removed
+
+
+def _unsplit_manual(s) -> bool:
+  """A partially manual leaf sharding that splits no data dimension."""
+  if s.is_tuple or not s.is_tiled or hlo_sharding.OpShardingType.MANUAL not in (
+      s.subgroup_types):
+    return False
+  dims = s.tile_assignment.dimensions
+  return all(d == 1 for d in dims[:s.tiled_data_rank])
+
+
+def manual_where_unsplit(module) -> int:
+  """Makes partially manual shardings that split no data `{manual}` (see
+  the module docstring); returns how many instructions changed."""
+  changed = 0
+  for comp in module.computations:
+    for instr in comp.instructions:
+      raw = instr.sharding
+      if raw is None or "manual" not in str(raw) or (
+          "last_tile_dims" not in str(raw)):
+        continue
+      s = hlo_sharding.of(instr)
+      leaves = s.tuple_elements if s.is_tuple else (s,)
+      if not any(_unsplit_manual(x) for x in leaves):
+        continue
+      manual = hlo_sharding.HloSharding.manual()
+      leaves = [manual if _unsplit_manual(x) else x for x in leaves]
+      new = (hlo_sharding.HloSharding.tuple_sharding(leaves) if s.is_tuple
+             else leaves[0])
+      instr.sharding = type(raw)(str(new))
+      changed += 1
+  return changed
+
+
+def entry_shardings(module) -> dict:
+  """{"parameters": [...], "outputs": [...]}: the HLO sharding text of each
+  entry parameter and of each leaf of the entry root of a partitioned
+  module (replicated where one has none)."""
+  entry = module.entry_computation
+
+  def of(instr):
+    s = hlo_sharding.of(instr)
+    return s if s is not None else hlo_sharding.HloSharding.replicate()
+
+  params = [str(of(p)) for p in entry.parameter_instructions]
+  root = entry.root_instruction
+  s = of(root)
+  if root.shape.is_tuple():
+    leaves = (s.tuple_elements if s.is_tuple else
+              (s,) * len(root.shape.tuple_shapes))
+  else:
+    leaves = (s.extract_single_sharding() or s,) if s.is_tuple else (s,)
+  return {"parameters": params, "outputs": [str(x) for x in leaves]}
+
+
 def partition_if_sharded(module) -> bool:
   """Partitions `module` in place when it is a global program for more
   than one partition (see the module docstring); returns whether it did.
@@ -101,6 +187,8 @@ def partition_if_sharded(module) -> bool:
   config = getattr(module, "config", None)
   partitions = int(getattr(config, "num_partitions", 1) or 1)
   if partitions <= 1:
+    if int(getattr(config, "replica_count", 1) or 1) <= 1:
+      remove_spmd_custom_calls(module)
     return False
   sharded = sharded_instructions(module)
   if not sharded:
@@ -116,6 +204,7 @@ def partition_if_sharded(module) -> bool:
         f"partitions, and SPMD partitioning is not available (the "
         f"{_PACKAGE} passes ShardingPropagation and SpmdPartitioner cannot "
         "be imported); compile a per-device program instead")
+  manual_where_unsplit(module)
   propagation(num_partitions=partitions).run(module)
   partitioner(num_partitions=partitions).run(module)
   return True

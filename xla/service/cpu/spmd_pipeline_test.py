@@ -108,3 +108,61 @@ ENTRY e {
 """)
   assert [i.name for i in spmd_pipeline.sharded_instructions(module)] == [
       "w"]
+
+
+def test_one_partition_drops_the_spmd_custom_calls():
+  # JAX's GSPMD lowering of with_sharding_constraint on one device.
+  _, exe = cpu_testing.compile_text("""HloModule m
+ENTRY e {
+  x = f32[4] parameter(0)
+  s = f32[4] custom-call(x), custom_call_target="Sharding",
+    sharding={replicated}
+  ROOT n = f32[4] negate(s)
+}
+""")
+  x = np.arange(4, dtype=np.float32)
+  np.testing.assert_array_equal(exe.execute([x])[0], -x)
+
+
+def test_partially_manual_without_split_data_is_manual():
+  module = cpu_testing.parse("""HloModule m, num_partitions=4
+ENTRY e {
+  x = f32[8,4] parameter(0), sharding={devices=[2,1,2]<=[4] last_tile_dim_replicate}
+  s = f32[4,4] custom-call(x), custom_call_target="SPMDFullToShardShape",
+    sharding={devices=[1,1,2,2]<=[4] last_tile_dims={manual, replicated}}
+  t = f32[4,4] custom-call(s), custom_call_target="SPMDFullToShardShape",
+    sharding={devices=[2,1,2]<=[4] last_tile_dims={manual}}
+  ROOT r = (f32[4,4], f32[4,4]) tuple(s, t),
+    sharding={{devices=[1,1,2,2]<=[4] last_tile_dims={manual, replicated}}, {replicated}}
+}
+""")
+  assert spmd_pipeline.manual_where_unsplit(module) == 2
+  got = {i.name: str(i.sharding)
+         for i in module.entry_computation.instructions}
+  assert got["s"] == "{manual}"
+  assert got["r"] == "{{manual}, {replicated}}"
+  # Data split under a manual subgroup stays for the partitioner to refuse.
+  assert got["t"] == "{devices=[2,1,2]<=[4] last_tile_dims={manual}}"
+
+
+def test_entry_shardings():
+  module = cpu_testing.parse("""HloModule m, num_partitions=4
+ENTRY e {
+  x = f32[8] parameter(0), sharding={devices=[4]<=[4]}
+  y = f32[8] parameter(1)
+  ROOT t = (f32[8], f32[8]) tuple(x, y),
+    sharding={{replicated}, {devices=[4]<=[4]}}
+}
+""")
+  assert spmd_pipeline.entry_shardings(module) == {
+      "parameters": ["{devices=[4]<=[4]}", "{replicated}"],
+      "outputs": ["{replicated}", "{devices=[4]<=[4]}"]}
+
+
+def test_the_partitioned_executable_keeps_its_shardings():
+  if (spmd_pipeline._find("ShardingPropagation") is None or  # pylint: disable=protected-access
+      spmd_pipeline._find("SpmdPartitioner") is None):  # pylint: disable=protected-access
+    pytest.skip("the SPMD partitioner is not available")
+  _, exe = cpu_testing.compile_text(_GLOBAL)
+  assert exe.plan["spmd_shardings"] == {
+      "parameters": ["{devices=[4]<=[4]}"], "outputs": ["{replicated}"]}
