@@ -22,6 +22,8 @@ xla/xla_data.proto at the XLA revision of PJRT C API 0.112):
     5  int64 num_partitions
     6  bool use_spmd_partitioning
     9  DeviceAssignmentProto device_assignment
+    12 repeated bool allow_spmd_sharding_propagation_to_output  (packed)
+    18 repeated bool allow_spmd_sharding_propagation_to_parameters  (packed)
   DeviceAssignmentProto
     1  int32 replica_count
     2  int32 computation_count
@@ -52,6 +54,8 @@ _EBO_NUM_REPLICAS = 4
 _EBO_NUM_PARTITIONS = 5
 _EBO_USE_SPMD_PARTITIONING = 6
 _EBO_DEVICE_ASSIGNMENT = 9
+_EBO_PROPAGATION_TO_OUTPUT = 12
+_EBO_PROPAGATION_TO_PARAMETERS = 18
 # DeviceAssignmentProto.
 _DA_REPLICA_COUNT = 1
 _DA_COMPUTATION_COUNT = 2
@@ -108,12 +112,23 @@ def encode_device_assignment(assignment: Sequence[Sequence[int]]) -> bytes:
   return out
 
 
+def _packed_bools(field: int, values: Sequence[bool]) -> bytes:
+  if not values:
+    return b""
+  return _message_field(field, b"".join(_varint(int(bool(v)))
+                                        for v in values))
+
+
 def compile_options(*, num_replicas: int = 1, num_partitions: int = 1,
                     device_ordinal: int = -1,
                     device_assignment: Sequence[Sequence[int]] | None = None,
                     use_spmd_partitioning: bool = False,
                     compile_portable_executable: bool = False,
-                    parameter_is_tupled_arguments: bool = False) -> bytes:
+                    parameter_is_tupled_arguments: bool = False,
+                    allow_spmd_sharding_propagation_to_parameters:
+                    Sequence[bool] = (),
+                    allow_spmd_sharding_propagation_to_output:
+                    Sequence[bool] = ()) -> bytes:
   """Serializes a minimal CompileOptionsProto.
 
   The defaults compile for one replica and one partition on a device the
@@ -126,6 +141,10 @@ def compile_options(*, num_replicas: int = 1, num_partitions: int = 1,
   if device_assignment is not None:
     build += _message_field(_EBO_DEVICE_ASSIGNMENT,
                             encode_device_assignment(device_assignment))
+  build += _packed_bools(_EBO_PROPAGATION_TO_OUTPUT,
+                         allow_spmd_sharding_propagation_to_output)
+  build += _packed_bools(_EBO_PROPAGATION_TO_PARAMETERS,
+                         allow_spmd_sharding_propagation_to_parameters)
   out = _int_field(_CO_PARAMETER_IS_TUPLED_ARGUMENTS,
                    parameter_is_tupled_arguments)
   out += _message_field(_CO_EXECUTABLE_BUILD_OPTIONS, build)
@@ -151,6 +170,25 @@ def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
 
 def _signed64(value: int) -> int:
   return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def repeated_bools(wire_type: int, value: int | bytes) -> list[bool]:
+  """The values one occurrence of a repeated bool field holds: a packed
+  run (wire type LEN) or a single varint.
+
+  Raises:
+    support.DataLossError: on malformed input.
+  """
+  if wire_type == _VARINT:
+    return [bool(value)]
+  if wire_type != _LEN:
+    raise support.DataLossError(
+        f"a repeated bool field has wire type {wire_type}")
+  out, pos = [], 0
+  while pos < len(value):
+    v, pos = _read_varint(value, pos)
+    out.append(bool(v))
+  return out
 
 
 def iter_fields(data: bytes) -> Iterator[tuple[int, int, int | bytes]]:

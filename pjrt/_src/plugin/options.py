@@ -162,6 +162,8 @@ _EBO_NUM_PARTITIONS = 5
 _EBO_USE_SPMD_PARTITIONING = 6
 _EBO_USE_AUTO_SPMD_PARTITIONING = 7
 _EBO_DEVICE_ASSIGNMENT = 9
+_EBO_PROPAGATION_TO_OUTPUT = 12
+_EBO_PROPAGATION_TO_PARAMETERS = 18
 _VARINT, _LEN = 0, 2
 
 
@@ -177,6 +179,11 @@ class CompileOptions:
   use_auto_spmd_partitioning: bool = False
   compile_portable_executable: bool = False
   parameter_is_tupled_arguments: bool = False
+  # allow_spmd_sharding_propagation_to_parameters / _to_output: per
+  # parameter / output (one value: all), whether one without a sharding
+  # takes what sharding propagation finds rather than being replicated.
+  propagation_to_parameters: tuple[bool, ...] = ()
+  propagation_to_output: tuple[bool, ...] = ()
 
 
 def _signed(value: int) -> int:
@@ -221,6 +228,12 @@ def decode_compile_options(data: bytes) -> CompileOptions:
         elif wire == _LEN and field == _EBO_DEVICE_ASSIGNMENT:
           assignment = co.decode_device_assignment(value)
           fields["device_assignment"] = tuple(tuple(r) for r in assignment)
+        elif field in (_EBO_PROPAGATION_TO_OUTPUT,
+                       _EBO_PROPAGATION_TO_PARAMETERS):
+          key = ("propagation_to_output" if field == _EBO_PROPAGATION_TO_OUTPUT
+                 else "propagation_to_parameters")
+          fields[key] = fields.get(key, ()) + tuple(
+              co.repeated_bools(wire, value))
   except support.XlaError as e:
     raise support.InvalidArgumentError(
         f"compile options are not a valid serialized CompileOptionsProto: "

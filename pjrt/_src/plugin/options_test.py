@@ -86,3 +86,15 @@ def test_unset_counts_in_build_options_read_zero():
 def test_garbage_is_invalid():
   with pytest.raises(support.InvalidArgumentError, match="CompileOptionsProto"):
     options.decode_compile_options(b"\xff\xff\xff\xff")
+
+
+def test_sharding_propagation_flags():
+  data = co.compile_options(
+      num_partitions=4, allow_spmd_sharding_propagation_to_parameters=[
+          True, False, True],
+      allow_spmd_sharding_propagation_to_output=[False])
+  opts = options.decode_compile_options(data)
+  assert opts.propagation_to_parameters == (True, False, True)
+  assert opts.propagation_to_output == (False,)
+  assert options.decode_compile_options(
+      co.compile_options()).propagation_to_output == ()
