@@ -1,12 +1,14 @@
 """ctypes ABI of the PJRT C API 0.112: one import for the rest of pjrt.
 
-The definitions live in three modules:
+The definitions live in four modules:
   * abi_types: scalar aliases, enums, shared structs (PJRT_NamedValue,
     PJRT_Program, PJRT_Buffer_MemoryLayout, PJRT_ExecuteOptions, ...),
     `struct_size`, `make_args`.
   * abi_args: every `PJRT_*_Args` struct, by function name (`args_type`).
   * abi_api: `PJRT_Api`, its slot order, version negotiation (`api_version`,
     `has_slot`, `slot_function`).
+  * abi_extensions: the extensions' structs (Shardings) and
+    `find_extension`.
 """
 
 # pylint: disable=g-importing-member,unused-import
@@ -25,6 +27,11 @@ from pjrt._src.abi_api import SLOTS
 from pjrt._src.abi_api import VOID_SLOTS
 from pjrt._src.abi_args import ARGS
 from pjrt._src.abi_args import args_type
+from pjrt._src.abi_extensions import extension_function_type
+from pjrt._src.abi_extensions import find_extension
+from pjrt._src.abi_extensions import PJRT_Shardings_Extension
+from pjrt._src.abi_extensions import SHARDINGS_EXTENSION_VERSION
+from pjrt._src.abi_extensions import SHARDINGS_FUNCTIONS
 from pjrt._src.abi_types import ARGS_HEADER
 from pjrt._src.abi_types import BufferType
 from pjrt._src.abi_types import ERROR_PAYLOAD_VISITOR

@@ -14,6 +14,10 @@ Package layout:
   runtime.py, programs.py, backends.py, executables.py, serialization.py,
   options.py, topology.py   the Python model behind the slots
 
+The table's `extension_start` chain holds one extension, Shardings (the
+parameter and output shardings of an executable of several partitions,
+slots_executable.py); its functions go through the same dispatcher.
+
 Every slot of API 0.112 is a non-NULL function. A slot's implementation is
 registered with `@implements("Client_Create")`; a slot without one returns an
 UNIMPLEMENTED error naming it. The dispatcher around every implementation:
@@ -184,11 +188,21 @@ def _refusal(name: str) -> native.Refusal:
   return native.Refusal(result="error")
 
 
-def _make_thunk(name: str) -> Any:
-  fn, required = _IMPLEMENTATIONS.get(name, (_unimplemented(name), 0))
-  void = name in abi.VOID_SLOTS
-  c_name = f"PJRT_{name}_Args"
-  cleanup = name.endswith(_CLEANUP_SUFFIXES)
+def _make_thunk(name: str, extension: Any = None) -> Any:
+  """The ctypes thunk of slot `name`, or of extension function `name`
+  when `extension` is its (implementation, minimum struct_size, args
+  struct)."""
+  if extension is not None:
+    fn, required, args_type = extension
+    void = cleanup = False
+    c_name = f"{name}_Args"
+    function_type = abi.extension_function_type(args_type)
+  else:
+    fn, required = _IMPLEMENTATIONS.get(name, (_unimplemented(name), 0))
+    void = name in abi.VOID_SLOTS
+    c_name = f"PJRT_{name}_Args"
+    cleanup = name.endswith(_CLEANUP_SUFFIXES)
+    function_type = abi.function_type(name)
 
   def thunk(args_p, _shutdown=_SHUTDOWN, _name=name, _cleanup=cleanup,
             _message=ctypes.addressof(_SHUTDOWN_MESSAGE),
@@ -229,7 +243,21 @@ def _make_thunk(name: str) -> Any:
 
   if not _THUNK_CODE:
     _THUNK_CODE.append(thunk.__code__)
-  return abi.function_type(name)(thunk)
+  return function_type(thunk)
+
+
+def _shardings_extension() -> Any:
+  """The plugin's PJRT_Shardings_Extension (the only one in its chain):
+  parameter and output shardings of executables of several partitions."""
+  ext = abi.PJRT_Shardings_Extension()
+  ext.base.struct_size = abi.PJRT_Shardings_Extension.STRUCT_SIZE
+  ext.base.type = int(abi.ExtensionType.SHARDINGS)
+  ext.base.next = None
+  for name in abi.SHARDINGS_FUNCTIONS:
+    native.register("extension:" + name,
+                    _make_thunk(name, slot_registry.EXTENSION_IMPLEMENTATIONS[
+                        name]), "p>p", native.Refusal(result="error"))
+  return ext
 
 
 _lock = threading.Lock()
@@ -255,7 +283,7 @@ def get_api() -> Any:
       _load_slots()
       api = abi.PJRT_Api()
       api.struct_size = abi.PJRT_Api.STRUCT_SIZE
-      api.extension_start = None
+      shardings = handles.immortal(_shardings_extension())
       version = api.pjrt_api_version
       version.struct_size = abi.PJRT_Api_Version.STRUCT_SIZE
       version.extension_start = None
@@ -270,6 +298,9 @@ def get_api() -> Any:
       entries.update(_fast_paths(entries))
       for name in abi.SLOTS:
         setattr(api, "PJRT_" + name, entries[name])
+      for name in abi.SHARDINGS_FUNCTIONS:
+        setattr(shardings, name, native.address("extension:" + name))
+      api.extension_start = ctypes.addressof(shardings)
       errors.FALLBACK = errors.new_permanent_error(
           support.StatusCode.INTERNAL,
           "internal error in the openxla_cpu plugin while reporting an "

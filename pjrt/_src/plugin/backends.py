@@ -35,11 +35,19 @@ the object the devices' instances share (`start`, `process`, `finish`,
 `process`.
 
 A global program (shardings, for more than one partition) must be
-partitioned before it runs per device: the cpu backend does that for HLO
-programs (the compiler's SPMD hook, which says UNIMPLEMENTED where no
-partitioner is available). StableHLO programs' shardings are not imported
-into HLO yet, so a global StableHLO program is UNIMPLEMENTED on every
-backend, rather than run unpartitioned.
+partitioned before it runs per device: the cpu backend does that (the
+HLO import carries a StableHLO program's shardings, then the compiler's
+SPMD hook partitions, or says UNIMPLEMENTED where no partitioner is
+available), each device's instance then takes and returns its shards
+(`per_device_signature`) and `shardings` says how the program's
+parameters and outputs are split. The other backends refuse a global
+program (UNIMPLEMENTED) rather than run it unpartitioned, and "auto" does
+not fall back to the interpreter for one.
+
+`compile(program, ..., propagation=(parameters, outputs))` passes the
+compile options' allow_spmd_sharding_propagation_to_parameters / _output
+flags (where an unannotated parameter or output may take the sharding
+propagation finds, rather than being replicated) to backends that take it.
 """
 
 from __future__ import annotations
@@ -92,6 +100,12 @@ class Compiled:
     the program's (a partitioned global program); else None."""
     return None
 
+  def shardings(self) -> Any:
+    """([HLO sharding text] of the parameters, of the outputs) of a
+    partitioned global program: how each device's shards make up the
+    program's values; else None."""
+    return None
+
 
 _REGISTRY: dict[str, Callable[[programs.Program], Compiled]] = {}
 
@@ -122,20 +136,20 @@ class InterpreterCompiled(Compiled):
     from stablehlo import interpreter  # pylint: disable=g-import-not-at-top
     self._interpreter_cls = interpreter.Interpreter
     self._program = program
+    self._module = _without_shardy(program)
     self._local = threading.local()
     self._check_kernels()
 
   def _interpreter(self):
     interp = getattr(self._local, "interp", None)
     if interp is None:
-      interp = self._local.interp = self._interpreter_cls(
-          self._program.stablehlo())
+      interp = self._local.interp = self._interpreter_cls(self._module)
     return interp
 
   def _check_kernels(self) -> None:
     """Fails at compile time for an op the interpreter cannot run."""
     interp = self._interpreter()
-    for fn in self._program.stablehlo().functions:
+    for fn in self._module.functions:
       for region in fn.regions:
         for block in region.blocks:
           for op in block.operations:
@@ -177,16 +191,31 @@ class _InterpreterGrid:
     self.grid.abort(self._pid(*pid), error)
 
 
+def _without_shardy(program: programs.Program):
+  """The program's StableHLO module without Shardy ops and attributes, for
+  a backend that runs it unpartitioned (check_partitionable lets only a
+  program without shardings that split a value get there)."""
+  if not program.keep_shardy:
+    return program.stablehlo()
+  from pjrt._src.plugin import shardy  # pylint: disable=g-import-not-at-top
+  module = program.fresh_module()
+  shardy.strip(module)
+  return module
+
+
 # --------------------------------------------------------------------------
 # StableHLO -> HLO, for the XLA backends.
 
 
-def import_hlo(program: programs.Program, verify: bool = True):
+def import_hlo(program: programs.Program, verify: bool = True,
+               shardings: bool = True):
   """A fresh HloModule of the program's entry function, verified unless
-  `verify` is False (the CPU compiler verifies what it is given)."""
+  `verify` is False (the CPU compiler verifies what it is given); without
+  Shardy's annotations unless `shardings`."""
   if program.is_hlo:
     return program.fresh_hlo()
-  module = program.take_module()
+  module = (program.take_module() if shardings or not program.keep_shardy
+            else _without_shardy(program))
   if any(op.name == "ml_program.global" for op in module.walk()):
     raise support.UnimplementedError(
         "programs with ml_program globals are supported by the interpreter "
@@ -215,7 +244,7 @@ class EvaluatorCompiled(Compiled):
           f"{num_replicas} replica(s) x {num_partitions} partition(s)")
     from xla.hlo.evaluator import hlo_evaluator  # pylint: disable=g-import-not-at-top
     from xla.service.cpu import lapack_handlers  # pylint: disable=g-import-not-at-top
-    self._hlo = import_hlo(program)
+    self._hlo = import_hlo(program, shardings=False)
     # JAX's LAPACK custom calls run on the CPU backend's LAPACK handlers.
     self._evaluator_cls = functools.partial(
         hlo_evaluator.HloEvaluator, custom_calls=lapack_handlers.HANDLERS)
@@ -240,7 +269,7 @@ class CpuCompiled(Compiled):
   backend = "cpu"
 
   def __init__(self, program: programs.Program, num_replicas: int = 1,
-               num_partitions: int = 1):
+               num_partitions: int = 1, propagation: Any = None):
     compiler = cpu_compiler_module()
     if compiler is None:
       raise support.UnimplementedError(
@@ -253,6 +282,13 @@ class CpuCompiled(Compiled):
       # overrides it too).
       hlo.config.replica_count = int(num_replicas)
       hlo.config.num_partitions = int(num_partitions)
+      if propagation is not None:
+        to_parameters, to_output = propagation
+        config = hlo.config
+        config.allow_spmd_sharding_propagation_to_parameters = tuple(
+            bool(x) for x in to_parameters) or (False,)
+        config.allow_spmd_sharding_propagation_to_output = tuple(
+            bool(x) for x in to_output) or (False,)
       self._executable = compiler.compile(hlo)
     try:
       parameters = inspect.signature(self._executable.execute).parameters
@@ -287,6 +323,13 @@ class CpuCompiled(Compiled):
     if any(o is None for o in plan["outputs"]):
       return None
     return params, [leaf(o) for o in plan["outputs"]]
+
+  def shardings(self):
+    plan = getattr(self._executable, "plan", None)
+    found = plan.get("spmd_shardings") if isinstance(plan, dict) else None
+    if not found:
+      return None
+    return list(found["parameters"]), list(found["outputs"])
 
   def new_grid(self, num_replicas, num_partitions):
     if not getattr(self._executable, "has_collectives", False):
@@ -456,7 +499,8 @@ def resolve(choice: str) -> str:
 
 
 def _compile_with(compile_fn, program: programs.Program, backend: str,
-                  num_replicas: int, num_partitions: int) -> Compiled:
+                  num_replicas: int, num_partitions: int,
+                  propagation: Any = None) -> Compiled:
   if num_replicas * num_partitions == 1:
     return compile_fn(program)
   try:
@@ -468,8 +512,11 @@ def _compile_with(compile_fn, program: programs.Program, backend: str,
         f"backend {backend!r} does not compile programs of several "
         f"participants ({num_replicas} replica(s) x {num_partitions} "
         "partition(s))")
+  kwargs = {}
+  if propagation is not None and "propagation" in parameters:
+    kwargs["propagation"] = propagation
   return compile_fn(program, num_replicas=num_replicas,
-                    num_partitions=num_partitions)
+                    num_partitions=num_partitions, **kwargs)
 
 
 def check_partitionable(program: programs.Program, backend: str,
@@ -484,13 +531,6 @@ def check_partitionable(program: programs.Program, backend: str,
     return
   shown = ", ".join(program.shardings[:3]) + (
       ", ..." if len(program.shardings) > 3 else "")
-  if not program.is_hlo:
-    raise support.UnimplementedError(
-        f"{program.name!r} is a global program with shardings ({shown}) "
-        f"for {num_partitions} partitions: SPMD partitioning is not "
-        "available for StableHLO programs in the openxla_cpu plugin (their "
-        "shardings are not imported into HLO yet); compile a per-device "
-        "program")
   if backend != "cpu":
     raise support.UnimplementedError(
         f"{program.name!r} is a global program with shardings ({shown}) "
@@ -500,12 +540,14 @@ def check_partitionable(program: programs.Program, backend: str,
 
 def compile_program(program: programs.Program, backend: str, *,
                     fallback: bool, num_replicas: int = 1,
-                    num_partitions: int = 1) -> Compiled:
+                    num_partitions: int = 1,
+                    propagation: Any = None) -> Compiled:
   """Compiles `program` with `backend` for num_replicas x num_partitions
-  participants.
+  participants (`propagation`: see the module docstring).
 
   With `fallback`, a program `backend` does not support runs on the
-  interpreter instead.
+  interpreter instead (never a global program: the interpreter would run
+  it unpartitioned).
   """
   compile_fn = _REGISTRY.get(backend)
   if compile_fn is None:
@@ -513,9 +555,10 @@ def compile_program(program: programs.Program, backend: str, *,
   check_partitionable(program, backend, num_partitions)
   try:
     return _compile_with(compile_fn, program, backend, num_replicas,
-                         num_partitions)
+                         num_partitions, propagation)
   except support.UnimplementedError as e:
-    if not fallback or backend == "interpreter" or program.is_hlo:
+    if (not fallback or backend == "interpreter" or program.is_hlo or
+        (num_partitions > 1 and program.shardings)):
       raise
     support.log.vlog(1, "openxla_cpu: backend %s cannot compile %s (%s); "
                      "using the interpreter", backend, program.name, e)

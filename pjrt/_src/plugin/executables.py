@@ -116,6 +116,20 @@ class Executable:
   def code_size(self) -> int:
     return self.compiled.code_size or len(self.program.code)
 
+  def shardings(self) -> Optional[tuple[list[str], list[str]]]:
+    """(HLO sharding text of each parameter, of each output) of a program
+    of several partitions: the partitioned program's (`Compiled.shardings`),
+    or replicated for one that was not partitioned (each device holds whole
+    values). None for one device, or replicas (no SPMD shardings)."""
+    if self.num_partitions <= 1 or self.num_replicas > 1:
+      return None
+    found = self.compiled.shardings()
+    if found is not None:
+      return found
+    replicated = "{replicated}"
+    return ([replicated] * len(self.program.parameters),
+            [replicated] * len(self.program.results))
+
   def memory_stats(self) -> dict[str, int]:
     """Sizes for PJRT_Executable_GetCompiledMemoryStats (bytes)."""
     def size(types):
@@ -214,13 +228,25 @@ def compile_executable(code: bytes, fmt: str, options_bytes: bytes, *,
   # Parsing allocates many small objects that all stay alive: the cyclic
   # collector's passes over them find nothing (as in the compiler).
   with support.heap.gc_paused():
-    program = programs.load(code, fmt)
+    # A program for several partitions keeps its Shardy annotations: the
+    # HLO import reads them into the shardings the partitioner follows.
+    program = programs.load(code, fmt, keep_shardy=opts.num_partitions > 1)
     compiled = backends.compile_program(
         program, backend, fallback=fallback,
-        num_replicas=opts.num_replicas, num_partitions=opts.num_partitions)
+        num_replicas=opts.num_replicas, num_partitions=opts.num_partitions,
+        propagation=(opts.propagation_to_parameters,
+                     opts.propagation_to_output))
     if program.shardings and opts.num_partitions > 1:
       _take_per_device_signature(program, compiled)
   return Executable(program, opts, options_bytes, compiled)
+
+
+def op_sharding_protos(shardings: Sequence[str]) -> list[bytes]:
+  """HLO sharding texts as serialized xla.OpSharding protos (what the PJRT
+  Shardings extension returns)."""
+  from xla.hlo.ir import hlo_sharding  # pylint: disable=g-import-not-at-top
+  return [hlo_sharding.HloSharding.parse(text).to_proto().SerializeToString()
+          for text in shardings]
 
 
 def _take_per_device_signature(program: programs.Program,

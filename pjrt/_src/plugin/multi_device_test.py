@@ -3,6 +3,8 @@ the cpu backend: compile options with num_partitions / num_replicas and a
 device assignment, Execute with one argument list per device, collectives
 between the devices' instances, and the errors of such executions."""
 
+import ctypes
+
 import numpy as np
 import pytest
 
@@ -228,6 +230,151 @@ ENTRY e {
   x = np.arange(8, dtype=np.float32)
   for (y,) in _run(client, exe, [[x[2 * p:2 * p + 2]] for p in range(4)]):
     np.testing.assert_array_equal(y, x * x)
+
+
+# -- global StableHLO programs --------------------------------------------------------
+
+# A matmul whose operands and result are split over a 2x2 mesh, and a
+# constraint in the middle: Shardy's form and GSPMD's.
+_SHARDY_MATMUL = """
+module @matmul attributes {mhlo.num_partitions = 4 : i32} {
+  sdy.mesh @mesh = <["x"=2, "y"=2]>
+  func.func public @main(
+      %a: tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {"y"}]>},
+      %b: tensor<4x6xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"y"}, {}]>})
+      -> (tensor<8x6xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>},
+          tensor<8x4xf32>) {
+    %0 = stablehlo.sine %a : tensor<8x4xf32>
+    %1 = sdy.sharding_constraint %0 <@mesh, [{}, {"y"}]> : tensor<8x4xf32>
+    %2 = stablehlo.dot_general %1, %b, contracting_dims = [1] x [0] : (tensor<8x4xf32>, tensor<4x6xf32>) -> tensor<8x6xf32>
+    return %2, %1 : tensor<8x6xf32>, tensor<8x4xf32>
+  }
+}
+"""
+_GSPMD_MATMUL = (
+    _SHARDY_MATMUL.replace('  sdy.mesh @mesh = <["x"=2, "y"=2]>\n', "")
+    .replace('#sdy.sharding<@mesh, [{"x"}, {"y"}]>',
+             '"{devices=[2,2]<=[4]}"')
+    .replace('#sdy.sharding<@mesh, [{"y"}, {}]>',
+             '"{devices=[2,1,2]<=[2,2]T(1,0) last_tile_dim_replicate}"')
+    .replace('#sdy.sharding<@mesh, [{"x"}, {}]>',
+             '"{devices=[2,1,2]<=[4] last_tile_dim_replicate}"')
+    .replace("sdy.sharding =", "mhlo.sharding =")
+    .replace('sdy.sharding_constraint %0 <@mesh, [{}, {"y"}]> : tensor<8x4xf32>',
+             'stablehlo.custom_call @Sharding(%0) {mhlo.sharding = '
+             '"{devices=[1,2,2]<=[2,2]T(1,0) last_tile_dim_replicate}"} : '
+             "(tensor<8x4xf32>) -> tensor<8x4xf32>"))
+
+
+def _tile(x, rows, cols, p):
+  """Partition p's block of `x` cut into rows x cols blocks, partitions
+  numbered row-major."""
+  r, c = x.shape[0] // rows, x.shape[1] // cols
+  i, j = divmod(p, cols)
+  return x[i * r:(i + 1) * r, j * c:(j + 1) * c]
+
+
+def _shardings(client, exe, which: str) -> list:
+  """The executable's parameter or output shardings, read through the
+  plugin's Shardings extension as serialized OpSharding protos."""
+  from pjrt._src import abi  # pylint: disable=g-import-not-at-top
+  from pjrt._src.plugin import api  # pylint: disable=g-import-not-at-top
+  from xla.hlo.ir import hlo_sharding  # pylint: disable=g-import-not-at-top
+  from xla.hlo.proto import hlo_proto_schema  # pylint: disable=g-import-not-at-top
+  address = abi.find_extension(api.get_api(), abi.ExtensionType.SHARDINGS)
+  assert address is not None
+  ext = abi.PJRT_Shardings_Extension.from_address(address)
+  assert ext.base.struct_size == abi.PJRT_Shardings_Extension.STRUCT_SIZE
+  name = f"PJRT_Shardings_PJRT_Executable_{which}Shardings"
+  args_type = abi.SHARDINGS_FUNCTIONS[name]
+  fn = abi.extension_function_type(args_type)(getattr(ext, name))
+  handle = testing.call(client, "LoadedExecutable_GetExecutable",
+                        loaded_executable=exe.handle).executable
+  try:
+    args = abi.make_args(args_type, executable=handle)
+    error = fn(ctypes.byref(args))
+    assert not error
+    count = args.num_parameters if which == "Parameter" else args.num_outputs
+    if not args.shardings:
+      return None
+    pointers = (ctypes.c_void_p * count).from_address(args.shardings)
+    sizes = (ctypes.c_size_t * count).from_address(args.sharding_sizes)
+    out = []
+    for pointer, size in zip(pointers, sizes):
+      proto = hlo_proto_schema.OpSharding()
+      proto.ParseFromString(ctypes.string_at(pointer, size))
+      out.append(str(hlo_sharding.HloSharding.from_proto(proto)))
+    return out
+  finally:
+    testing.call(client, "Executable_Destroy", executable=handle)
+
+
+@pytest.mark.parametrize("program", [_SHARDY_MATMUL, _GSPMD_MATMUL],
+                         ids=["shardy", "gspmd"])
+def test_a_global_stablehlo_program_runs_partitioned(client, program):
+  options = pjrt.compile_options(num_partitions=4,
+                                 use_spmd_partitioning=True,
+                                 allow_spmd_sharding_propagation_to_output=[
+                                     False, True])
+  exe = client.compile(program, compile_options=options)
+  rng = np.random.default_rng(0)
+  a = rng.standard_normal((8, 4)).astype(np.float32)
+  b = rng.standard_normal((4, 6)).astype(np.float32)
+  # Each device takes its shards: a's 2x2 block, b's rows of its "y".
+  lists = [[_tile(a, 2, 2, p), _tile(b, 2, 1, p % 2)] for p in range(4)]
+  got = _run(client, exe, lists)
+  want = np.sin(a) @ b
+  for p, (c, s) in enumerate(got):
+    np.testing.assert_allclose(c, _tile(want, 2, 1, p // 2), rtol=1e-5,
+                               atol=1e-5)
+    # The second output took the constraint's sharding: columns by "y".
+    np.testing.assert_allclose(s, _tile(np.sin(a), 1, 2, p % 2), rtol=1e-6)
+  assert _shardings(client, exe, "Parameter") == [
+      "{devices=[2,2]<=[4]}",
+      "{devices=[2,1,2]<=[2,2]T(1,0) last_tile_dim_replicate}"]
+  assert _shardings(client, exe, "Output") == [
+      "{devices=[2,1,2]<=[4] last_tile_dim_replicate}",
+      "{devices=[1,2,2]<=[2,2]T(1,0) last_tile_dim_replicate}"]
+
+
+def test_outputs_not_allowed_to_propagate_are_replicated(client):
+  options = pjrt.compile_options(num_partitions=4,
+                                 use_spmd_partitioning=True)
+  exe = client.compile(_SHARDY_MATMUL, compile_options=options)
+  assert _shardings(client, exe, "Output")[1] == "{replicated}"
+  a = np.ones((8, 4), np.float32)
+  b = np.ones((4, 6), np.float32)
+  lists = [[_tile(a, 2, 2, p), _tile(b, 2, 1, p % 2)] for p in range(4)]
+  for _, s in _run(client, exe, lists):
+    np.testing.assert_allclose(s, np.sin(a), rtol=1e-6)
+
+
+def test_shardings_of_programs_that_are_not_partitioned(client):
+  one = client.compile(testing.ADD_F32)
+  assert _shardings(client, one, "Parameter") is None
+  options = pjrt.compile_options(num_partitions=4,
+                                 use_spmd_partitioning=True)
+  per_device = client.compile(testing.ADD_F32, compile_options=options)
+  assert _shardings(client, per_device, "Output") == ["{replicated}"]
+
+
+def test_a_partially_manual_program_that_splits_automatic_axes(client):
+  program = """
+module @m attributes {mhlo.num_partitions = 4 : i32} {
+  sdy.mesh @mesh = <["x"=2, "y"=2]>
+  func.func public @main(%a: tensor<8x4xf32>) -> tensor<8x4xf32> {
+    %0 = sdy.manual_computation(%a) in_shardings=[<@mesh, [{"x"}, {"y"}]>] out_shardings=[<@mesh, [{"x"}, {"y"}]>] manual_axes={"x"} (%b: tensor<4x4xf32>) {
+      sdy.return %b : tensor<4x4xf32>
+    } : (tensor<8x4xf32>) -> tensor<8x4xf32>
+    return %0 : tensor<8x4xf32>
+  }
+}
+"""
+  options = pjrt.compile_options(num_partitions=4,
+                                 use_spmd_partitioning=True)
+  with pytest.raises(support.UnimplementedError,
+                     match="partially manual .* automatic axes y"):
+    client.compile(program, compile_options=options)
 
 
 # -- JAX -----------------------------------------------------------------------------

@@ -28,6 +28,10 @@ when compiled for several partitions): Shardy or `mhlo.sharding`
 annotations that are not fully replicated, Shardy ops other than the mesh,
 and the SPMD custom calls (`Sharding`, `SPMDFullToShardShape`,
 `SPMDShardToFullShape`); found before shardy.py strips the annotations.
+A program loaded with `keep_shardy` (one compiled for several partitions)
+keeps its Shardy ops and attributes: the HLO import converts them into
+the HLO shardings the partitioner reads. Only a program of one partition
+has them stripped (it has nothing to partition).
 """
 
 from __future__ import annotations
@@ -100,6 +104,8 @@ class Program:
   # What makes the program global (see the module docstring): short
   # descriptions, empty for a per-device program.
   shardings: tuple[str, ...] = ()
+  # The module keeps its Shardy ops and attributes (see `load`).
+  keep_shardy: bool = False
 
   @property
   def is_hlo(self) -> bool:
@@ -118,7 +124,7 @@ class Program:
       raise support.UnimplementedError(
           f"program {self.name!r} is HLO (format {self.format!r}), not "
           "StableHLO; only the cpu and evaluator backends run it")
-    return parse(self.code, self.format)
+    return parse(self.code, self.format, keep_shardy=self.keep_shardy)
 
   def take_module(self) -> core.Module:
     """The module for a consumer that rewrites it in place: the one `load`
@@ -150,15 +156,17 @@ class Program:
     return mlir_text.print_module(self.stablehlo())
 
 
-def parse(code: bytes, fmt: str) -> core.Module:
-  """The verified StableHLO module of program `code` in format `fmt`.
+def parse(code: bytes, fmt: str, *, keep_shardy: bool = False
+          ) -> core.Module:
+  """The verified StableHLO module of program `code` in format `fmt`,
+  without its Shardy ops and attributes unless `keep_shardy`.
 
   Raises:
     support.InvalidArgumentError: an unknown format, or a program that does
       not parse or verify.
     support.UnimplementedError: a format or encoding we do not read.
   """
-  return parse_with_shardings(code, fmt)[0]
+  return parse_with_shardings(code, fmt, keep_shardy=keep_shardy)[0]
 
 
 _SPMD_CUSTOM_CALLS = frozenset({"Sharding", "SPMDFullToShardShape",
@@ -209,7 +217,7 @@ def global_shardings(module: core.Module) -> tuple[str, ...]:
   return tuple(dict.fromkeys(found))
 
 
-def parse_with_shardings(code: bytes, fmt: str
+def parse_with_shardings(code: bytes, fmt: str, *, keep_shardy: bool = False
                          ) -> tuple[core.Module, tuple[str, ...]]:
   """`parse`, and what made the program global before its Shardy
   annotations were stripped (`global_shardings`)."""
@@ -229,7 +237,8 @@ def parse_with_shardings(code: bytes, fmt: str
     from stablehlo import vhlo  # pylint: disable=g-import-not-at-top
     module = vhlo.deserialize_portable_artifact(bytes(code))
     shardings = global_shardings(module)
-    shardy.strip(module)
+    if not keep_shardy:
+      shardy.strip(module)
   else:
     try:
       text = code.decode("utf-8")
@@ -402,12 +411,14 @@ def _int_value(attr) -> Optional[int]:
   return int(value) if isinstance(value, (int, np.integer)) else None
 
 
-def load(code: bytes, fmt: str) -> Program:
+def load(code: bytes, fmt: str, *, keep_shardy: bool = False) -> Program:
   """Parses, verifies and describes program `code` (see `parse`; an HLO
-  format goes through the registered HLO reader)."""
+  format goes through the registered HLO reader). With `keep_shardy` (a
+  program compiled for several partitions) its Shardy ops and attributes
+  stay."""
   if fmt in HLO_FORMATS:
     return _load_hlo(code, fmt)
-  module, shardings = parse_with_shardings(code, fmt)
+  module, shardings = parse_with_shardings(code, fmt, keep_shardy=keep_shardy)
   fn = entry_function(module)
   entry = fn.attr("sym_name").value
   ftype = fn.attr("function_type")
@@ -433,4 +444,5 @@ def load(code: bytes, fmt: str) -> Program:
   return Program(code=bytes(code), format=fmt, module=module, entry=entry,
                  name=name, parameters=parameters, results=results,
                  aliases=aliases, donors=frozenset(donors),
-                 uses_collectives=uses_collectives, shardings=shardings)
+                 uses_collectives=uses_collectives, shardings=shardings,
+                 keep_shardy=keep_shardy)

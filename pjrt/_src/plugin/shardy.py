@@ -4,13 +4,16 @@ jaxlib serializes programs with "mixed" dialects: the StableHLO ops as VHLO,
 plus Shardy's own ops and attributes (`sdy.mesh` at module level,
 `sdy.sharding` on function arguments, `sdy.sharding_constraint` in bodies)
 whenever an argument is committed to a device. `stablehlo.vhlo` reads them
-into our IR (`stablehlo.sdy`); this module then removes them.
+into our IR (`stablehlo.sdy`).
 
-Removing them is exact for what this plugin runs: a program compiled for
-one partition has nothing to partition, so its shardings only restate that
-every value lives whole on its device. Ops that change the computation
-(`sdy.manual_computation`, `sdy.named_computation`, the collectives, ...)
-are refused with UNIMPLEMENTED.
+A program compiled for several partitions keeps them: the HLO import
+(xla/translate/sharding_import.py) turns them into the shardings the SPMD
+partitioner follows. For a program that runs unpartitioned (one partition,
+or a backend that does not partition a program with nothing to split),
+this module removes them. That is exact: such a program's shardings only
+restate that every value lives whole on its device. Ops that change the
+computation (`sdy.manual_computation`, `sdy.named_computation`, the
+collectives, ...) are refused with UNIMPLEMENTED.
 """
 
 from __future__ import annotations

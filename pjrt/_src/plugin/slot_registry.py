@@ -1,6 +1,7 @@
 """The table of our PJRT slot implementations, filled by the `implements`
 decorator where each slot is defined (slots_*.py); `api` builds the C
-function table from it."""
+function table from it. Functions of the PJRT extensions the plugin
+offers register the same way, with `implements_extension`."""
 
 from __future__ import annotations
 
@@ -32,6 +33,26 @@ def implements(name: str, *, last_field: str | None = None):
     if name in IMPLEMENTATIONS:
       raise ValueError(f"PJRT_{name} is implemented twice")
     IMPLEMENTATIONS[name] = (fn, required)
+    return fn
+
+  return register
+
+
+# Extension function (its field in the extension struct, e.g.
+# "PJRT_Shardings_PJRT_Executable_ParameterShardings") -> (implementation,
+# minimum struct_size, args struct).
+EXTENSION_IMPLEMENTATIONS: dict[str, tuple[Callable[[Any], None], int,
+                                           Any]] = {}
+
+
+def implements_extension(name: str, args_type: Any):
+  """Registers the decorated `fn(args)` as extension function `name`, whose
+  arguments are the ctypes struct `args_type` (read whole)."""
+
+  def register(fn: Callable[[Any], None]) -> Callable[[Any], None]:
+    if name in EXTENSION_IMPLEMENTATIONS:
+      raise ValueError(f"{name} is implemented twice")
+    EXTENSION_IMPLEMENTATIONS[name] = (fn, args_type.STRUCT_SIZE, args_type)
     return fn
 
   return register

@@ -19,6 +19,7 @@ from pjrt._src.plugin import options as options_lib
 from pjrt._src.plugin import runtime
 from pjrt._src.plugin import serialization
 from pjrt._src.plugin.slot_registry import implements
+from pjrt._src.plugin.slot_registry import implements_extension
 from pjrt._src.plugin.slots_buffer import buffer_of
 from pjrt._src.plugin.slots_client import client_of
 from pjrt._src.plugin.slots_client import device_of
@@ -294,6 +295,57 @@ def _executable_compiled_memory_stats(args):
     setattr(args, name, 0)
   for name, value in executable.memory_stats().items():
     setattr(args, name, value)
+
+
+# -- The Shardings extension. ------------------------------------------------
+
+
+def _shardings(executable: executables.Executable, which: int,
+               key: str) -> tuple[Any, Any, int]:
+  """(pointers, sizes, count) of the serialized OpShardings of the
+  executable's parameters (which=0) or outputs (1); NULLs where it has no
+  SPMD shardings. Owned by the executable."""
+
+  def make():
+    found = executable.shardings()
+    if found is None:
+      return None
+    protos = executables.op_sharding_protos(found[which])
+    buffers = [ctypes.create_string_buffer(p, max(1, len(p)))
+               for p in protos]
+    count = len(protos)
+    pointers = (ctypes.c_void_p * max(1, count))(
+        *[ctypes.addressof(b) for b in buffers])
+    sizes = (ctypes.c_size_t * max(1, count))(*[len(p) for p in protos])
+    return buffers, pointers, sizes, count
+
+  made = executable.c.get(key, make)
+  if made is None:
+    return None, None, 0
+  _, pointers, sizes, count = made
+  return ctypes.addressof(pointers), ctypes.addressof(sizes), count
+
+
+@implements_extension(
+    "PJRT_Shardings_PJRT_Executable_ParameterShardings",
+    abi.SHARDINGS_FUNCTIONS[
+        "PJRT_Shardings_PJRT_Executable_ParameterShardings"])
+def _parameter_shardings(args):
+  executable = executable_of(args.executable)
+  pointers, sizes, count = _shardings(executable, 0, "parameter_shardings")
+  args.num_parameters = count
+  args.shardings, args.sharding_sizes = pointers, sizes
+
+
+@implements_extension(
+    "PJRT_Shardings_PJRT_Executable_OutputShardings",
+    abi.SHARDINGS_FUNCTIONS[
+        "PJRT_Shardings_PJRT_Executable_OutputShardings"])
+def _output_shardings(args):
+  executable = executable_of(args.executable)
+  pointers, sizes, count = _shardings(executable, 1, "output_shardings")
+  args.num_outputs = count
+  args.shardings, args.sharding_sizes = pointers, sizes
 
 
 # -- PJRT_LoadedExecutable. ----------------------------------------------------
