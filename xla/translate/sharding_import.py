@@ -79,7 +79,7 @@ SHARD_TO_FULL_TARGET = "SPMDShardToFullShape"
 MANUAL = hlo_attrs.RawText("{manual}")
 
 
-# -- sdy -> HloSharding ----------------------------------------------------------
+# -- sdy -> HloSharding ------------------------------------------------------
 
 
 def _pieces(mesh: sdy.Mesh, refs: Sequence[sdy.AxisRef]
@@ -300,7 +300,7 @@ def set_result_shardings(imp, op, results: Sequence) -> None:
       instr.sharding = text(s)
 
 
-# -- sdy ops ---------------------------------------------------------------------
+# -- sdy ops -----------------------------------------------------------------
 
 
 def _register(name):
