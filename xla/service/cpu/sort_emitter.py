@@ -57,12 +57,14 @@ Less = Callable[[ir.IRBuilder, ir.Value, ir.Value], ir.Value]
 
 class _RowSorter:
   """Emits a stable sort of the `n` elements of `bufs[0]` (elements of
-  `elem_ty`, `elem_bytes` each), with `bufs[1]` as the merge buffer."""
+  `elem_ty`, `elem_bytes` each), with `bufs[1]` as the merge buffer. `n`
+  is an int or (in a library routine) an i64 value."""
 
-  def __init__(self, b: ir.IRBuilder, n: int, elem_ty: ir.Type,
+  def __init__(self, b: ir.IRBuilder, n, elem_ty: ir.Type,
                elem_bytes: int, less: Less, bufs):
     self.b = b
     self.n = n
+    self.nv = u.i64(n) if isinstance(n, int) else n
     self.elem_ty = elem_ty
     self.elem_bytes = elem_bytes
     self.less = less
@@ -70,17 +72,14 @@ class _RowSorter:
 
   def sort(self) -> ir.Value:
     """Sorts; returns the buffer (elem_ty*) that holds the result."""
-    b, n = self.b, self.n
-    if n <= 1:
+    b = self.b
+    if isinstance(self.n, int) and self.n <= _RUN:
+      if self.n > 1:
+        self._insertion_runs()
       return self.first
     self._insertion_runs()
-    passes = 0
-    width = _RUN
-    while width < n:
-      passes += 1
-      width *= 2
-    if passes == 0:
-      return self.first
+    # Merge passes while the runs are shorter than the row, ping-ponging
+    # between the buffers: the last pass's destination holds the result.
     ptr_ty = self.elem_ty.as_pointer()
     src = u.entry_alloca(b, ptr_ty, name="src")
     dst = u.entry_alloca(b, ptr_ty, name="dst")
@@ -88,24 +87,36 @@ class _RowSorter:
     b.store(self.first, src)
     b.store(self.second, dst)
     b.store(u.i64(_RUN), wid)
-    with u.for_range(b, 0, passes, "pass"):
-      s, d, w = b.load(src), b.load(dst), b.load(wid)
-      self._merge_pass(s, d, w)
-      b.store(d, src)
-      b.store(s, dst)
-      b.store(b.shl(w, u.i64(1)), wid)
-    return self.second if passes % 2 else self.first
+    fn = b.function
+    cond = fn.append_basic_block("pass.cond")
+    body = fn.append_basic_block("pass.body")
+    done = fn.append_basic_block("pass.end")
+    b.branch(cond)
+    b.position_at_end(cond)
+    b.cbranch(b.icmp_signed("<", b.load(wid), self.nv), body, done)
+    b.position_at_end(body)
+    s, d, w = b.load(src), b.load(dst), b.load(wid)
+    self._merge_pass(s, d, w)
+    b.store(d, src)
+    b.store(s, dst)
+    b.store(b.shl(w, u.i64(1)), wid)
+    b.branch(cond)
+    b.position_at_end(done)
+    return b.load(src)
 
   def _insertion_runs(self) -> None:
-    b, n = self.b, self.n
+    b, nv = self.b, self.nv
     buf = self.first
     slot = u.entry_alloca(b, self.elem_ty, name="ins_x")
     j = u.entry_alloca(b, I64, name="j")
-    nruns = (n + _RUN - 1) // _RUN
+    if isinstance(self.n, int):
+      nruns = u.i64((self.n + _RUN - 1) // _RUN)
+    else:
+      nruns = b.udiv(b.add(nv, u.i64(_RUN - 1)), u.i64(_RUN))
     with u.for_range(b, 0, nruns, "irun") as r:
       start = b.mul(r, u.i64(_RUN))
       stop = b.add(start, u.i64(_RUN))
-      stop = b.select(b.icmp_signed(">", stop, u.i64(n)), u.i64(n), stop)
+      stop = b.select(b.icmp_signed(">", stop, nv), nv, stop)
       with u.for_range(b, b.add(start, u.i64(1)), stop, "ins") as i:
         x = b.load(b.gep(buf, [i]))
         b.store(x, slot)
@@ -131,8 +142,8 @@ class _RowSorter:
 
   def _merge_pass(self, src, dst, width) -> None:
     """Merges adjacent runs of `width` from src into dst."""
-    b, n = self.b, self.n
-    nn = u.i64(n)
+    b = self.b
+    nn = self.nv
     two_w = b.shl(width, u.i64(1))
     npairs = b.udiv(b.add(nn, b.sub(two_w, u.i64(1))), two_w)
     ordered = u.entry_alloca(b, I1, name="ordered")
@@ -290,14 +301,20 @@ def emit_sort(ctx: kernel_api.KernelContext, instr) -> kernel_api.KernelSpec:
     return bb.icmp_unsigned("!=", bb.load(flag), ir.Constant(I8, 0))
 
   if len(shapes) == 1:
-    # One operand: sort the values themselves in two scratch rows.
+    # One operand: sort the values themselves in two scratch rows, by the
+    # library routine for the element size with the comparator behind a
+    # function pointer, as XLA's runtime sort takes it.
     ty, nb = elem_tys[0], elem_bytes[0]
+    routine = runtime_library.declare(b.module, _sort_routine_name(nb))
+    less_fn = _less_wrapper(ctx, ka.fn.name, cmp_fn, ty)
 
     def body(scratch, base):
       bufs = (scratch.at(b, 0, ty), scratch.at(b, n * nb, ty))
       _copy_row(b, bufs[0], u.i64(0), 1, ka.operands[0], base, inner, n, nb)
-      res = _RowSorter(b, n, ty, nb, lambda bb, pa, pb: compare(bb, [pa, pb]),
-                       bufs).sort()
+      res = b.call(routine, [b.bitcast(bufs[0], u.I8_PTR),
+                             b.bitcast(bufs[1], u.I8_PTR), u.i64(n),
+                             less_fn])
+      res = b.bitcast(res, ty.as_pointer())
       _copy_row(b, ka.results[0], base, inner, res, u.i64(0), 1, n, nb)
 
     _emit_rows(ka, n, inner, 2 * n * nb, body)
@@ -324,6 +341,52 @@ def emit_sort(ctx: kernel_api.KernelContext, instr) -> kernel_api.KernelSpec:
   log = max(1, math.ceil(math.log2(max(n, 2))))
   return kernel_api.KernelSpec(ka.fn.name, rows,
                                cost=rows * n * log * 4 * len(shapes))
+
+
+_LESS_TYPE = ir.FunctionType(I1, [u.I8_PTR, u.I8_PTR])
+
+
+def _sort_routine_name(elem_bytes: int) -> str:
+  return f"{runtime_library.PREFIX}sort_b{8 * elem_bytes}"
+
+
+def _less_wrapper(ctx, kernel_name: str, cmp_fn, ty) -> ir.Function:
+  """i1 less(i8* a, i8* b): the sort's comparator on two elements, as a
+  function the library routine calls through a pointer."""
+  fn = ir.Function(ctx.module, _LESS_TYPE, f"{kernel_name}_less")
+  fn.linkage = "internal"
+  b = ir.IRBuilder(fn.append_basic_block("entry"))
+  flag = b.alloca(I8, name="cmp_out")
+  pa, pb = (b.bitcast(a, ty.as_pointer()) for a in fn.args)
+  b.call(cmp_fn, [pa, pb, flag])
+  b.ret(b.icmp_unsigned("!=", b.load(flag), ir.Constant(I8, 0)))
+  return fn
+
+
+def _build_sort_routine(fn: ir.Function, bits: int) -> None:
+  """sort(first, second, n, less) -> the buffer holding the result: the
+  stable merge sort of `_RowSorter` on n elements of `bits` bits in
+  `first`, with `second` as the merge buffer, comparing through `less`.
+  A library routine (runtime_library.py): every program's single-operand
+  sort shares it and compiles only its comparator."""
+  first, second, n, less = fn.args
+  ty = ir.IntType(bits)
+  b = ir.IRBuilder(fn.append_basic_block("entry"))
+  bufs = (b.bitcast(first, ty.as_pointer()), b.bitcast(second, ty.as_pointer()))
+
+  def call_less(bb, pa, pb):
+    return bb.call(less, [bb.bitcast(pa, u.I8_PTR), bb.bitcast(pb, u.I8_PTR)])
+
+  res = _RowSorter(b, n, ty, bits // 8, call_less, bufs).sort()
+  b.ret(b.bitcast(res, u.I8_PTR))
+
+
+for _bits in (8, 16, 32, 64, 128):
+  runtime_library.routine(
+      _sort_routine_name(_bits // 8),
+      ir.FunctionType(u.I8_PTR, [u.I8_PTR, u.I8_PTR, I64,
+                                 _LESS_TYPE.as_pointer()]))(
+          functools.partial(_build_sort_routine, bits=_bits))
 
 
 def _native_less(et: PrimitiveType, largest: bool):
