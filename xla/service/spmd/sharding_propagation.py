@@ -29,6 +29,11 @@ tuple sharding counts as no annotation. Such a parameter or output whose
 propagated sharding would cut it into uneven tiles is replicated instead
 (its caller could not make or take uneven shards).
 
+A `Sharding` custom call whose backend_config names `unspecified_dims`
+(an open dimension of a constraint) keeps its annotation on the other
+dimensions and takes, on those, what propagation finds (a candidate
+merged with the annotation, where one sharding can do both).
+
 The rules per opcode live in `FORWARD` and `BACKWARD`, tables keyed by
 HloOpcode; an opcode with no rule gets no sharding from propagation and so
 ends up replicated, except in a manual region: there an op without a rule
@@ -38,6 +43,8 @@ ends up replicated, except in a manual region: there an op without a rule
 from __future__ import annotations
 
 from typing import Callable, Optional, Sequence
+
+import numpy as np
 
 import support
 from xla import shape_util
@@ -365,6 +372,74 @@ def _passthrough_bwd(ctx, instr, i, leaves):
   return list(leaves)
 
 
+@_forward(O.kCustomCall)
+def _custom_call_fwd(ctx, instr, ops):
+  # A Sharding custom call with unspecified dimensions takes its
+  # operand's sharding on those (see `_merged`).
+  if instr.custom_call_target == SHARDING_TARGET and len(ops) == 1:
+    return list(ops[0])
+  return None
+
+
+def _unspecified_dims(instr) -> frozenset[int]:
+  """The dimensions a `Sharding` custom call leaves to propagation
+  (`backend_config="unspecified_dims=[0,1]"`, as JAX writes it)."""
+  if (instr.opcode != O.kCustomCall or
+      instr.custom_call_target != SHARDING_TARGET):
+    return frozenset()
+  config = str(instr.backend_config or "")
+  if not config.startswith("unspecified_dims=["):
+    return frozenset()
+  inside = config[len("unspecified_dims=["):].split("]", 1)[0]
+  try:
+    return frozenset(int(x) for x in inside.split(",") if x.strip())
+  except ValueError:
+    return frozenset()
+
+
+def _merged(c: HloSharding, annotated: HloSharding, open_dims, shape,
+            n: int) -> Optional[HloSharding]:
+  """`annotated` along the dimensions not in `open_dims`, `c` along those:
+  each device takes its tile index of `annotated` on the first and of `c`
+  on the others. None where no sharding does that (some tile would have
+  no device, or tiles different numbers of them)."""
+  if c.is_manual or c.is_tuple or not shape.is_array():
+    return None
+  rank = len(shape.dimensions)
+
+  def index(s, device):
+    if s.is_replicated:
+      return (0,) * rank
+    if not s.is_tiled or not s.uses_device(device):
+      return None
+    return s.tile_index_for_device(device)
+
+  def tiles(s):
+    return (1,) * rank if s.is_replicated else tuple(
+        s.tile_assignment.dimensions[:rank])
+
+  ta, tc = tiles(annotated), tiles(c)
+  dims = tuple(tc[d] if d in open_dims else ta[d] for d in range(rank))
+  groups: dict[tuple[int, ...], list[int]] = {}
+  for device in range(n):
+    a, b = index(annotated, device), index(c, device)
+    if a is None or b is None:
+      return None
+    key = tuple(b[d] if d in open_dims else a[d] for d in range(rank))
+    groups.setdefault(key, []).append(device)
+  count = int(np.prod(dims)) if dims else 1
+  sizes = {len(g) for g in groups.values()}
+  if len(groups) != count or len(sizes) != 1:
+    return None
+  per_tile = sizes.pop()
+  array = np.empty(dims + (per_tile,), dtype=np.int64)
+  for key, devices in groups.items():
+    array[key] = sorted(devices)
+  if per_tile == 1:
+    return HloSharding.tile(array.reshape(dims))
+  return HloSharding.partial_tile(array)
+
+
 @_backward(O.kCustomCall)
 def _custom_call_bwd(ctx, instr, i, leaves):
   target = instr.custom_call_target
@@ -407,6 +482,9 @@ class ShardingPropagation(hlo_pass_interface.HloModulePass):
     sh: dict[int, _Leaves] = {}
     fixed: dict[int, list[bool]] = {}
     instrs = [i for c in comps for i in c.instructions]
+    # Sharding custom calls with unspecified dimensions: (annotation,
+    # those dimensions); propagation may split them further.
+    partial: dict[int, tuple[HloSharding, frozenset[int]]] = {}
     for instr in instrs:
       s = hlo_sharding.of(instr)
       # `{unknown}` leaves (an entry result without a sharding next to
@@ -415,6 +493,16 @@ class ShardingPropagation(hlo_pass_interface.HloModulePass):
                 for x in leaves_of(s, instr.shape)]
       sh[id(instr)] = leaves
       fixed[id(instr)] = [x is not None for x in leaves]
+      open_dims = _unspecified_dims(instr)
+      # Before SPMDFullToShardShape the annotation says how the value is
+      # cut into the manual shards: it stays as it is.
+      if (open_dims and s is not None and not s.is_tuple and
+          not s.is_manual and not any(
+              u.opcode == O.kCustomCall and
+              u.custom_call_target == FULL_TO_SHARD_TARGET
+              for u in instr.users)):
+        partial[id(instr)] = (s, open_dims)
+        fixed[id(instr)] = [False]
     config = module.config
     for p in entry.parameter_instructions:
       if not _bool_at(config.allow_spmd_sharding_propagation_to_parameters,
@@ -442,9 +530,14 @@ class ShardingPropagation(hlo_pass_interface.HloModulePass):
       if len(cands) != len(cur):
         return False
       changed = False
+      spec = partial.get(id(instr))
       for k, c in enumerate(cands):
         if c is None or fx[k]:
           continue
+        if spec is not None:
+          c = _merged(c, *spec, instr.shape, n)
+          if c is None:
+            continue
         if su.sharding_score(c) > su.sharding_score(cur[k]):
           cur[k] = c
           changed = True

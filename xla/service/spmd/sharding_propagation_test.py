@@ -102,6 +102,35 @@ def test_manual_goes_through_ops_without_a_rule():
     assert sh[name].is_manual, name
 
 
+def test_unspecified_dims_of_a_constraint_take_what_propagation_finds():
+  x_rows = "{devices=[2,1,2]<=[4] last_tile_dim_replicate}"
+  y_cols = "{devices=[1,2,2]<=[2,2]T(1,0) last_tile_dim_replicate}"
+  sh, _ = _propagate(f"""
+  p = f32[8,4] parameter(0), sharding={x_rows}
+  m = f32[8,4] multiply(p, p)
+  c = f32[8,4] custom-call(m), custom_call_target="Sharding",
+    sharding={y_cols}, backend_config="unspecified_dims=[0]"
+  d = f32[8,4] custom-call(m), custom_call_target="Sharding",
+    sharding={y_cols}
+  ROOT t = (f32[8,4], f32[8,4]) tuple(c, d)""",
+                     allow_spmd_sharding_propagation_to_output=(True,))
+  # Dimension 0 takes "x" from the operand, dimension 1 keeps "y".
+  assert sh["c"] == _s("{devices=[2,2]<=[4]}")
+  assert sh["d"] == _s(y_cols)  # closed: as annotated
+
+
+def test_unspecified_dims_before_full_to_shard_stay():
+  sh, _ = _propagate("""
+  p = f32[8,4] parameter(0), sharding={devices=[2,2]<=[4]}
+  c = f32[8,4] custom-call(p), custom_call_target="Sharding",
+    sharding={devices=[2,1,2]<=[4] last_tile_dim_replicate},
+    backend_config="unspecified_dims=[0,1]"
+  s = f32[4,4] custom-call(c), custom_call_target="SPMDFullToShardShape",
+    sharding={devices=[1,1,2,2]<=[4] last_tile_dims={manual, replicated}}
+  ROOT n = f32[4,4] negate(s)""")
+  assert sh["c"] == _s("{devices=[2,1,2]<=[4] last_tile_dim_replicate}")
+
+
 def test_parameters_take_shardings_when_the_config_allows():
   sh, _ = _propagate(f"""
   p = f32[8,4] parameter(0)
