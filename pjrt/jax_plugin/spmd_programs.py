@@ -193,6 +193,19 @@ def _define():
                              in_specs=P("x"), out_specs=P(),
                              axis_names={"x"})), (a84,)
 
+  @_program("shard_map_partially_manual_split_input")
+  def _():
+    inner = shard_map(lambda a: jax.lax.psum(jnp.sin(a), "x"), mesh=mesh2,
+                      in_specs=P("x"), out_specs=P(), axis_names={"x"})
+    return jax.jit(inner, in_shardings=ns(mesh2, "x", "y")), (a84,)
+
+  @_program("unconstrained_dims")
+  def _():
+    unconstrained = P.UNCONSTRAINED
+    return jax.jit(lambda a: jnp.exp(jax.lax.with_sharding_constraint(
+        a * 2, ns(mesh2, unconstrained, "y"))) + 1,
+                   in_shardings=ns(mesh2, "x", None)), (a84,)
+
   @_program("pmap_double")
   def _():
     return jax.pmap(lambda x: x * 2), (normal(4, 3),)
