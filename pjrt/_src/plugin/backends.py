@@ -470,6 +470,24 @@ def read_hlo_program(proto: bytes) -> programs.HloInfo:
 programs.register_hlo_reader(read_hlo_program)
 
 
+def op_sharding_protos(shardings: Sequence[str]) -> list[bytes]:
+  """HLO sharding texts as serialized xla.OpSharding protos (what the PJRT
+  Shardings extension returns)."""
+  from xla.hlo.ir import hlo_sharding  # pylint: disable=g-import-not-at-top
+  return [hlo_sharding.HloSharding.parse(text).to_proto().SerializeToString()
+          for text in shardings]
+
+
+def op_sharding_text(proto: bytes) -> str:
+  """A serialized xla.OpSharding as HLO sharding text (for tools and
+  tests, which may not import //xla themselves)."""
+  from xla.hlo.ir import hlo_sharding  # pylint: disable=g-import-not-at-top
+  from xla.hlo.proto import hlo_proto_schema  # pylint: disable=g-import-not-at-top
+  message = hlo_proto_schema.OpSharding()
+  message.ParseFromString(bytes(proto))
+  return str(hlo_sharding.HloSharding.from_proto(message))
+
+
 def hlo_text_to_proto(text: str) -> bytes:
   """HLO text as the serialized HloModuleProto that format "hlo" takes (for
   tools and tests, which may not import //xla themselves)."""

@@ -241,14 +241,6 @@ def compile_executable(code: bytes, fmt: str, options_bytes: bytes, *,
   return Executable(program, opts, options_bytes, compiled)
 
 
-def op_sharding_protos(shardings: Sequence[str]) -> list[bytes]:
-  """HLO sharding texts as serialized xla.OpSharding protos (what the PJRT
-  Shardings extension returns)."""
-  from xla.hlo.ir import hlo_sharding  # pylint: disable=g-import-not-at-top
-  return [hlo_sharding.HloSharding.parse(text).to_proto().SerializeToString()
-          for text in shardings]
-
-
 def _take_per_device_signature(program: programs.Program,
                                compiled: backends.Compiled) -> None:
   """A partitioned global program takes and returns each device's shards:

@@ -279,8 +279,6 @@ def _shardings(client, exe, which: str) -> list:
   plugin's Shardings extension as serialized OpSharding protos."""
   from pjrt._src import abi  # pylint: disable=g-import-not-at-top
   from pjrt._src.plugin import api  # pylint: disable=g-import-not-at-top
-  from xla.hlo.ir import hlo_sharding  # pylint: disable=g-import-not-at-top
-  from xla.hlo.proto import hlo_proto_schema  # pylint: disable=g-import-not-at-top
   address = abi.find_extension(api.get_api(), abi.ExtensionType.SHARDINGS)
   assert address is not None
   ext = abi.PJRT_Shardings_Extension.from_address(address)
@@ -299,12 +297,8 @@ def _shardings(client, exe, which: str) -> list:
       return None
     pointers = (ctypes.c_void_p * count).from_address(args.shardings)
     sizes = (ctypes.c_size_t * count).from_address(args.sharding_sizes)
-    out = []
-    for pointer, size in zip(pointers, sizes):
-      proto = hlo_proto_schema.OpSharding()
-      proto.ParseFromString(ctypes.string_at(pointer, size))
-      out.append(str(hlo_sharding.HloSharding.from_proto(proto)))
-    return out
+    return [backends.op_sharding_text(ctypes.string_at(pointer, size))
+            for pointer, size in zip(pointers, sizes)]
   finally:
     testing.call(client, "Executable_Destroy", executable=handle)
 

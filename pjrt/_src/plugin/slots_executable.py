@@ -310,7 +310,7 @@ def _shardings(executable: executables.Executable, which: int,
     found = executable.shardings()
     if found is None:
       return None
-    protos = executables.op_sharding_protos(found[which])
+    protos = backends.op_sharding_protos(found[which])
     buffers = [ctypes.create_string_buffer(p, max(1, len(p)))
                for p in protos]
     count = len(protos)
