@@ -43,6 +43,12 @@ Reductions run on numpy ufuncs for the common computations (add,
 multiply, minimum, maximum, and, or, xor over numpy's own dtypes), and
 otherwise through a native *combiner* kernel compiled from the reduction
 computation (collective_emitter.py), two arrays at a time.
+
+An execution whose participants run in several processes (each process
+runs its own devices' instances) is told so by `span_processes`; its
+collectives whose groups cross processes then run hierarchically, through
+this process's rendezvous and one exchange per process (cross_process.py,
+over MPI: mpi_transport.py).
 """
 
 from __future__ import annotations
@@ -56,6 +62,7 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 import support
+from xla.service.cpu import cross_process
 from xla.service.cpu import thunk as thunk_lib
 
 # Seconds a participant waits in one barrier for participants that are
@@ -120,6 +127,8 @@ class CollectiveExecution:
     self._began: dict[int, float] = {}  # flattened id -> when it began
     self._error: Optional[BaseException] = None
     self._failed: Optional[int] = None
+    # Set by span_processes: the other processes' participants.
+    self.cross: Optional[cross_process.CrossProcess] = None
 
   @property
   def num_participants(self) -> int:
@@ -138,12 +147,38 @@ class CollectiveExecution:
   def name(self, flat: int) -> str:
     return participant_name(flat, self.num_partitions)
 
+  def span_processes(self, processes: Sequence[int], process_index: int,
+                     mpi_ranks: Optional[Sequence[Optional[int]]] = None,
+                     timeout_s: float = DEFAULT_START_TIMEOUT_S,
+                     transport: Optional[cross_process.Transport] = None
+                     ) -> None:
+    """Says that participant f (flattened id) runs in process
+    `processes[f]`, and this is process `process_index`: only its
+    participants are started here. The other processes are reached through
+    `transport`, by default MPI (`mpi_ranks[p]`: process p's rank in the
+    MPI job, None where no MPI launcher started it); a cross-process wait
+    ends after `timeout_s`. Call before any `start`.
+
+    Raises:
+      support.FailedPreconditionError: MPI cannot reach the processes
+        (mpi4py missing, processes not started by an MPI launcher), or an
+        earlier execution over these processes failed.
+    """
+    if transport is None:
+      from xla.service.cpu import mpi_transport  # pylint: disable=g-import-not-at-top
+      transport = mpi_transport.transport(process_index, mpi_ranks)
+    transport.check_usable(tuple(sorted(set(processes))))
+    self.cross = cross_process.CrossProcess(self, processes, process_index,
+                                            transport, timeout_s)
+
   # -- lifecycle -------------------------------------------------------------
 
   def start(self, pid) -> None:
     flat = self.flat_id(pid)
     with self._cond:
       self._started.add(flat)
+    if self.cross is not None:
+      self.cross.started()
 
   def process(self, pid) -> "Participant":
     """The participant `pid`, whose instance begins now."""
@@ -158,6 +193,8 @@ class CollectiveExecution:
     with self._cond:
       self._finished.add(flat)
       self._cond.notify_all()
+    if self.cross is not None:
+      self.cross.ended(flat, None)
 
   def abort(self, pid, error: BaseException) -> None:
     """Participant `pid` (None: the caller) failed with `error`; the first
@@ -165,6 +202,8 @@ class CollectiveExecution:
     flat = None if pid is None else self.flat_id(pid)
     with self._cond:
       self._abort_locked(flat, error)
+    if self.cross is not None:
+      self.cross.ended(flat, error)
 
   def _abort_locked(self, flat: Optional[int], error: BaseException) -> None:
     if self._error is None:
@@ -189,9 +228,12 @@ class CollectiveExecution:
   # -- rendezvous ------------------------------------------------------------
 
   def _wait(self, me: int, ready: Callable[[], bool],
-            missing: Callable[[], list[int]], what: str) -> None:
+            missing: Callable[[], list[int]], what: str,
+            timeout_s: Optional[float] = None) -> None:
     """Waits (the lock held) until `ready()`; raises on abort, on a
-    missing member that already finished, or at the timeout."""
+    missing member that already finished, or at the timeout (`timeout_s`,
+    else the execution's)."""
+    timeout_s = self.timeout_s if timeout_s is None else timeout_s
     if ready():
       return
     start = time.monotonic()
@@ -215,7 +257,7 @@ class CollectiveExecution:
         deadline = start + self.start_timeout_s
       else:
         deadline = max([start] + [self._began[m] for m in absent]
-                       ) + self.timeout_s
+                       ) + timeout_s
       if now >= deadline:
         names = ", ".join(self.name(m) for m in absent)
         err = support.DeadlineExceededError(
@@ -251,8 +293,10 @@ class CollectiveExecution:
       return slot, slot.values
 
   def depart(self, me: int, key, slot: _Slot, group: Sequence[int],
-             rank: int, what: str) -> None:
-    """Waits until every member of the rendezvous `slot` departed."""
+             rank: int, what: str, timeout_s: Optional[float] = None
+             ) -> None:
+    """Waits until every member of the rendezvous `slot` departed (for
+    `timeout_s`, else the execution's timeout)."""
     size = slot.size
     with self._cond:
       slot.left[rank] = True
@@ -263,7 +307,8 @@ class CollectiveExecution:
         return
       self._wait(me, lambda: slot.departed == size,
                  lambda: [m for k, m in enumerate(group) if not slot.left[k]],
-                 what + " (waiting for the other members to finish it)")
+                 what + " (waiting for the other members to finish it)",
+                 timeout_s)
 
 
 class Participant:
@@ -452,6 +497,13 @@ class CollectiveThunk(thunk_lib.Thunk):
   # -- ops -----------------------------------------------------------------------
 
   def run(self, state) -> None:
+    p = getattr(state, "participant", None)
+    if p is not None:
+      cross = p.execution.cross
+      if (cross is not None and self.op in cross_process.OPS and
+          cross.crosses(self)):
+        cross.run(self, state, p)
+        return
     self._run(state)
 
   def _replica_id(self, state) -> None:
