@@ -26,6 +26,12 @@ one), and a collective whose members do not all come fails with
 DEADLINE_EXCEEDED instead of hanging. Jobs of one launch are queued on all
 their devices under the launch lock, so every device runs concurrent
 executions in the same order.
+
+An assignment with devices of other processes (a multi-process client)
+runs this process's instances only, and its grid is told which process
+runs each participant (`placement`): the cpu backend's collectives then
+reach the other processes' instances (over MPI), and the other backends
+refuse such collectives.
 """
 
 from __future__ import annotations

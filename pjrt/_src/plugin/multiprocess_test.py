@@ -9,6 +9,7 @@ import pytest
 
 import pjrt
 import support
+from pjrt._src.plugin import backends
 from pjrt._src.plugin import multiprocess
 from pjrt._src.plugin import testing
 
@@ -195,3 +196,32 @@ def test_store_errors_keep_their_code():
                      match="key-value put of 'topology/.*coordinator gone"):
     pjrt.Client(testing.plugin(), {"num_nodes": 2, "node_id": 0},
                 kv_store=Broken())
+
+
+@pytest.mark.parametrize("backend,error,match", [
+    ("cpu", support.FailedPreconditionError,
+     r"process\(es\) \[0, 1\] were not started by an MPI launcher"),
+    ("interpreter", support.UnimplementedError,
+     "'interpreter' backend does not run"),
+])
+def test_collectives_between_processes_need_mpi_and_the_cpu_backend(
+    backend, error, match, monkeypatch):
+  if backend == "cpu" and backends.cpu_compiler_module() is None:
+    pytest.skip("the cpu backend is not available")
+  for name in multiprocess.RANK_ENVS:
+    monkeypatch.delenv(name, raising=False)
+  clients = _make_clients(multiprocess.MemoryStore(), num_devices=(1, 1),
+                          backend=backend)
+  try:
+    options = pjrt.compile_options(num_replicas=2,
+                                   device_assignment=[[0], [STRIDE]])
+    for p, c in enumerate(clients):
+      exe = c.compile(testing.ALL_REDUCE_2.replace("3xf32", "4xf32"),
+                      compile_options=options)
+      x = c.buffer_from_numpy(np.ones(4, np.float32),
+                              exe.addressable_devices()[0])
+      with pytest.raises(error, match=match):
+        exe.execute_sharded([[x]])
+  finally:
+    for c in clients:
+      c.close()
