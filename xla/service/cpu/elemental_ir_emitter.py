@@ -226,6 +226,23 @@ def _popcnt(b, et, x):
   return ec.normalize_int(b, u.intrinsic(b, "ctpop", [v]), et)
 
 
+def _mulhi(b, et, x, y):
+  """The high half of the double-width product (HLO mulhi): both operands
+  widened (sign- or zero-extended as `et` is signed or not) to twice the
+  compute width, multiplied, and shifted right by the type's logical width
+  (4 for s4 held in i8)."""
+  full = u.int_width(x.type)
+  w = ec.NARROW_INTS.get(et) or full
+  wide_el = ir.IntType(2 * full)
+  wide = (ir.VectorType(wide_el, x.type.count)
+          if isinstance(x.type, ir.VectorType) else wide_el)
+  signed = primitive_util.is_signed_integral(et)
+  ext = b.sext if signed else b.zext
+  prod = b.mul(ext(x, wide), ext(y, wide))
+  hi = (b.ashr if signed else b.lshr)(prod, u.const(wide, w))
+  return ec.normalize_int(b, b.trunc(hi, x.type), et)
+
+
 def _clz(b, et, x):
   w = ec.NARROW_INTS.get(et)
   full = u.int_width(x.type)
@@ -545,6 +562,7 @@ _EMITTERS: dict[HloOpcode, Callable] = {
     O.kLogistic: _float_math(pa.logistic),
     O.kMaximum: lambda b, c, x, y: _max_min(b, c.et, x, y, True),
     O.kMinimum: lambda b, c, x, y: _max_min(b, c.et, x, y, False),
+    O.kMulhi: _int_only(_mulhi),
     O.kMultiply: _arith(lambda b, x, y: b.mul(x, y),
                         lambda b, x, y: b.fmul(x, y, flags=FMA_CONTRACT),
                         lambda b, x, y: b.and_(x, y), cx.multiply),

@@ -125,6 +125,7 @@ for t in _SINTS + _UINTS:
     _case(f"{op}(p0, p1)", [t, t], t)
   _case("popcnt(p0)", [t], t)
   _case("count-leading-zeros(p0)", [t], t)
+  _case("mulhi(p0, p1)", [t, t], t)
   _case("power(p0, p1)", [t, t], t)
 _case("power(p0, p1)", ["pred", "pred"], "pred")
 for c, f in (("c64", "f32"), ("c128", "f64")):
