@@ -319,6 +319,29 @@ def _arith(int_fn, float_fn, pred_fn=None, complex_fn=None):
   return emit
 
 
+# opcode -> scalar emitter(b, ctx, *operands): each registers where it is
+# defined (`_emits`), or, when a factory builds it, in the block of
+# `_register` calls below the definitions.
+_EMITTERS: dict[HloOpcode, Callable] = {}
+
+
+def _register(opcode: HloOpcode, emit: Callable) -> Callable:
+  if opcode in _EMITTERS:
+    raise support.InternalError(
+        f"two elemental emitters for {opcode.value}")
+  _EMITTERS[opcode] = emit
+  return emit
+
+
+def _emits(*opcodes: HloOpcode):
+  def register(fn):
+    for op in opcodes:
+      _register(op, fn)
+    return fn
+  return register
+
+
+@_emits(O.kDivide)
 def _divide(b, c, x, y):
   if c.k in ("sint", "uint"):
     return _int_div_rem(b, c.et, x, y, False)
@@ -329,6 +352,7 @@ def _divide(b, c, x, y):
   raise _unsupported(c.instr)
 
 
+@_emits(O.kRemainder)
 def _remainder(b, c, x, y):
   if c.k in ("sint", "uint"):
     return _int_div_rem(b, c.et, x, y, True)
@@ -337,6 +361,7 @@ def _remainder(b, c, x, y):
   raise _unsupported(c.instr)
 
 
+@_emits(O.kNegate)
 def _negate(b, c, x):
   if c.k == "pred":
     return x
@@ -347,6 +372,7 @@ def _negate(b, c, x):
   return cx.negate(b, x)
 
 
+@_emits(O.kAbs)
 def _abs(b, c, x):
   ok = ec.kind(c.operand_et())
   if ok in ("pred", "uint"):
@@ -359,6 +385,7 @@ def _abs(b, c, x):
   return cx.abs_(b, x)
 
 
+@_emits(O.kSign)
 def _sign(b, c, x):
   ty = x.type
   if c.k == "pred" or c.k == "uint":
@@ -389,6 +416,7 @@ def _bitwise(op_name):
   return emit
 
 
+@_emits(O.kNot)
 def _not(b, c, x):
   if c.k not in ("pred", "sint", "uint"):
     raise _unsupported(c.instr)
@@ -405,6 +433,7 @@ def _int_only(fn):
   return emit
 
 
+@_emits(O.kCompare)
 def _compare(b, c, x, y):
   instr = c.instr
   direction = instr.comparison_direction.name
@@ -414,23 +443,28 @@ def _compare(b, c, x, y):
                  total_order=ctype == "TOTALORDER")
 
 
+@_emits(O.kSelect)
 def _select(b, c, p, x, y):
   # A scalar predicate over vector operands is valid IR too.
   return b.select(p, x, y)
 
 
+@_emits(O.kClamp)
 def _clamp(b, c, lo, x, hi):
   return _max_min(b, c.et, _max_min(b, c.et, x, lo, True), hi, False)
 
 
+@_emits(O.kConvert)
 def _convert(b, c, x):
   return ec.convert(b, x, c.operand_et(), c.et)
 
 
+@_emits(O.kBitcastConvert)
 def _bitcast_convert(b, c, x):
   return ec.bitcast_convert(b, x, c.operand_et(), c.et)
 
 
+@_emits(O.kReducePrecision)
 def _reduce_precision(b, c, x):
   if c.k != "float":
     raise _unsupported(c.instr)
@@ -438,12 +472,14 @@ def _reduce_precision(b, c, x):
                              c.instr.mantissa_bits)
 
 
+@_emits(O.kIsFinite)
 def _is_finite(b, c, x):
   if ec.kind(c.operand_et()) != "float":
     raise _unsupported(c.instr, c.operand_et())
   return b.fcmp_ordered("<", u.fabs(b, x), u.const(x.type, float("inf")))
 
 
+@_emits(O.kPower)
 def _power(b, c, x, y):
   if c.k == "pred":
     return b.or_(x, b.not_(y))  # x^0 = 1, 0^1 = 0
@@ -494,23 +530,27 @@ def _rsqrt(b, x):
   return b.fdiv(u.const(ty, 1.0), u.intrinsic(b, "sqrt", [x]))
 
 
+@_emits(O.kReal)
 def _real(b, c, x):
   if ec.kind(c.operand_et()) == "complex":
     return b.extract_value(x, 0)
   return x
 
 
+@_emits(O.kImag)
 def _imag(b, c, x):
   if ec.kind(c.operand_et()) == "complex":
     return b.extract_value(x, 1)
   return _zero(x.type)
 
 
+@_emits(O.kComplex)
 def _complex(b, c, re, im):
   out = ir.Constant(compute_type(c.et), ir.Undefined)
   return b.insert_value(b.insert_value(out, re, 0), im, 1)
 
 
+@_emits(O.kStochasticConvert)
 def _stochastic_convert(b, c, x, r):
   raise _unsupported(c.instr, c.operand_et())
 
@@ -526,74 +566,55 @@ def _stochastic_convert(b, c, x, r):
 # rounding, unflagged.
 FMA_CONTRACT = ("contract",)
 
-_EMITTERS: dict[HloOpcode, Callable] = {
-    O.kAbs: _abs,
-    O.kAcos: _float_math(pa.acos),
-    O.kAcosh: _float_math(pa.acosh),
-    O.kAsin: _float_math(pa.asin),
-    O.kAsinh: _float_math(pa.asinh),
-    O.kAtan: _float_math(pa.atan),
-    O.kAtanh: _float_math(pa.atanh),
-    O.kCosh: _float_math(pa.cosh),
-    O.kSinh: _float_math(pa.sinh),
-    O.kAdd: _arith(lambda b, x, y: b.add(x, y),
+# Emitters built by factories (one per opcode, in opcode order).
+_register(O.kAcos, _float_math(pa.acos))
+_register(O.kAcosh, _float_math(pa.acosh))
+_register(O.kAsin, _float_math(pa.asin))
+_register(O.kAsinh, _float_math(pa.asinh))
+_register(O.kAtan, _float_math(pa.atan))
+_register(O.kAtanh, _float_math(pa.atanh))
+_register(O.kCosh, _float_math(pa.cosh))
+_register(O.kSinh, _float_math(pa.sinh))
+_register(O.kAdd, _arith(lambda b, x, y: b.add(x, y),
                    lambda b, x, y: b.fadd(x, y, flags=FMA_CONTRACT),
-                   lambda b, x, y: b.or_(x, y), cx.add),
-    O.kAnd: _bitwise("and_"),
-    O.kAtan2: _float_math(pa.atan2),
-    O.kBitcastConvert: _bitcast_convert,
-    O.kCbrt: _float_math(pa.cbrt),
-    O.kCeil: _float_math(_llvm_unary("ceil")),
-    O.kClamp: _clamp,
-    O.kClz: _int_only(_clz),
-    O.kCompare: _compare,
-    O.kComplex: _complex,
-    O.kConvert: _convert,
-    O.kCos: _float_math(pa.cos, cx.cos),
-    O.kDivide: _divide,
-    O.kErf: _float_math(pa.erf),
-    O.kExp: _float_math(pa.exp, cx.exp),
-    O.kExpm1: _float_math(pa.expm1, cx.expm1),
-    O.kFloor: _float_math(_llvm_unary("floor")),
-    O.kImag: _imag,
-    O.kIsFinite: _is_finite,
-    O.kLog: _float_math(pa.log, cx.log),
-    O.kLog1p: _float_math(pa.log1p, cx.log1p),
-    O.kLogistic: _float_math(pa.logistic),
-    O.kMaximum: lambda b, c, x, y: _max_min(b, c.et, x, y, True),
-    O.kMinimum: lambda b, c, x, y: _max_min(b, c.et, x, y, False),
-    O.kMulhi: _int_only(_mulhi),
-    O.kMultiply: _arith(lambda b, x, y: b.mul(x, y),
+                   lambda b, x, y: b.or_(x, y), cx.add))
+_register(O.kAnd, _bitwise("and_"))
+_register(O.kAtan2, _float_math(pa.atan2))
+_register(O.kCbrt, _float_math(pa.cbrt))
+_register(O.kCeil, _float_math(_llvm_unary("ceil")))
+_register(O.kClz, _int_only(_clz))
+_register(O.kCos, _float_math(pa.cos, cx.cos))
+_register(O.kErf, _float_math(pa.erf))
+_register(O.kExp, _float_math(pa.exp, cx.exp))
+_register(O.kExpm1, _float_math(pa.expm1, cx.expm1))
+_register(O.kFloor, _float_math(_llvm_unary("floor")))
+_register(O.kLog, _float_math(pa.log, cx.log))
+_register(O.kLog1p, _float_math(pa.log1p, cx.log1p))
+_register(O.kLogistic, _float_math(pa.logistic))
+_register(O.kMaximum, lambda b, c, x, y: _max_min(b, c.et, x, y, True))
+_register(O.kMinimum, lambda b, c, x, y: _max_min(b, c.et, x, y, False))
+_register(O.kMulhi, _int_only(_mulhi))
+_register(O.kMultiply, _arith(lambda b, x, y: b.mul(x, y),
                         lambda b, x, y: b.fmul(x, y, flags=FMA_CONTRACT),
-                        lambda b, x, y: b.and_(x, y), cx.multiply),
-    O.kNegate: _negate,
-    O.kNot: _not,
-    O.kOr: _bitwise("or_"),
-    O.kPopulationCount: _int_only(_popcnt),
-    O.kPower: _power,
-    O.kReal: _real,
-    O.kReducePrecision: _reduce_precision,
-    O.kRemainder: _remainder,
-    O.kRoundNearestAfz: _float_math(_llvm_unary("round")),
-    O.kRoundNearestEven: _float_math(_llvm_unary("roundeven")),
-    O.kRsqrt: _float_math(_rsqrt, cx.rsqrt),
-    O.kSelect: _select,
-    O.kShiftLeft: _int_only(lambda b, et, x, y: _shift(b, et, x, y, "left")),
-    O.kShiftRightArithmetic: _int_only(
-        lambda b, et, x, y: _shift(b, et, x, y, "arithmetic")),
-    O.kShiftRightLogical: _int_only(
-        lambda b, et, x, y: _shift(b, et, x, y, "logical")),
-    O.kSign: _sign,
-    O.kSin: _float_math(pa.sin, cx.sin),
-    O.kSqrt: _float_math(_llvm_unary("sqrt"), cx.sqrt),
-    O.kStochasticConvert: _stochastic_convert,
-    O.kSubtract: _arith(lambda b, x, y: b.sub(x, y),
+                        lambda b, x, y: b.and_(x, y), cx.multiply))
+_register(O.kOr, _bitwise("or_"))
+_register(O.kPopulationCount, _int_only(_popcnt))
+_register(O.kRoundNearestAfz, _float_math(_llvm_unary("round")))
+_register(O.kRoundNearestEven, _float_math(_llvm_unary("roundeven")))
+_register(O.kRsqrt, _float_math(_rsqrt, cx.rsqrt))
+_register(O.kShiftLeft, _int_only(lambda b, et, x, y: _shift(b, et, x, y, "left")))
+_register(O.kShiftRightArithmetic, _int_only(
+        lambda b, et, x, y: _shift(b, et, x, y, "arithmetic")))
+_register(O.kShiftRightLogical, _int_only(
+        lambda b, et, x, y: _shift(b, et, x, y, "logical")))
+_register(O.kSin, _float_math(pa.sin, cx.sin))
+_register(O.kSqrt, _float_math(_llvm_unary("sqrt"), cx.sqrt))
+_register(O.kSubtract, _arith(lambda b, x, y: b.sub(x, y),
                         lambda b, x, y: b.fsub(x, y, flags=FMA_CONTRACT),
-                        lambda b, x, y: b.xor(x, y), cx.subtract),
-    O.kTan: _float_math(pa.tan, cx.tan),
-    O.kTanh: _float_math(pa.tanh, cx.tanh),
-    O.kXor: _bitwise("xor"),
-}
+                        lambda b, x, y: b.xor(x, y), cx.subtract))
+_register(O.kTan, _float_math(pa.tan, cx.tan))
+_register(O.kTanh, _float_math(pa.tanh, cx.tanh))
+_register(O.kXor, _bitwise("xor"))
 
 # Opcodes whose result is exact in the operand's precision: a BF16 result
 # needs no rounding after them.
