@@ -406,13 +406,14 @@ def _refs(text: str) -> set[str]:
   return {a or b for a, b in _GLOBAL_REF.findall(text)}
 
 
-def _unit_key(root: str, texts: dict[str, str], refs: dict[str, set[str]],
-              exported) -> Optional[str]:
-  """The text of `root` and of the helpers and constants it reaches, with
-  their names replaced by placeholders in the order they are first used:
-  two kernels with equal keys compile to the same code (the same sort with
-  its own comparator, the same LAPACK call with its own argument
-  constants). None where the unit reaches another exported function."""
+def _unit_key(root: str, texts: dict[str, str], in_unit,
+              refused=frozenset()) -> Optional[str]:
+  """The text of `root` and of the helpers and constants it reaches
+  (`in_unit(name, ref)`: whether a reference of `name` belongs to the
+  unit), with their names replaced by placeholders in the order they are
+  first used: two kernels with equal keys compile to the same code (the
+  same sort with its own comparator, the same LAPACK call with its own
+  argument constants). None where the unit reaches a name in `refused`."""
   seq: list[str] = []
   seen: set[str] = set()
   stack = [root]
@@ -420,19 +421,40 @@ def _unit_key(root: str, texts: dict[str, str], refs: dict[str, set[str]],
     name = stack.pop()
     if name in seen:
       continue
-    if name != root and name in exported:
+    if name != root and name in refused:
       return None
     seen.add(name)
     seq.append(name)
     found = [a or b for a, b in _GLOBAL_REF.findall(texts[name])]
-    stack.extend(reversed([d for d in found if d in texts and d in
-                           refs[name] and d not in seen]))
+    stack.extend(reversed([d for d in found
+                           if in_unit(name, d) and d not in seen]))
   mapping = {n: f'@"<{i}>"' for i, n in enumerate(seq)}
 
   def rename(m):
     name = m.group(1) or m.group(2)
     return mapping.get(name, m.group(0))
   return "\n".join(_GLOBAL_REF.sub(rename, texts[n]) for n in seq)
+
+
+def _module_header(module: ir.Module) -> list[str]:
+  """The lines a part's text starts with: the module's id, triple, data
+  layout and identified types."""
+  return ([f'; ModuleID = "{module.name}"',
+           f'target triple = "{module.triple}"',
+           f'target datalayout = "{module.data_layout}"', ""] +
+          [t.get_declaration()
+           for t in module.get_identified_types().values()])
+
+
+def _text_with_linkage(fn: ir.Function, linkage: str) -> str:
+  """`fn`'s text as if its linkage were `linkage` (the function itself is
+  left as it was)."""
+  saved = fn.linkage
+  fn.linkage = linkage
+  try:
+    return str(fn)
+  finally:
+    fn.linkage = saved
 
 
 def partition_module(module: ir.Module, exported: Sequence[str],
@@ -450,11 +472,7 @@ def partition_module(module: ir.Module, exported: Sequence[str],
   `aliases[name]` names the function that stands for it (the same fusion
   in every layer of a model is emitted once per layer; LLVM's time is the
   largest part of a compile)."""
-  header = [f'; ModuleID = "{module.name}"',
-            f'target triple = "{module.triple}"',
-            f'target datalayout = "{module.data_layout}"', ""]
-  header += [t.get_declaration()
-             for t in module.get_identified_types().values()]
+  header = _module_header(module)
   metadata = module._get_metadata_lines()  # pylint: disable=protected-access
   exported = set(exported)
   texts: dict[str, str] = {}
@@ -471,15 +489,11 @@ def partition_module(module: ir.Module, exported: Sequence[str],
       text = str(v)
     elif name in exported:
       text = str(v)
+    elif v.linkage in ("internal", "private"):
+      text = str(v)
     else:
       # A helper: internal in every part that uses it.
-      saved = v.linkage
-      if saved not in ("internal", "private"):
-        v.linkage = "internal"
-      try:
-        text = str(v)
-      finally:
-        v.linkage = saved
+      text = _text_with_linkage(v, "internal")
     texts[name] = text
     refs[name] = _refs(text) & set(module.globals) - {name}
     order.append(name)
@@ -489,7 +503,8 @@ def partition_module(module: ir.Module, exported: Sequence[str],
     for name in [n for n in order if n in exported]:
       if name in referenced:
         continue
-      key = _unit_key(name, texts, refs, exported)
+      key = _unit_key(name, texts,
+                      lambda n, d: d in texts and d in refs[n], exported)
       if key is None:
         continue
       kept = first.setdefault(key, name)
@@ -591,12 +606,7 @@ def _shared_helpers(module: ir.Module, roots: Sequence[str],
 
 
 def _with_external_linkage(fn: ir.Function) -> str:
-  saved = fn.linkage
-  fn.linkage = ""
-  try:
-    return str(fn)
-  finally:
-    fn.linkage = saved
+  return _text_with_linkage(fn, "")
 
 
 def _declaration(text: str) -> str:
@@ -820,7 +830,8 @@ class StreamingCompile:
     units = []
     for r in roots:
       members, out = self._closure(r, exported - {r})
-      key = None if r in self._no_alias else self._unit_key(r, members)
+      key = None if r in self._no_alias else _unit_key(
+          r, self._texts, lambda n, d, members=members: d in members)
       kept = self._keys.setdefault(key, r) if key is not None else r
       if kept != r:
         self.aliases[r] = kept
@@ -853,37 +864,10 @@ class StreamingCompile:
         self._submit(self._part_text(defined, declared - set(defined),
                                      root_set))
 
-  def _unit_key(self, root: str, members: set[str]) -> Optional[str]:
-    if any(self._is_noinline_helper(m) for m in members if m != root):
-      return None
-    mapping: dict[str, str] = {}
-    seq, seen, stack = [], set(), [root]
-    while stack:
-      name = stack.pop()
-      if name in seen:
-        continue
-      seen.add(name)
-      seq.append(name)
-      found = [a or b for a, b in _GLOBAL_REF.findall(self._texts[name])]
-      stack.extend(reversed([d for d in found if d in members and
-                             d not in seen]))
-    if set(seq) != members:
-      return None
-    mapping = {n: f'@"<{i}>"' for i, n in enumerate(seq)}
-
-    def rename(m):
-      name = m.group(1) or m.group(2)
-      return mapping.get(name, m.group(0))
-    return "\n".join(_GLOBAL_REF.sub(rename, self._texts[n]) for n in seq)
-
   def _part_text(self, defined: list[str], declared: set[str],
                  roots: set[str]) -> str:
     module = self.module
-    header = [f'; ModuleID = "{module.name}"',
-              f'target triple = "{module.triple}"',
-              f'target datalayout = "{module.data_layout}"', ""]
-    header += [t.get_declaration()
-               for t in module.get_identified_types().values()]
+    header = _module_header(module)
     declarations = [str(v) for v in module.globals.values()
                     if isinstance(v, ir.Function) and v.is_declaration]
     extern = [_declaration(self._external_text(d)) for d in sorted(declared)]
@@ -907,12 +891,7 @@ class StreamingCompile:
     v = self.module.globals[name]
     if isinstance(v, ir.Function) and v.linkage not in ("internal",
                                                          "private"):
-      saved = v.linkage
-      v.linkage = "internal"
-      try:
-        return str(v)
-      finally:
-        v.linkage = saved
+      return _text_with_linkage(v, "internal")
     return self._text(name)
 
   def _submit(self, text: str) -> None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from typing import Callable, Optional, Sequence
+from typing import Callable, Sequence
 
 from llvmlite import ir
 
@@ -92,11 +92,6 @@ def routine_text(name: str) -> str:
     if not f.is_declaration and bits >= 512:
       set.add(f.attributes, f'"prefer-vector-width"="{bits}"')
   return str(module)
-
-
-def cache_dir() -> Optional[str]:
-  """Where routines' object code is cached (jit.code_cache_dir)."""
-  return jit_lib.code_cache_dir()
 
 
 def ensure(names: Sequence[str]) -> None:

@@ -109,7 +109,7 @@ def test_a_damaged_cache_entry_is_compiled_again(fresh):
 def test_disabled_disk_cache_still_compiles(fresh, monkeypatch):
   cache, _ = fresh
   monkeypatch.setenv("XLA_CPU_LIBRARY_CACHE", "")
-  assert rl.cache_dir() is None
+  assert jit.code_cache_dir() is None
   engine = jit.CpuJit()
   engine.compile(_caller_text())
   assert _call(engine, "kernel", 0) == 1
