@@ -393,7 +393,7 @@ def compile_artifact(hlo_module, options: CpuCompileOptions,
   # part verified there); the object files are kept together for the disk
   # cache.
   stream = jit_lib.StreamingCompile(ir_module, options.opt_level,
-                                    prepare=_prefer_wide_vectors_fn)
+                                    prepare=jit_lib.prefer_wide_vectors)
   emitter = thunk_emitter.ThunkEmitter(module, assignment, ctx,
                                        on_kernels=stream.add)
   plan = emitter.emit()
@@ -417,8 +417,7 @@ def compile_artifact(hlo_module, options: CpuCompileOptions,
   obj = jit_lib.pack_objects(stream.finish(plan["kernels"]))
   if stream.aliases:
     plan["kernel_aliases"] = dict(stream.aliases)
-  _prefer_wide_vectors(ir_module)
-  _dump(options, module.name, "ir.ll", lambda: str(ir_module))
+  _dump(options, module.name, "ir.ll", lambda: _wide_text(ir_module))
   jit = jit_lib.CpuJit(options.opt_level)
   jit.load_object_code(obj)
   stats["llvm"] = time.perf_counter() - t
@@ -428,6 +427,14 @@ def compile_artifact(hlo_module, options: CpuCompileOptions,
   return art, module
 
 
+def _wide_text(ir_module) -> str:
+  """The module's text as compiled (the compile threads saw each function
+  with `jit.prefer_wide_vectors` applied)."""
+  for fn in ir_module.functions:
+    jit_lib.prefer_wide_vectors(fn)
+  return str(ir_module)
+
+
 def _new_ir_module(name: str):
   from llvmlite import ir  # pylint: disable=g-import-not-at-top
   mod = ir.Module(name="".join(c if c.isalnum() else "_" for c in name))
@@ -435,20 +442,6 @@ def _new_ir_module(name: str):
   return mod
 
 
-def _prefer_wide_vectors_fn(fn) -> None:
-  """Lets LLVM use the host's full vector width in `fn`: for AVX-512 hosts
-  LLVM otherwise prefers 256-bit vectors, which measured 1.4x slower on the
-  exp(tanh(x)) loop (see the report in cpu_compiler_test's benchmark)."""
-  bits = jit_lib.host_target_info().vector_bits
-  if bits < 512 or fn.is_declaration:
-    return
-  # A string attribute llvmlite can't name.
-  set.add(fn.attributes, f'"prefer-vector-width"="{bits}"')
-
-
-def _prefer_wide_vectors(ir_module) -> None:
-  for fn in ir_module.functions:
-    _prefer_wide_vectors_fn(fn)
 
 
 def _load_disk_artifact(art: cc.Artifact, options) -> Optional[cc.Artifact]:

@@ -87,10 +87,8 @@ def routine_text(name: str) -> str:
   jit_lib.configure_module(module)
   fn = ir.Function(module, r.type, name)
   r.build(fn)
-  bits = jit_lib.host_target_info().vector_bits
   for f in module.functions:
-    if not f.is_declaration and bits >= 512:
-      set.add(f.attributes, f'"prefer-vector-width"="{bits}"')
+    jit_lib.prefer_wide_vectors(f)
   return str(module)
 
 
