@@ -14,6 +14,10 @@ that the runner needs no conftest next to the (foreign) test files:
                                tests (0 = never).
   OPENXLA_JAX_TESTS_DUT        sets jtu's jax_test_dut flag (e.g. "cpu", so
                                tests take their CPU branches on our platform).
+  OPENXLA_JAX_TESTS_DEVICES    on JAX's "cpu" platform: start the backend
+                               with this many devices before the test modules
+                               load, so their jtu.request_cpu_devices(8)
+                               cannot raise the count.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ _ENV_SHARD = "OPENXLA_JAX_TESTS_SHARD"
 _ENV_RESULTS = "OPENXLA_JAX_TESTS_RESULTS"
 _ENV_PROGRESS = "OPENXLA_JAX_TESTS_PROGRESS"
 _ENV_DUT = "OPENXLA_JAX_TESTS_DUT"
+_ENV_DEVICES = "OPENXLA_JAX_TESTS_DEVICES"
 
 
 class TestTimeoutError(Exception):
@@ -47,6 +52,11 @@ def _register_platform() -> None:
     import jax  # pylint: disable=g-import-not-at-top
     from jax._src import test_util  # pylint: disable=g-import-not-at-top,unused-import
     jax.config.update("jax_test_dut", dut)
+  devices = os.environ.get(_ENV_DEVICES, "")
+  if devices and os.environ.get(_ENV_PLATFORM, "") == "cpu":
+    import jax  # pylint: disable=g-import-not-at-top
+    jax.config.update("jax_num_cpu_devices", int(devices))
+    jax.devices()  # initialised: later updates of the count are refused
 
 
 _register_platform()

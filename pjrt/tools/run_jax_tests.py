@@ -12,6 +12,14 @@ off by --file-timeout still counts what it ran.
       --files lax_test.py,lax_numpy_test.py --num-generated-cases 1 \\
       --timeout 60 --jobs 2
 
+For the SPMD files (pmap_test.py, shard_map_test.py, pjit_test.py,
+array_test.py) give both platforms the same devices, ours and the baseline:
+
+  python -m pjrt.tools.run_jax_tests --jax-tests /tmp/jaxtests \\
+      --files pmap_test.py --devices 4 --test-dut cpu --platform openxla_cpu
+  python -m pjrt.tools.run_jax_tests --jax-tests /tmp/jaxtests \\
+      --files pmap_test.py --devices 4 --test-dut cpu --platform cpu
+
 prints pass/fail/skip/error counts per file and the failures grouped by their
 first error line (most common first).
 """
@@ -162,6 +170,7 @@ class RunConfig:
   skip_slow: bool = True
   progress_every: int = 25
   test_dut: str | None = None
+  devices: int | None = None
   extra_pytest_args: tuple[str, ...] = ()
   verbose: bool = False
   work_dir: str | None = None
@@ -189,6 +198,18 @@ def subprocess_env(cfg: RunConfig, results_path: str,
     env["OPENXLA_JAX_TESTS_DUT"] = cfg.test_dut
   if shard:
     env["OPENXLA_JAX_TESTS_SHARD"] = shard
+  env.pop("OPENXLA_JAX_TESTS_DEVICES", None)
+  if cfg.devices:
+    # The same device count on both platforms: ours reads its client option,
+    # JAX's CPU client the XLA flag. The test files call
+    # jtu.request_cpu_devices(8), which would raise JAX's count past the
+    # flag; the pytest plugin pins it before they are imported.
+    env["OPENXLA_CPU_NUM_DEVICES"] = str(cfg.devices)
+    flag = f"--xla_force_host_platform_device_count={cfg.devices}"
+    flags = [f for f in env.get("XLA_FLAGS", "").split()
+             if not f.startswith("--xla_force_host_platform_device_count")]
+    env["XLA_FLAGS"] = " ".join(flags + [flag])
+    env["OPENXLA_JAX_TESTS_DEVICES"] = str(cfg.devices)
   return env
 
 
@@ -302,6 +323,10 @@ def parse_args(argv=None) -> argparse.Namespace:
   p.add_argument("--test-dut",
                  help="jtu's jax_test_dut, e.g. cpu: our platform then takes "
                  "the tests' CPU-specific branches (skips, tolerances)")
+  p.add_argument("--devices", type=int,
+                 help="devices of the platform: OPENXLA_CPU_NUM_DEVICES for "
+                 "ours, --xla_force_host_platform_device_count (pinned against "
+                 "the files' request_cpu_devices) for JAX's CPU backend")
   p.add_argument("--top", type=int, default=15,
                  help="failure categories to list")
   p.add_argument("--work-dir", help="keep per-test JSON lines and logs here")
@@ -320,7 +345,7 @@ def main(argv=None) -> int:
       backend=args.backend, num_generated_cases=args.num_generated_cases,
       timeout=args.timeout, file_timeout=args.file_timeout,
       keyword=args.keyword, skip_slow=not args.run_slow,
-      test_dut=args.test_dut, extra_pytest_args=tuple(args.pytest_args),
+      test_dut=args.test_dut, devices=args.devices, extra_pytest_args=tuple(args.pytest_args),
       verbose=args.verbose, work_dir=args.work_dir)
   results = []
   for name in [f.strip() for f in args.files.split(",") if f.strip()]:

@@ -139,3 +139,15 @@ def test_subprocess_env_and_command(tmp_path):
   cmd = rjt.pytest_command(cfg, str(tmp_path / "x_test.py"))
   assert cmd[cmd.index("-k") + 1] == "Add"
   assert "pjrt.tools.jax_tests_pytest_plugin" in cmd
+
+
+def test_devices_set_for_both_platforms(tmp_path, monkeypatch):
+  cfg = rjt.RunConfig(jax_tests=str(tmp_path), platform="cpu", devices=4)
+  monkeypatch.setenv("XLA_FLAGS",
+                     "--xla_force_host_platform_device_count=8 --x=1")
+  env = rjt.subprocess_env(cfg, "r.jsonl", None)
+  assert env["OPENXLA_CPU_NUM_DEVICES"] == "4"
+  assert env["OPENXLA_JAX_TESTS_DEVICES"] == "4"
+  assert env["XLA_FLAGS"] == (
+      "--x=1 --xla_force_host_platform_device_count=4")
+  assert rjt.parse_args(["--jax-tests", "t", "--devices", "4"]).devices == 4
