@@ -10,7 +10,6 @@ context-dependent lexing, and it keeps every error a positioned `ParseError`.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 
 from stablehlo._src.text import diagnostics
@@ -29,42 +28,51 @@ STRING = "string"  # "text" (escapes undone in .value)
 PUNCT = "punct"  # ( ) { } [ ] < > , : = -> ? * + - :: {-# #-} ...
 
 _ID_CHARS = r"[A-Za-z0-9_$.\-]"
+# One pattern lexes a token with the whitespace and comments before it: the
+# token's kind is the number of the group that matched (`m.lastindex`), so
+# a token costs one regex match and one tuple index.
 # Strings use the unrolled-loop form `"[^"\\]*(?:\\.[^"\\]*)*"`: one
 # character-class run per step rather than an alternation per character,
 # which made long `dense<"0x...">` blobs dominate parse time.
 _TOKEN_RE = re.compile(
     r"""
-    (?P<ws>(?:[ \t\r\n]+|//[^\n]*)+)
-  | (?P<float>[0-9]+\.[0-9]*(?:[eE][+\-]?[0-9]+)?)
-  | (?P<hex>0x[0-9a-fA-F]+)
-  | (?P<integer>[0-9]+)
-  | (?P<bare_id>[A-Za-z_][A-Za-z0-9_$.]*)
-  | (?P<percent_id>%""" + _ID_CHARS + r"""+(?:\#[0-9]+)?)
-  | (?P<at_id>@(?:""" + _ID_CHARS + r"""+|"[^"\\\n]*(?:\\.[^"\\\n]*)*"))
-  | (?P<caret_id>\^""" + _ID_CHARS + r"""+)
-  | (?P<hash_end>\#-\})
-  | (?P<hash_id>\#""" + _ID_CHARS + r"""+)
-  | (?P<bang_id>!""" + _ID_CHARS + r"""+)
-  | (?P<string>"[^"\\\n]*(?:\\.[^"\\\n]*)*")
-  | (?P<punct>->|::|\{-\#|\.\.\.|[(){}\[\]<>,:=?*+\-|])
+    (?:[ \t\r\n]+|//[^\n]*)*
+    (?:
+      ([0-9]+\.[0-9]*(?:[eE][+\-]?[0-9]+)?)
+    | (0x[0-9a-fA-F]+)
+    | ([0-9]+)
+    | ([A-Za-z_][A-Za-z0-9_$.]*)
+    | (%""" + _ID_CHARS + r"""+(?:\#[0-9]+)?)
+    | (@(?:""" + _ID_CHARS + r"""+|"[^"\\\n]*(?:\\.[^"\\\n]*)*"))
+    | (\^""" + _ID_CHARS + r"""+)
+    | (\#-\})
+    | (\#""" + _ID_CHARS + r"""+)
+    | (!""" + _ID_CHARS + r"""+)
+    | ("[^"\\\n]*(?:\\.[^"\\\n]*)*")
+    | (->|::|\{-\#|\.\.\.|[(){}\[\]<>,:=?*+\-|])
+    )?
     """, re.VERBOSE)
 
-_KIND_OF_GROUP = {
-    "float": FLOAT, "hex": INTEGER, "integer": INTEGER, "bare_id": BARE_ID,
-    "percent_id": PERCENT_ID, "at_id": AT_ID, "caret_id": CARET_ID,
-    "hash_end": PUNCT, "hash_id": HASH_ID, "bang_id": BANG_ID,
-    "string": STRING, "punct": PUNCT,
-}
+# The kind of each group of _TOKEN_RE, by group number.
+_KIND_OF_GROUP = (None, FLOAT, INTEGER, INTEGER, BARE_ID, PERCENT_ID, AT_ID,
+                  CARET_ID, PUNCT, HASH_ID, BANG_ID, STRING, PUNCT)
 
 _ESCAPE_RE = re.compile(r"\\(?:([0-9a-fA-F]{2})|(.))", re.S)
 _SIMPLE_ESCAPES = {"n": "\n", "t": "\t", '"': '"', "\\": "\\"}
 
 
-@dataclasses.dataclass(frozen=True)
 class Token:
-  kind: str
-  text: str
-  pos: int  # offset of the first character
+  """One token: its kind, its text and the offset of its first character.
+
+  A plain class with slots (not a frozen dataclass): the parser makes one
+  per token, and a frozen dataclass's __init__ costs several times more.
+  """
+  __slots__ = ("kind", "text", "pos")
+
+  def __init__(self, kind: str, text: str, pos: int):
+    self.kind = kind
+    self.text = text
+    self.pos = pos
 
   @property
   def end(self) -> int:
@@ -72,6 +80,18 @@ class Token:
 
   def is_keyword(self, kw: str) -> bool:
     return self.kind == BARE_ID and self.text == kw
+
+  def __eq__(self, other):
+    if not isinstance(other, Token):
+      return NotImplemented
+    return (self.kind, self.text, self.pos) == (other.kind, other.text,
+                                                other.pos)
+
+  def __hash__(self):
+    return hash((self.kind, self.text, self.pos))
+
+  def __repr__(self):
+    return f"Token({self.kind!r}, {self.text!r}, {self.pos!r})"
 
 
 def unescape_string(body: str) -> str:
@@ -126,29 +146,30 @@ class Lexer:
 
   def _lex(self) -> Token:
     text = self.text
-    pos = self.pos
-    m = _TOKEN_RE.match(text, pos)
-    if m is not None and m.lastgroup == "ws":
+    m = _TOKEN_RE.match(text, self.pos)
+    idx = m.lastindex
+    if idx is None:
       pos = m.end()
-      m = _TOKEN_RE.match(text, pos)
-    if pos >= len(text):
-      self.pos = pos
-      return Token(EOF, "", pos)
-    if m is None:
+      if pos >= len(text):
+        self.pos = pos
+        return Token(EOF, "", pos)
       ch = text[pos]
       if ch == '"':
         raise self.error(pos, "expected '\"' in string literal")
       raise self.error(pos, f"unexpected character '{ch}'")
     self.pos = m.end()
-    return Token(_KIND_OF_GROUP[m.lastgroup], m.group(), pos)
+    return Token(_KIND_OF_GROUP[idx], m.group(idx), m.start(idx))
 
   def peek(self) -> Token:
-    if self._peeked is None:
-      self._peeked = self._lex()
-    return self._peeked
+    tok = self._peeked
+    if tok is None:
+      tok = self._peeked = self._lex()
+    return tok
 
   def next(self) -> Token:
-    tok = self.peek()
+    tok = self._peeked
+    if tok is None:
+      return self._lex()
     self._peeked = None
     return tok
 
