@@ -22,6 +22,20 @@ _INT_TYPE_RE = re.compile(r"(si|ui|i)([0-9]+)$")
 _FLOAT_NAMES = frozenset(t.FLOAT_TYPES)
 _OPAQUE_BUILTIN_TYPES = frozenset(("memref", "vector"))
 
+# Types repeat: a module names the same few tensor types on most of its ops.
+# The text of a tensor type without an encoding, or of a function type made
+# of them, matches one of these patterns; the type parsed from such a text
+# is kept in _TYPE_CACHE under it, so the next occurrence is one regex
+# match and one dict lookup instead of a token per `<`, dims, `x`, `>`.
+# Types are immutable, so parses share them.
+_TENSOR_TEXT = r"tensor<(?:[0-9]+x|\?x)*[A-Za-z][A-Za-z0-9]*>"
+_TENSOR_LIST = r"\((?:" + _TENSOR_TEXT + r"(?:, " + _TENSOR_TEXT + r")*)?\)"
+_CACHED_TYPE_RE = re.compile(
+    r"[ \t\r\n]*(" + _TENSOR_TEXT + "|" + _TENSOR_LIST + " -> (?:" +
+    _TENSOR_TEXT + "|" + _TENSOR_LIST + r")(?![ \t\r\n]*->))")
+_TYPE_CACHE: dict[str, t.Type] = {}
+_TYPE_CACHE_LIMIT = 1 << 14
+
 
 class TypeParser:
   """Base parser: token helpers plus types."""
@@ -150,6 +164,23 @@ class TypeParser:
             or _INT_TYPE_RE.match(name) is not None)
 
   def parse_type(self) -> t.Type:
+    lex = self.lex
+    tok = lex._peeked  # pylint: disable=protected-access
+    m = _CACHED_TYPE_RE.match(self.text, lex.pos if tok is None else tok.pos)
+    if m is not None:
+      key = m.group(1)
+      ty = _TYPE_CACHE.get(key)
+      if ty is None:
+        ty = self._parse_type_guarded()
+        if len(_TYPE_CACHE) >= _TYPE_CACHE_LIMIT:
+          _TYPE_CACHE.clear()
+        _TYPE_CACHE[key] = ty
+        return ty
+      lex.reset(m.end())
+      return ty
+    return self._parse_type_guarded()
+
+  def _parse_type_guarded(self) -> t.Type:
     self.enter()
     try:
       return self._parse_type()
