@@ -4,6 +4,7 @@ and locations."""
 
 from __future__ import annotations
 
+import json
 import math
 import re
 
@@ -19,6 +20,12 @@ from stablehlo._src.text import type_parser
 # dense<> values are numpy arrays; a splat of a huge tensor would not fit.
 MAX_DENSE_ELEMENTS = 1 << 26
 _OPAQUE_BUILTIN_ATTRS = frozenset(("affine_map", "affine_set", "strided"))
+# A dense literal of plain decimal numbers, `[[1, -2], [3.5, 4.0e+00]]`, is
+# JSON: json (C) reads it and numpy checks its shape and converts it, in
+# place of a token per number, comma and bracket. Anything else (hex floats,
+# booleans, complex pairs, `inf`) takes the token path.
+_JSON_DENSE_RE = re.compile(r"\[[\[\] \t\r\n,0-9eE.+\-]*\](?=[ \t\r\n]*>)")
+_NATIVE_INT_KINDS = frozenset("iu")
 _FILE_LOC_RE = re.compile(r'^"((?:[^"\\]|\\.)*)":([0-9]+):([0-9]+)')
 
 
@@ -225,6 +232,11 @@ class AttrParser(type_parser.TypeParser):
       except ValueError:
         raise self.error("malformed hex blob in dense attribute", tok.pos)
     else:
+      tok = self.peek()
+      if tok.text == "[" and tok.kind == lx.PUNCT:
+        attr = self._parse_json_dense(tok.pos)
+        if attr is not None:
+          return attr
       literal = self._parse_dense_literal()
     self.expect_punct(">", "in dense attribute")
     tpos = self.lex.token_start()
@@ -247,6 +259,44 @@ class AttrParser(type_parser.TypeParser):
       return a.DenseElementsAttr(ty, arr, splat=arr.size > 1 and len(
           hex_blob) == dtype.itemsize)
     return self._build_dense(ty, dtype, literal, tpos)
+
+  def _parse_json_dense(self, start: int):
+    """The dense attribute whose literal starts at `start` (a `[`), read as
+    JSON; None (the lexer back at `start`) when that literal or its type is
+    not one this path handles exactly as the token path would."""
+    m = _JSON_DENSE_RE.match(self.text, start)
+    if m is None:
+      return None
+    body = m.group()
+    try:
+      values = json.loads(body)
+    except ValueError:
+      return None
+    self.lex.reset(m.end())
+    self.expect_punct(">", "in dense attribute")
+    self.expect_punct(":", "after dense attribute")
+    ty = self.parse_type()
+    arr = None
+    if isinstance(ty, t.RankedTensorType):
+      et = dense.storage_type(ty.element_type)
+      dtype = dense.numpy_dtype(et)
+      try:
+        if isinstance(et, t.FloatType) and dtype is not None:
+          arr = np.array(values, dtype=np.float64)
+        elif (isinstance(et, t.IntegerType) and et.width >= 8 and
+              dtype is not None and dtype.kind in _NATIVE_INT_KINDS and
+              "." not in body and "e" not in body and "E" not in body):
+          arr = np.array(values, dtype=np.int64)
+          if et.width < 64 and arr.size:
+            lo, hi = dense.int_range(et)
+            if int(arr.min()) < lo or int(arr.max()) > hi:
+              arr = None  # the token path names the offending element
+      except (ValueError, TypeError, OverflowError):
+        arr = None
+      if arr is not None and arr.size and arr.shape == tuple(ty.shape):
+        return a.DenseElementsAttr(ty, arr.astype(dtype))
+    self.lex.reset(start)
+    return None
 
   def _parse_dense_literal(self):
     """Nested lists of ('tok', Token) / ('cplx', tok, tok) leaves."""
