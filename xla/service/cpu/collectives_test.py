@@ -635,3 +635,17 @@ def test_in_place_results(alias):
                    [[x.copy()] for x in xs], alias, n)
   for k, (r,) in enumerate(got):
     np.testing.assert_array_equal(r, xs[(k - 1) % n])
+
+
+@pytest.mark.parametrize("alias", [False, True])
+def test_all_reduce_of_many_blocks(alias):
+  # Each member's slice spans several reduction blocks and ends in a
+  # partial one; results may be the operands themselves.
+  n = 3
+  size = 3 * collectives._BLOCK_BYTES // 4 + 4321  # pylint: disable=protected-access
+  xs = _inputs(n, (size,), seed=3)
+  want = (xs[0] + xs[1]) + xs[2]
+  got = _thunk_run("all-reduce", {"groups": [[0, 1, 2]], "reduce": "add"},
+                   [[x.copy()] for x in xs], alias, n)
+  for (r,) in got:
+    np.testing.assert_array_equal(r, want)
