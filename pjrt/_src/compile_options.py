@@ -16,6 +16,13 @@ xla/xla_data.proto at the XLA revision of PJRT C API 0.112):
     3  ExecutableBuildOptionsProto executable_build_options
     4  bool compile_portable_executable
     5  int64 profile_version                           (not written)
+    7  map<string, OptionOverrideProto> env_option_overrides
+         (entries: 1 key, 2 value)
+  OptionOverrideProto (one of)
+    1  string string_field
+    2  bool bool_field
+    3  int64 int_field
+    4  double double_field
   ExecutableBuildOptionsProto
     1  int64 device_ordinal                            (-1: unspecified)
     4  int64 num_replicas
@@ -34,6 +41,7 @@ xla/xla_data.proto at the XLA revision of PJRT C API 0.112):
 
 from __future__ import annotations
 
+import struct
 from typing import Iterator, Sequence
 
 import support
@@ -48,6 +56,9 @@ _I32 = 5
 _CO_PARAMETER_IS_TUPLED_ARGUMENTS = 2
 _CO_EXECUTABLE_BUILD_OPTIONS = 3
 _CO_COMPILE_PORTABLE_EXECUTABLE = 4
+_CO_ENV_OPTION_OVERRIDES = 7
+# OptionOverrideProto.
+_OO_STRING, _OO_BOOL, _OO_INT, _OO_DOUBLE = 1, 2, 3, 4
 # ExecutableBuildOptionsProto.
 _EBO_DEVICE_ORDINAL = 1
 _EBO_NUM_REPLICAS = 4
@@ -128,7 +139,10 @@ def compile_options(*, num_replicas: int = 1, num_partitions: int = 1,
                     allow_spmd_sharding_propagation_to_parameters:
                     Sequence[bool] = (),
                     allow_spmd_sharding_propagation_to_output:
-                    Sequence[bool] = ()) -> bytes:
+                    Sequence[bool] = (),
+                    env_option_overrides:
+                    Sequence[tuple[str, str | bool | int | float]] = ()
+                    ) -> bytes:
   """Serializes a minimal CompileOptionsProto.
 
   The defaults compile for one replica and one partition on a device the
@@ -150,6 +164,61 @@ def compile_options(*, num_replicas: int = 1, num_partitions: int = 1,
   out += _message_field(_CO_EXECUTABLE_BUILD_OPTIONS, build)
   out += _int_field(_CO_COMPILE_PORTABLE_EXECUTABLE,
                     compile_portable_executable)
+  for key, value in env_option_overrides:
+    entry = _message_field(1, key.encode("utf-8"))
+    entry += _message_field(2, _option_override(value))
+    out += _message_field(_CO_ENV_OPTION_OVERRIDES, entry)
+  return out
+
+
+def _option_override(value: str | bool | int | float) -> bytes:
+  if isinstance(value, bool):
+    return _int_field(_OO_BOOL, value)
+  if isinstance(value, int):
+    return _int_field(_OO_INT, value)
+  if isinstance(value, float):
+    return (_key(_OO_DOUBLE, _I64) +
+            struct.pack("<d", value))
+  return _message_field(_OO_STRING, str(value).encode("utf-8"))
+
+
+def decode_option_override(data: bytes) -> str | bool | int | float:
+  """The value an OptionOverrideProto holds (a string when unset).
+
+  Raises:
+    support.DataLossError: on malformed input.
+  """
+  value: str | bool | int | float = ""
+  for field, wire_type, raw in iter_fields(data):
+    if field == _OO_STRING and wire_type == _LEN:
+      value = bytes(raw).decode("utf-8", "replace")
+    elif field == _OO_BOOL and wire_type == _VARINT:
+      value = bool(raw)
+    elif field == _OO_INT and wire_type == _VARINT:
+      value = _signed64(raw)
+    elif field == _OO_DOUBLE and wire_type == _I64:
+      value = struct.unpack("<d", raw.to_bytes(8, "little"))[0]
+  return value
+
+
+def decode_env_option_overrides(data: bytes) -> list[tuple[str, object]]:
+  """The env_option_overrides of a serialized CompileOptionsProto, as
+  (key, value) in the order written.
+
+  Raises:
+    support.DataLossError: on malformed input.
+  """
+  out = []
+  for field, wire_type, entry in iter_fields(data):
+    if field != _CO_ENV_OPTION_OVERRIDES or wire_type != _LEN:
+      continue
+    key, value = "", ""
+    for f, w, raw in iter_fields(entry):
+      if f == 1 and w == _LEN:
+        key = bytes(raw).decode("utf-8", "replace")
+      elif f == 2 and w == _LEN:
+        value = decode_option_override(raw)
+    out.append((key, value))
   return out
 
 

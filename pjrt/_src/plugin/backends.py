@@ -556,12 +556,52 @@ def check_partitionable(program: programs.Program, backend: str,
         f"programs, not {backend!r}")
 
 
+def check_option_overrides(overrides: Sequence[tuple[str, Any]]
+                           ) -> dict[str, Any]:
+  """The typed values of compile option overrides (CompileOptions'
+  env_option_overrides, JAX's `compiler_options`).
+
+  XLA reads each key as the name of a DebugOptions field; here the fields
+  are our flags (`support.flags`, `--name` in OPENXLA_FLAGS), and the
+  errors are XLA's.
+
+  Raises:
+    support.InvalidArgumentError: a key that names no flag, or a value
+      the flag cannot take.
+  """
+  if not overrides:
+    return {}
+  cpu_compiler_module()  # defines the compiler's flags (and its passes')
+  values = {}
+  for key, raw in overrides:
+    try:
+      flag = support.flags.get_flag(key)
+    except support.NotFoundError:
+      raise support.InvalidArgumentError(
+          f"No such compile option: '{key}'") from None
+    try:
+      values[key] = flag.convert(raw, "compile options")
+    except support.InvalidArgumentError:
+      shown = str(raw).lower() if isinstance(raw, bool) else raw
+      raise support.InvalidArgumentError(
+          f"While setting option {key}, '{shown}' is not a valid "
+          f"{flag.kind} value.") from None
+  return values
+
+
+# Flags are process-wide: a compile that overrides some holds this lock, and
+# so does every other compile, so that none sees another's overrides.
+_COMPILE_LOCK = threading.RLock()
+
+
 def compile_program(program: programs.Program, backend: str, *,
                     fallback: bool, num_replicas: int = 1,
                     num_partitions: int = 1,
-                    propagation: Any = None) -> Compiled:
+                    propagation: Any = None,
+                    overrides: Sequence[tuple[str, Any]] = ()) -> Compiled:
   """Compiles `program` with `backend` for num_replicas x num_partitions
-  participants (`propagation`: see the module docstring).
+  participants (`propagation`: see the module docstring), with the flags
+  `overrides` names set (check_option_overrides).
 
   With `fallback`, a program `backend` does not support runs on the
   interpreter instead (never a global program: the interpreter would run
@@ -570,6 +610,14 @@ def compile_program(program: programs.Program, backend: str, *,
   compile_fn = _REGISTRY.get(backend)
   if compile_fn is None:
     raise support.InvalidArgumentError(f"unknown backend {backend!r}")
+  values = check_option_overrides(overrides)
+  with _COMPILE_LOCK, support.flags.override(**values):
+    return _compile_program(program, backend, compile_fn, fallback,
+                            num_replicas, num_partitions, propagation)
+
+
+def _compile_program(program, backend, compile_fn, fallback, num_replicas,
+                     num_partitions, propagation) -> Compiled:
   check_partitionable(program, backend, num_partitions)
   try:
     return _compile_with(compile_fn, program, backend, num_replicas,

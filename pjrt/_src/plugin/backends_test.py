@@ -153,3 +153,38 @@ def test_mixed_fp8_dot_general_matches_jax():
     want = np.asarray(jax.jit(fn)(a, b))
     np.testing.assert_array_equal(got.astype(np.float32),
                                   want.astype(np.float32))
+
+
+def test_compile_option_overrides_are_flags():
+  assert backends.check_option_overrides(()) == {}
+  assert backends.check_option_overrides(
+      [("xla_embed_ir_in_executable", "true"),
+       ("xla_disable_hlo_passes", "cse")]) == {
+           "xla_embed_ir_in_executable": True,
+           "xla_disable_hlo_passes": ("cse",)}
+  with pytest.raises(support.InvalidArgumentError,
+                     match="No such compile option: 'invalid_key'"):
+    backends.check_option_overrides([("invalid_key", "invalid_value")])
+  with pytest.raises(support.InvalidArgumentError,
+                     match="'invalid_value' is not a valid bool value."):
+    backends.check_option_overrides(
+        [("xla_embed_ir_in_executable", "invalid_value")])
+
+
+def test_compile_sets_overridden_flags_only_while_compiling():
+  program = programs.load(testing.ADD_F32.encode(), "mlir")
+  seen = []
+
+  def compile_fn(p):
+    seen.append(support.flags.get_flag("xla_embed_ir_in_executable").value)
+    return backends.InterpreterCompiled(p)
+
+  backends.register("recording", compile_fn)
+  try:
+    backends.compile_program(
+        program, "recording", fallback=False,
+        overrides=[("xla_embed_ir_in_executable", True)])
+  finally:
+    backends._REGISTRY.pop("recording")
+  assert seen == [True]
+  assert not support.flags.get_flag("xla_embed_ir_in_executable").value

@@ -241,7 +241,8 @@ def compile_executable(code: bytes, fmt: str, options_bytes: bytes, *,
         program, backend, fallback=fallback,
         num_replicas=opts.num_replicas, num_partitions=opts.num_partitions,
         propagation=(opts.propagation_to_parameters,
-                     opts.propagation_to_output))
+                     opts.propagation_to_output),
+        overrides=opts.option_overrides)
     if program.shardings and opts.num_partitions > 1:
       _take_per_device_signature(program, compiled)
   return Executable(program, opts, options_bytes, compiled)

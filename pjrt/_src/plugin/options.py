@@ -184,6 +184,10 @@ class CompileOptions:
   # takes what sharding propagation finds rather than being replicated.
   propagation_to_parameters: tuple[bool, ...] = ()
   propagation_to_output: tuple[bool, ...] = ()
+  # env_option_overrides (JAX's `compiler_options`): (name, value) pairs,
+  # each naming a DebugOptions field, here one of our flags
+  # (backends.check_option_overrides).
+  option_overrides: tuple[tuple[str, Any], ...] = ()
 
 
 def _signed(value: int) -> int:
@@ -234,6 +238,9 @@ def decode_compile_options(data: bytes) -> CompileOptions:
                  else "propagation_to_parameters")
           fields[key] = fields.get(key, ()) + tuple(
               co.repeated_bools(wire, value))
+    overrides = co.decode_env_option_overrides(bytes(data))
+    if overrides:
+      fields["option_overrides"] = tuple(overrides)
   except support.XlaError as e:
     raise support.InvalidArgumentError(
         f"compile options are not a valid serialized CompileOptionsProto: "

@@ -98,3 +98,13 @@ def test_sharding_propagation_flags():
   assert opts.propagation_to_output == (False,)
   assert options.decode_compile_options(
       co.compile_options()).propagation_to_output == ()
+
+
+def test_env_option_overrides():
+  data = co.compile_options(env_option_overrides=[
+      ("a", "text"), ("b", True), ("c", -3), ("d", 1.5)])
+  opts = options.decode_compile_options(data)
+  assert opts.option_overrides == (("a", "text"), ("b", True), ("c", -3),
+                                   ("d", 1.5))
+  assert options.decode_compile_options(
+      co.compile_options()).option_overrides == ()

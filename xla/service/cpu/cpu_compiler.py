@@ -72,6 +72,15 @@ from xla.service.cpu import thunk_emitter
 from xla.service.cpu import topk_rewriter
 from xla.shape import Shape
 
+# A DebugOptions field of XLA that JAX's `compiler_options` may name (the
+# PJRT plugin takes compile option overrides as flags).
+EMBED_IR_IN_EXECUTABLE = support.flags.define_bool(
+    "xla_embed_ir_in_executable", False,
+    "XLA's DebugOptions field of that name, accepted so that programs may "
+    "set it; this compiler embeds no IR text in executables, so it changes "
+    "nothing.")
+
+
 @dataclasses.dataclass(frozen=True)
 class CpuCompileOptions:
   """threads: worker threads per execution (default os.cpu_count());
