@@ -51,6 +51,7 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 
 import support
+from xla.service.cpu import buffer_pool
 
 # Ops that run across processes (replica-id and partition-id never do).
 OPS = frozenset({"all-reduce", "all-gather", "reduce-scatter", "all-to-all",
@@ -154,11 +155,14 @@ class Transport:
   def allreduce(self, stream: Stream, array: np.ndarray, reducer: str,
                 processes: tuple[int, ...], deadline: float,
                 cancelled: Callable[[], Optional[BaseException]],
-                what: str) -> Optional[np.ndarray]:
+                what: str, out: Optional[np.ndarray] = None
+                ) -> Optional[np.ndarray]:
     """`array` (1-D) reduced with `reducer` (a ufunc name of
     collectives._UFUNCS) across `processes`, or None where this transport
-    does not reduce it itself."""
-    del stream, array, reducer, processes, deadline, cancelled, what
+    does not reduce it itself. `out` (contiguous, like `array`, not
+    overlapping it), when given, may receive the result (and is then
+    returned)."""
+    del stream, array, reducer, processes, deadline, cancelled, what, out
     return None
 
 
@@ -315,14 +319,17 @@ def _nbytes(spec) -> int:
 
 
 def _store_all(views, results: dict[int, list]) -> None:
-  """Writes each local participant's results (None: zeros)."""
+  """Writes each local participant's results (None: zeros); a value that
+  already is the result's memory is left as it is."""
   for flat, values in results.items():
     for out, value in zip(views[flat][1], values):
       if not out.size:
         continue
       if value is None:
         out[...] = 0
-      else:
+      elif not (value.size and value.__array_interface__["data"][0] ==
+                out.__array_interface__["data"][0] and
+                value.nbytes == out.nbytes and value.dtype == out.dtype):
         np.copyto(out, value.reshape(out.shape), casting="no")
 
 
@@ -339,12 +346,30 @@ def _all_reduce(thunk, cx: CrossProcess, views, deadline, what) -> None:
   n_ops = len(thunk.operands)
   reduced: dict[int, list[np.ndarray]] = {}
   across: dict[tuple[int, ...], list[tuple[int, list[np.ndarray]]]] = {}
+  inputs = [x.reshape(-1) for f in cx.local for x in views[f][0]]
+  receivers: dict[int, Optional[np.ndarray]] = {}
   for gi, group in enumerate(thunk.groups):
     local = cx.on(group, cx.me)
     if not local:
       continue
-    partial = [thunk._reduce([views[m][0][i].reshape(-1) for m in local])  # pylint: disable=protected-access
-               for i in range(n_ops)]
+    partial = []
+    for i in range(n_ops):
+      parts = [views[m][0][i].reshape(-1) for m in local]
+      # The partial is folded straight into the first local member's
+      # result where that reads no operand but its own in-place one (a
+      # temporary otherwise), and the reduction across processes receives
+      # into the second member's result where that reads none at all:
+      # every byte is then moved once, and nothing is allocated.
+      dest = views[local[0]][1][i].reshape(-1)
+      if not _writable_early(dest, parts[0], inputs):
+        dest = temporary(parts[0])
+      thunk._reduce_into(parts, [dest])  # pylint: disable=protected-access
+      spare = (views[local[1]][1][i].reshape(-1) if len(local) > 1 else
+               None)
+      if spare is not None and not _writable_early(spare, None, inputs):
+        spare = None
+      partial.append(dest)
+      receivers[id(dest)] = spare
     procs = cx.group_processes(group)
     if len(procs) == 1:
       reduced[gi] = partial
@@ -353,7 +378,8 @@ def _all_reduce(thunk, cx: CrossProcess, views, deadline, what) -> None:
   for procs in sorted(across):
     entries = across[procs]
     flat = [a for _, parts in entries for a in parts]
-    done = _reduce_across(thunk, cx, procs, flat, deadline, what)
+    done = _reduce_across(thunk, cx, procs, flat, deadline, what,
+                          [receivers.get(id(a)) for a in flat])
     k = 0
     for gi, parts in entries:
       reduced[gi] = done[k:k + len(parts)]
@@ -366,11 +392,42 @@ def _all_reduce(thunk, cx: CrossProcess, views, deadline, what) -> None:
   _store_all(views, results)
 
 
+def _writable_early(dest: np.ndarray, own: Optional[np.ndarray],
+                    inputs: Sequence[np.ndarray]) -> bool:
+  """Whether `dest` (a result) may be written before every operand in
+  `inputs` was read: it overlaps none of them, or only `own`, exactly (an
+  in-place operand, read block by block just before it is written)."""
+  if not dest.flags.c_contiguous or not dest.flags.writeable:
+    return False
+  for x in inputs:
+    if not np.may_share_memory(dest, x):
+      continue
+    if (own is not None and _span(x) == _span(dest) == _span(own) and
+        x.dtype == dest.dtype == own.dtype):
+      continue
+    return False
+  return True
+
+
+def temporary(like: np.ndarray) -> np.ndarray:
+  """An uninitialised array like `like`, from the output block pool when
+  large (fresh pages would fault in while a reduction writes them)."""
+  raw, _ = buffer_pool.block(like.nbytes)
+  return raw.view(like.dtype)
+
+
+def _span(arr: np.ndarray) -> tuple[int, int]:
+  start = arr.__array_interface__["data"][0]
+  return start, start + arr.nbytes
+
+
 def _reduce_across(thunk, cx: CrossProcess, procs, arrays, deadline,
-                   what) -> list[np.ndarray]:
+                   what, receivers=None) -> list[np.ndarray]:
   """1-D `arrays` (this process's partials) reduced across `procs`: one
   transport reduction per dtype where the transport does it, else every
-  process's partials exchanged and reduced in process order."""
+  process's partials exchanged and reduced in process order.
+  `receivers[k]` (None, or a buffer like arrays[k] overlapping nothing it
+  reads) may receive the reduction of an array alone of its dtype."""
   reducer = thunk.config.get("reduce") if thunk.ufunc is not None else None
   by_dtype: dict[np.dtype, list[int]] = {}
   for k, a in enumerate(arrays):
@@ -382,8 +439,9 @@ def _reduce_across(thunk, cx: CrossProcess, procs, arrays, deadline,
            np.concatenate([arrays[k] for k in ks]))
     done = None
     if reducer is not None:
+      receiver = receivers[ks[0]] if receivers and len(ks) == 1 else None
       done = cx.transport.allreduce(cx.stream, buf, reducer, procs, deadline,
-                                    cx.cancelled, what)
+                                    cx.cancelled, what, out=receiver)
     if done is None:
       fallback.extend(ks)
       continue
@@ -724,12 +782,16 @@ class LocalTransport(Transport):
     return out
 
   def allreduce(self, stream, array, reducer, processes, deadline, cancelled,
-                what):
+                what, out=None):
     if not self.hub.reduce_natively:
       return None
     ufunc = getattr(np, _BITWISE.get(reducer, reducer))
-    return self.hub.reduce((stream.processes, processes), self.process_index,
+    done = self.hub.reduce((stream.processes, processes), self.process_index,
                            array, ufunc, processes, deadline, cancelled, what)
+    if out is None:
+      return done
+    np.copyto(out, done)  # where MPI would receive it
+    return out
 
 
 def pack(arrays: Sequence[np.ndarray]) -> np.ndarray:

@@ -327,7 +327,7 @@ class MpiTransport(cross_process.Transport):
     return incoming
 
   def allreduce(self, stream, array, reducer, processes, deadline, cancelled,
-                what):
+                what, out=None):
     if len(processes) != len(self.mpi_ranks):
       return None  # MPI's reduction needs a communicator of just these.
     dtype = array.dtype
@@ -347,7 +347,10 @@ class MpiTransport(cross_process.Transport):
     mpi = world.MPI
     mpi_type, op = getattr(mpi, type_name), getattr(mpi, op_name)
     send = np.ascontiguousarray(array).reshape(-1)
-    out = np.empty_like(send)
+    # Not MPI_IN_PLACE: Open MPI's nonblocking reduction then stages the
+    # buffer through a fresh allocation (measured 3x slower at 64 MiB).
+    if out is None:
+      out = cross_process.temporary(send)
     requests = []
     with _MPI_LOCK:
       for at in range(0, send.size, _CHUNK):
