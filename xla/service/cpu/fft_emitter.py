@@ -1,15 +1,26 @@
 """CPU kernel for `fft` (FFT, IFFT, RFFT, IRFFT over the trailing 1-3 dims).
 
-Per batch element (the parallel extent) the kernel loads the transformed
+XLA's CPU backend calls a precompiled FFT library from every program; here
+the transform is two library routines (runtime_library.py) per work type,
+`fft_rows` and `fft_block`, whose lengths, batch and kind are run-time
+arguments. A program's fft kernel is one call of a routine, with the
+constant twiddle and bit-reversal tables of its lengths; the routines'
+LLVM time is paid once per process (or read from the disk cache), not in
+every program: a kernel with its load, transpose and store loops of
+constant trip counts took 15-20 ms of LLVM time each, most of a program
+with a few FFTs (fft_transforms: 8 kernels, 0.29 s of CPU).
+
+Per batch element (the parallel extent) a routine loads the transformed
 block into a complex work buffer, transforms it along each fft axis in
 place, and stores the result. Work is in the precision of the data (float
 for f32 / c64, as XLA's FFT library computes single-precision transforms,
 double for f64 / c128).
 
 * Axes whose length is a power of two take an in-place radix-2 FFT that
-  updates whole rows per butterfly (a library routine, `_build_axis_routine`); a batch of 1-d
-  transforms, and the last axis of a 2-d or 3-d block, go through groups
-  of ROW_GROUP rows stored transposed, so these vectorise too.
+  updates whole rows per butterfly (`_build_axis_transform`); a batch of
+  1-d transforms (`fft_rows`), and the last axis of a 2-d or 3-d block, go
+  through groups of ROW_GROUP rows stored transposed, so these vectorise
+  too.
 * Other lengths (the CPU compiler sends only short ones here; long ones go
   to the host FFT library) take a direct DFT per line, O(n) per output.
 * FFT / IFFT: X[j] = sum_t x[t] exp(-/+ 2 pi i j t / n), IFFT scaled 1/n.
@@ -22,7 +33,8 @@ double for f64 / c128).
   DC and Nyquist terms like numpy / pocketfft.
 
 Twiddles exp(2 pi i m / n) are constant tables computed in Python (double
-precision, rounded once to the work type); no sin/cos runs per call.
+precision, rounded once to the work type), one per length in the program's
+module; no sin/cos runs per call.
 """
 
 from __future__ import annotations
@@ -42,6 +54,13 @@ from xla.xla_data import PrimitiveType
 P = PrimitiveType
 F64 = ir.DoubleType()
 F32 = ir.FloatType()
+_TYPES = (("f32", F32), ("f64", F64))
+
+# Rows of a batched 1-d transform taken together: a group of this many rows
+# is stored transposed (element t of every row side by side), so each
+# butterfly updates a contiguous run of ROW_GROUP elements, which LLVM
+# vectorises, instead of one scalar per row.
+ROW_GROUP = 8
 
 
 def _twiddles(module: ir.Module, n: int,
@@ -78,11 +97,6 @@ def _work_type(et) -> ir.Type:
   twice as many lanes per vector)."""
   return F32 if et in (P.F32, P.C64) else F64
 
-
-def _convert(b, v, ty):
-  if v.type == ty:
-    return v
-  return b.fpext(v, ty) if ty == F64 else b.fptrunc(v, ty)
 
 
 class _Cplx:
@@ -125,25 +139,6 @@ def _bit_reversal(module: ir.Module, n: int) -> ir.GlobalVariable:
   return g
 
 
-def _emit_axis_fft(b, cx, work, tw, n, inner, outer, inverse):
-  """The radix-2 FFT along an axis of length `n` (a power of two) of the
-  `outer` x n x `inner` block in `work`, in place, as a call of the library
-  routine for the work type (`_build_axis_routine`)."""
-  del cx
-  ft = work.type.pointee
-  fn = runtime_library.declare(b.module, _AXIS_ROUTINE[_tag(ft)])
-  rev = _bit_reversal(b.module, n)
-  outer = u.i64(outer) if isinstance(outer, int) else outer
-  b.call(fn, [work, outer, u.i64(n), u.i64(n.bit_length() - 1), u.i64(inner),
-              ir.Constant(ir.IntType(1), int(bool(inverse))),
-              b.gep(tw, [u.i64(0), u.i64(0)]),
-              b.gep(rev, [u.i64(0), u.i64(0)])])
-
-
-_AXIS_ROUTINE = {t: f"{runtime_library.PREFIX}fft_axis_{t}"
-                 for t in ("f32", "f64")}
-
-
 def _axis_type(ft: ir.Type) -> ir.FunctionType:
   p = ft.as_pointer()
   return ir.FunctionType(ir.VoidType(), [p, u.I64, u.I64, u.I64, u.I64,
@@ -151,7 +146,7 @@ def _axis_type(ft: ir.Type) -> ir.FunctionType:
                                          u.I64.as_pointer()])
 
 
-def _build_axis_routine(fn: ir.Function) -> None:
+def _build_axis_transform(fn: ir.Function) -> None:
   """The radix-2 axis transform for one work type:
   f(work, outer, n, log2 n, inner, inverse, twiddles, bit reversal) on the
   `outer` x n x `inner` block in `work`, in place.
@@ -160,7 +155,7 @@ def _build_axis_routine(fn: ir.Function) -> None:
   bit-reversed order by swaps, then each butterfly updates two whole rows,
   so for an axis other than the last the innermost loop runs over
   contiguous elements. Length, row width and direction are arguments, and
-  the log2(n) stages one loop, so that one compiled routine serves every
+  the log2(n) stages one loop, so that one compiled function serves every
   transform: a function per length, width and direction, with a loop nest
   per stage, in every program, made these transforms most of an FFT
   program's LLVM time (fft_transforms: 1.56 s of CPU)."""
@@ -226,10 +221,6 @@ def _build_axis_routine(fn: ir.Function) -> None:
   b.ret_void()
 
 
-for _t, _ft in (("f32", F32), ("f64", F64)):
-  runtime_library.routine(_AXIS_ROUTINE[_t], _axis_type(_ft))(
-      _build_axis_routine)
-
 
 def _row_butterfly(module: ir.Module, ft: ir.Type) -> ir.Function:
   """(top, bottom) := (top + w * bottom, top - w * bottom) over two rows of
@@ -262,104 +253,360 @@ def _row_butterfly(module: ir.Module, ft: ir.Type) -> ir.Function:
   return fn
 
 
-def _emit_line_dft(b, cx, work, line, tw, n, stride, base, inverse,
-                   acc_re, acc_im, pos):
-  """Transforms one line of `n` elements (stride `stride`) of `work` at
-  `base`, through the line buffer `line`."""
-  with u.for_range(b, 0, n, "ld") as t:
-    re, im = cx.load(work, b.add(base, b.mul(t, u.i64(stride))))
-    cx.store(line, t, re, im)
+def _axis_transform(module: ir.Module, ft: ir.Type) -> ir.Function:
+  """The radix-2 axis transform of work type `ft` as an internal function
+  of `module` (a routine's module): f(work, outer, n, log2 n, inner,
+  inverse, twiddles, bit reversal); see `_build_axis_transform`."""
+  name = f"__fft_axis_{_tag(ft)}"
+  fn = module.globals.get(name)
+  if fn is None:
+    fn = ir.Function(module, _axis_type(ft), name)
+    fn.linkage = "internal"
+    _build_axis_transform(fn)
+  return fn
+
+
+# -- run-time helpers of the routines -------------------------------------------
+
+
+def _c_function(module: ir.Module, name: str, fnty: ir.FunctionType):
+  fn = module.globals.get(name)
+  return fn if fn is not None else ir.Function(module, fnty, name)
+
+
+def _alloc(b: ir.IRBuilder, count, ft: ir.Type) -> ir.Value:
+  """malloc(count * sizeof(ft)) as an ft* (count an i64 value)."""
+  malloc = _c_function(b.module, "malloc",
+                       ir.FunctionType(u.I8_PTR, [u.I64]))
+  size = 4 if ft == F32 else 8
+  p = b.call(malloc, [b.mul(count, u.i64(size))])
+  return b.bitcast(p, ft.as_pointer())
+
+
+def _free(b: ir.IRBuilder, ptr: ir.Value) -> None:
+  free = _c_function(b.module, "free",
+                     ir.FunctionType(ir.VoidType(), [u.I8_PTR]))
+  b.call(free, [b.bitcast(ptr, u.I8_PTR)])
+
+
+def _is_radix2(b: ir.IRBuilder, n: ir.Value) -> ir.Value:
+  """`radix2(n)` for a run-time length (i1)."""
+  pow2 = b.icmp_unsigned("==", b.and_(n, b.sub(n, u.i64(1))), u.i64(0))
+  return b.and_(pow2, b.icmp_signed(">=", n, u.i64(2)))
+
+
+def _log2(b: ir.IRBuilder, n: ir.Value) -> ir.Value:
+  """log2(n) of a power of two n (i64)."""
+  return b.sub(u.i64(63), b.ctlz(n, ir.Constant(u.I1, 0)))
+
+
+def _kind_is(b: ir.IRBuilder, kind: ir.Value, which: FftType) -> ir.Value:
+  return b.icmp_signed("==", kind, u.i64(int(which)))
+
+
+def _max(b: ir.IRBuilder, *vals):
+  out = vals[0]
+  for v in vals[1:]:
+    out = b.select(b.icmp_signed(">", v, out), v, out)
+  return out
+
+
+# -- the routines -----------------------------------------------------------------
+
+
+_ROWS = {t: f"{runtime_library.PREFIX}fft_rows_{t}" for t, _ in _TYPES}
+_BLOCK = {t: f"{runtime_library.PREFIX}fft_block_{t}" for t, _ in _TYPES}
+
+
+def _rows_type(ft: ir.Type) -> ir.FunctionType:
+  p = ft.as_pointer()
+  # (src, dst, begin, end, n, batch, kind, twiddles, bit reversal)
+  return ir.FunctionType(ir.VoidType(), [p, p, u.I64, u.I64, u.I64, u.I64,
+                                         u.I64, p, u.I64.as_pointer()])
+
+
+def _build_rows(fn: ir.Function) -> None:
+  """FFT / IFFT / RFFT of length n (a power of two) of `batch` rows, in
+  groups of ROW_GROUP rows: groups [begin, end) (the parallel extent is the
+  number of groups; the last group's missing rows compute on copies of the
+  last row and are not stored). Complex data is (re, im) pairs of the work
+  type; RFFT reads real rows and writes n / 2 + 1 entries per row."""
+  src, dst, begin, end, n, batch, kind, tw, rev = fn.args
+  ft = src.type.pointee
+  b = ir.IRBuilder(fn.append_basic_block("entry"))
+  cx = _Cplx(b)
+  axis = _axis_transform(fn.module, ft)
+  g = ROW_GROUP
+  rfft = _kind_is(b, kind, FftType.RFFT)
+  inverse = _kind_is(b, kind, FftType.IFFT)
+  out_n = b.select(rfft, b.add(b.lshr(n, u.i64(1)), u.i64(1)), n)
+  log2n = _log2(b, n)
+  work = _alloc(b, b.mul(n, u.i64(2 * g)), ft)
+  last = b.sub(batch, u.i64(1))
+  zero = ir.Constant(ft, 0.0)
+  with u.for_range(b, begin, end, "group") as gi:
+    r0 = b.mul(gi, u.i64(g))
+    with u.for_range(b, 0, g, "gr") as j:
+      row = b.add(r0, j)
+      row = b.select(b.icmp_signed(">", row, last), last, row)
+      base = b.mul(row, n)
+      with b.if_else(rfft) as (real, cplx):
+        with real:
+          with u.for_range(b, 0, n, "gt") as t:
+            re = b.load(b.gep(src, [b.add(base, t)]))
+            cx.store(work, b.add(b.mul(t, u.i64(g)), j), re, zero)
+        with cplx:
+          with u.for_range(b, 0, n, "gc") as t:
+            re, im = cx.load(src, b.add(base, t))
+            cx.store(work, b.add(b.mul(t, u.i64(g)), j), re, im)
+    b.call(axis, [work, u.i64(1), n, log2n, u.i64(g), inverse, tw, rev])
+    with u.for_range(b, 0, g, "sr") as j:
+      row = b.add(r0, j)
+      with b.if_then(b.icmp_signed("<", row, batch)):
+        base = b.mul(row, out_n)
+        with u.for_range(b, 0, out_n, "st") as t:
+          re, im = cx.load(work, b.add(b.mul(t, u.i64(g)), j))
+          cx.store(dst, b.add(base, t), re, im)
+  _free(b, work)
+  b.ret_void()
+
+
+def _block_type(ft: ir.Type) -> ir.FunctionType:
+  p = ft.as_pointer()
+  ip = u.I64.as_pointer()
+  # (src, dst, begin, end, kind, w0, w1, w2, n, twiddles of w0, w1, w2,
+  #  bit reversals of w0, w1, w2, twiddles and bit reversal of n)
+  return ir.FunctionType(ir.VoidType(), [p, p] + [u.I64] * 7 +
+                         [p, p, p, ip, ip, ip, p, ip])
+
+
+def _build_block(fn: ir.Function) -> None:
+  """The transform of blocks [begin, end) of a batch. The work block is
+  w0 x w1 x w2 complex elements (lengths of fewer than 3 axes padded in
+  front with 1); n is the last fft length (for IRFFT, w2 = n / 2 + 1).
+  Complex axes: all three, except the last for IRFFT, which takes the
+  Hermitian inverse into the real output instead. A table pointer is only
+  read for an axis that needs it (twiddles for a length above 1, a bit
+  reversal for a power of two)."""
+  (src, dst, begin, end, kind, w0, w1, w2, n_last, tw0, tw1, tw2, rev0, rev1,
+   rev2, tw_n, rev_n) = fn.args
+  ft = src.type.pointee
+  b = ir.IRBuilder(fn.append_basic_block("entry"))
+  cx = _Cplx(b)
+  axis = _axis_transform(fn.module, ft)
+  dims, tws, revs = (w0, w1, w2), (tw0, tw1, tw2), (rev0, rev1, rev2)
+  rfft = _kind_is(b, kind, FftType.RFFT)
+  irfft = _kind_is(b, kind, FftType.IRFFT)
+  inverse = b.or_(_kind_is(b, kind, FftType.IFFT), irfft)
+  rows = b.mul(w0, w1)
+  nwork = b.mul(rows, w2)
+  half = b.add(b.lshr(n_last, u.i64(1)), u.i64(1))
+  out_block = b.select(irfft, b.mul(rows, n_last),
+                       b.select(rfft, b.mul(rows, half), nwork))
+  nline = _max(b, w0, w1, w2, n_last)
+  ntmp = b.mul(w2, u.i64(ROW_GROUP))
+  work = _alloc(b, b.mul(b.add(b.add(nwork, nline), ntmp), u.i64(2)), ft)
+  line = b.gep(work, [b.mul(nwork, u.i64(2))])
+  tmp = b.gep(line, [b.mul(nline, u.i64(2))])
+  accs = (u.entry_alloca(b, ft, name="acc_re"),
+          u.entry_alloca(b, ft, name="acc_im"),
+          u.entry_alloca(b, u.I64, name="twiddle_pos"))
+  zero = ir.Constant(ft, 0.0)
+  with u.for_range(b, begin, end, "batch") as bi:
+    in_base = b.mul(bi, nwork)
+    out_base = b.mul(bi, out_block)
+    with b.if_else(rfft) as (real, cplx):
+      with real:
+        with u.for_range(b, 0, nwork, "lr") as e:
+          re = b.load(b.gep(src, [b.add(in_base, e)]))
+          cx.store(work, e, re, zero)
+      with cplx:
+        with u.for_range(b, 0, nwork, "lc") as e:
+          re, im = cx.load(src, b.add(in_base, e))
+          cx.store(work, e, re, im)
+    for a in range(3):
+      inner = u.i64(1)
+      for d in dims[a + 1:]:
+        inner = b.mul(inner, d)
+      outer = u.i64(1)
+      for d in dims[:a]:
+        outer = b.mul(outer, d)
+      todo = b.icmp_signed(">", dims[a], u.i64(1))
+      if a == 2:
+        todo = b.and_(todo, b.not_(irfft))
+      with b.if_then(todo):
+        _transform_axis(b, cx, axis, work, line, tmp, tws[a], revs[a],
+                        dims[a], inner, outer, inverse, accs)
+    with b.if_else(irfft) as (c2r, other):
+      with c2r:
+        _c2r_last_axis(b, cx, axis, work, dst, out_base, rows, w2, n_last,
+                       tw_n, rev_n, accs, line)
+      with other:
+        with b.if_else(rfft) as (r2c, c2c):
+          with r2c:
+            with u.for_range(b, 0, rows, "row") as r:
+              with u.for_range(b, 0, half, "col") as c:
+                re, im = cx.load(work, b.add(b.mul(r, n_last), c))
+                cx.store(dst, b.add(out_base, b.add(b.mul(r, half), c)),
+                         re, im)
+          with c2c:
+            with u.for_range(b, 0, nwork, "store") as e:
+              re, im = cx.load(work, e)
+              cx.store(dst, b.add(out_base, e), re, im)
+  _free(b, work)
+  b.ret_void()
+
+
+for _t, _ft in _TYPES:
+  runtime_library.routine(_ROWS[_t], _rows_type(_ft))(_build_rows)
+  runtime_library.routine(_BLOCK[_t], _block_type(_ft))(_build_block)
+
+
+def _transform_axis(b, cx, axis, work, line, tmp, tw, rev, n, inner, outer,
+                    inverse, accs):
+  """The transform along an axis of run-time length n > 1 of the
+  outer x n x inner block in `work`, in place. A power of two takes the
+  radix-2 transform; the last axis of a block of several rows does so
+  ROW_GROUP rows at a time on their transpose in `tmp`, so butterflies
+  run along contiguous runs (as `fft_rows`). Other lengths take a direct
+  DFT per line, through the line buffer `line`."""
+  with b.if_else(_is_radix2(b, n)) as (fast, direct):
+    with fast:
+      log2n = _log2(b, n)
+      grouped = b.and_(b.icmp_signed("==", inner, u.i64(1)),
+                       b.icmp_signed(">=", outer, u.i64(2)))
+      with b.if_else(grouped) as (by_groups, whole):
+        with by_groups:
+          g = ROW_GROUP
+          last = b.sub(outer, u.i64(1))
+          groups = b.udiv(b.add(outer, u.i64(g - 1)), u.i64(g))
+          with u.for_range(b, 0, groups, "tg") as gi:
+            r0 = b.mul(gi, u.i64(g))
+            with u.for_range(b, 0, g, "to") as j:
+              o = b.add(r0, j)
+              o = b.select(b.icmp_signed(">", o, last), last, o)
+              with u.for_range(b, 0, n, "tt") as t:
+                re, im = cx.load(work, b.add(b.mul(o, n), t))
+                cx.store(tmp, b.add(b.mul(t, u.i64(g)), j), re, im)
+            b.call(axis, [tmp, u.i64(1), n, log2n, u.i64(g), inverse, tw,
+                          rev])
+            with u.for_range(b, 0, g, "bo") as j:
+              o = b.add(r0, j)
+              with b.if_then(b.icmp_signed("<", o, outer)):
+                with u.for_range(b, 0, n, "bt") as t:
+                  re, im = cx.load(tmp, b.add(b.mul(t, u.i64(g)), j))
+                  cx.store(work, b.add(b.mul(o, n), t), re, im)
+        with whole:
+          b.call(axis, [work, outer, n, log2n, inner, inverse, tw, rev])
+    with direct:
+      _line_dfts(b, cx, work, line, tw, n, inner, outer, inverse, accs)
+
+
+def _line_dfts(b, cx, work, line, tw, n, inner, outer, inverse, accs):
+  """The direct DFT of each of the outer x inner lines (stride `inner`) of
+  length n in `work`, each copied to `line` first."""
+  acc_re, acc_im, pos = accs
   ft = work.type.pointee
-  scale = ir.Constant(ft, 1.0 / n)
-  with u.for_range(b, 0, n, "dj") as j:
-    b.store(ir.Constant(ft, 0.0), acc_re)
-    b.store(ir.Constant(ft, 0.0), acc_im)
-    b.store(u.i64(0), pos)
-    with u.for_range(b, 0, n, "dt") as t:
-      xr, xi = cx.load(line, t)
-      m = b.load(pos)
-      wr = b.load(b.gep(tw, [u.i64(0), b.mul(m, u.i64(2))]))
-      wi = b.load(b.gep(tw, [u.i64(0), b.add(b.mul(m, u.i64(2)),
-                                               u.i64(1))]))
-      if not inverse:
-        wi = b.fneg(wi)
-      b.store(b.fadd(b.load(acc_re), b.fsub(b.fmul(xr, wr), b.fmul(xi, wi))),
-              acc_re)
-      b.store(b.fadd(b.load(acc_im), b.fadd(b.fmul(xr, wi), b.fmul(xi, wr))),
-              acc_im)
-      nxt = b.add(m, j)
-      nxt = b.select(b.icmp_signed(">=", nxt, u.i64(n)),
-                     b.sub(nxt, u.i64(n)), nxt)
-      b.store(nxt, pos)
-    re, im = b.load(acc_re), b.load(acc_im)
-    if inverse:
-      re, im = b.fmul(re, scale), b.fmul(im, scale)
-    cx.store(work, b.add(base, b.mul(j, u.i64(stride))), re, im)
+  one = ir.Constant(ft, 1.0)
+  # exp(-/+ 2 pi i m / n): the sign of the twiddles' imaginary parts.
+  sign = b.select(inverse, one, ir.Constant(ft, -1.0))
+  scale = b.select(inverse, b.fdiv(one, b.uitofp(n, ft)), one)
+  with u.for_range(b, 0, b.mul(outer, inner), "line") as li:
+    o = b.udiv(li, inner)
+    i = b.urem(li, inner)
+    base = b.add(b.mul(b.mul(o, n), inner), i)
+    with u.for_range(b, 0, n, "ld") as t:
+      re, im = cx.load(work, b.add(base, b.mul(t, inner)))
+      cx.store(line, t, re, im)
+    with u.for_range(b, 0, n, "dj") as j:
+      b.store(ir.Constant(ft, 0.0), acc_re)
+      b.store(ir.Constant(ft, 0.0), acc_im)
+      b.store(u.i64(0), pos)
+      with u.for_range(b, 0, n, "dt") as t:
+        xr, xi = cx.load(line, t)
+        m = b.load(pos)
+        wr, wi = cx.load(tw, m)
+        wi = b.fmul(wi, sign)
+        b.store(b.fadd(b.load(acc_re),
+                       b.fsub(b.fmul(xr, wr), b.fmul(xi, wi))), acc_re)
+        b.store(b.fadd(b.load(acc_im),
+                       b.fadd(b.fmul(xr, wi), b.fmul(xi, wr))), acc_im)
+        nxt = b.add(m, j)
+        nxt = b.select(b.icmp_signed(">=", nxt, n), b.sub(nxt, n), nxt)
+        b.store(nxt, pos)
+      cx.store(work, b.add(base, b.mul(j, inner)),
+               b.fmul(b.load(acc_re), scale), b.fmul(b.load(acc_im), scale))
 
 
-def _transform_axis(b, cx, work, line, tw, dims, axis, inverse, scratch,
-                    tmp=None):
-  """DFT along `axis` of the row-major block `dims` held in `work`. With
-  `tmp` (room for ROW_GROUP rows), the last axis of a block of several rows
-  is transformed ROW_GROUP rows at a time on their transpose, so
-  butterflies run along contiguous runs (as `_emit_row_groups`)."""
-  n = dims[axis]
-  if n <= 1:
-    return
-  inner = math.prod(dims[axis + 1:])
-  outer = math.prod(dims[:axis])
-  if radix2(n) and inner == 1 and outer >= 2 and tmp is not None:
-    g = ROW_GROUP
-    last = u.i64(outer - 1)
-    with u.for_range(b, 0, -(-outer // g), "tg") as gi:
-      r0 = b.mul(gi, u.i64(g))
-      with u.for_range(b, 0, g, "to") as j:
-        o = b.add(r0, j)
-        o = b.select(b.icmp_signed(">", o, last), last, o)
-        with u.for_range(b, 0, n, "tt") as t:
-          re, im = cx.load(work, b.add(b.mul(o, u.i64(n)), t))
-          cx.store(tmp, b.add(b.mul(t, u.i64(g)), j), re, im)
-      _emit_axis_fft(b, cx, tmp, tw, n, g, 1, inverse)
-      with u.for_range(b, 0, g, "bo") as j:
-        o = b.add(r0, j)
-        with b.if_then(b.icmp_signed("<", o, u.i64(outer))):
-          with u.for_range(b, 0, n, "bt") as t:
-            re, im = cx.load(tmp, b.add(b.mul(t, u.i64(g)), j))
-            cx.store(work, b.add(b.mul(o, u.i64(n)), t), re, im)
-    return
-  if radix2(n):
-    _emit_axis_fft(b, cx, work, tw, n, inner, outer, inverse)
-    return
-  acc_re, acc_im, pos = scratch
-  with u.for_range(b, 0, outer * inner, "line") as li:
-    o = b.udiv(li, u.i64(inner)) if inner > 1 else li
-    i = b.urem(li, u.i64(inner)) if inner > 1 else u.i64(0)
-    base = b.add(b.mul(o, u.i64(n * inner)), i)
-    _emit_line_dft(b, cx, work, line, tw, n, inner, base, inverse, acc_re,
-                   acc_im, pos)
+def _c2r_last_axis(b, cx, axis, work, dst, out_base, rows, half, n, tw, rev,
+                   accs, line):
+  """The Hermitian inverse DFT along the last axis (`half` = n / 2 + 1
+  entries per row of `work`) into the real output. For a power of two: a
+  complex inverse FFT of each row's Hermitian extension
+  X[n - m] = conj(X[m]), with the imaginary parts of X[0] and X[n / 2]
+  taken as zero (numpy's convention), whose real part is the output.
+  Otherwise the direct sum of the module docstring."""
+  ft = work.type.pointee
+  zero = ir.Constant(ft, 0.0)
+  with b.if_else(_is_radix2(b, n)) as (fast, direct):
+    with fast:
+      log2n = _log2(b, n)
+      nh = b.lshr(n, u.i64(1))
+      with u.for_range(b, 0, rows, "crow") as r:
+        rbase = b.mul(r, half)
+        x0, _ = cx.load(work, rbase)
+        cx.store(line, u.i64(0), x0, zero)
+        xn, _ = cx.load(work, b.add(rbase, nh))
+        cx.store(line, nh, xn, zero)
+        with u.for_range(b, 1, nh, "cm") as m:
+          xr, xi = cx.load(work, b.add(rbase, m))
+          cx.store(line, m, xr, xi)
+          cx.store(line, b.sub(n, m), xr, b.fneg(xi))
+        # The inverse transform scales by 1 / n.
+        b.call(axis, [line, u.i64(1), n, log2n, u.i64(1),
+                      ir.Constant(u.I1, 1), tw, rev])
+        with u.for_range(b, 0, n, "ct") as t:
+          re, _ = cx.load(line, t)
+          o = b.add(out_base, b.add(b.mul(r, n), t))
+          b.store(re, b.gep(dst, [o]))
+    with direct:
+      acc, _, pos = accs
+      scale = b.fdiv(ir.Constant(ft, 1.0), b.uitofp(n, ft))
+      two = ir.Constant(ft, 2.0)
+      upper = b.lshr(b.add(n, u.i64(1)), u.i64(1))  # m in [1, upper) twice
+      even = b.icmp_unsigned("==", b.and_(n, u.i64(1)), u.i64(0))
+      with u.for_range(b, 0, rows, "drow") as r:
+        rbase = b.mul(r, half)
+        with u.for_range(b, 0, n, "dt") as t:
+          x0, _ = cx.load(work, rbase)
+          b.store(x0, acc)
+          b.store(t, pos)
+          with u.for_range(b, 1, upper, "dm") as m:
+            xr, xi = cx.load(work, b.add(rbase, m))
+            p = b.load(pos)
+            wr, wi = cx.load(tw, p)
+            term = b.fsub(b.fmul(xr, wr), b.fmul(xi, wi))
+            b.store(b.fadd(b.load(acc), b.fmul(two, term)), acc)
+            nxt = b.add(p, t)
+            nxt = b.select(b.icmp_signed(">=", nxt, n), b.sub(nxt, n), nxt)
+            b.store(nxt, pos)
+          with b.if_then(even):
+            xn, _ = cx.load(work, b.add(rbase, b.lshr(n, u.i64(1))))
+            odd = b.trunc(t, u.I1)
+            b.store(b.fadd(b.load(acc), b.select(odd, b.fneg(xn), xn)), acc)
+          o = b.add(out_base, b.add(b.mul(r, n), t))
+          b.store(b.fmul(b.load(acc), scale), b.gep(dst, [o]))
 
 
-def _load_value(b, ptr, et, ft):
-  """An element of `et` (f32/f64/c64/c128) as a (re, im) pair of `ft`."""
-  v = b.load(ptr)
-  if primitive_util.is_complex(et):
-    return (_convert(b, b.extract_value(v, 0), ft),
-            _convert(b, b.extract_value(v, 1), ft))
-  return _convert(b, v, ft), ir.Constant(ft, 0.0)
-
-
-def _store_value(b, ptr, et, re, im):
-  if et in (P.C64, P.C128):
-    ft = F32 if et == P.C64 else F64
-    re, im = _convert(b, re, ft), _convert(b, im, ft)
-    z = ir.Constant(ir.LiteralStructType([ft, ft]), ir.Undefined)
-    b.store(b.insert_value(b.insert_value(z, re, 0), im, 1), ptr)
-  else:
-    b.store(_convert(b, re, F32 if et == P.F32 else F64), ptr)
+# -- the kernel -------------------------------------------------------------------
 
 
 _IN_TYPES = {FftType.FFT: (P.C64, P.C128), FftType.IFFT: (P.C64, P.C128),
              FftType.RFFT: (P.F32, P.F64), FftType.IRFFT: (P.C64, P.C128)}
+
+
+def _first(b: ir.IRBuilder, table: ir.GlobalVariable) -> ir.Value:
+  return b.gep(table, [u.i64(0), u.i64(0)])
 
 
 @kernel_api.register_kernel_emitter("fft")
@@ -381,7 +628,6 @@ def emit_fft(ctx: kernel_api.KernelContext, instr) -> kernel_api.KernelSpec:
         f"{len(in_dims)}")
   batch = math.prod(in_dims[:-k])
   half = length[-1] // 2 + 1
-  block_in = in_dims[-k:]
   if kind == FftType.IRFFT:
     work_dims = length[:-1] + (half,)
   else:
@@ -399,172 +645,51 @@ def emit_fft(ctx: kernel_api.KernelContext, instr) -> kernel_api.KernelSpec:
   if out_count == 0:
     b.ret_void()
     return kernel_api.KernelSpec(ka.fn.name, 1, 0)
-  src, dst = ka.operands[0], ka.results[0]
   if math.prod(length) == 0:  # nothing to transform: zeros (as RFFT of [])
     fn = b.module.declare_intrinsic("llvm.memset", [u.I8_PTR, u.I64])
-    b.call(fn, [b.bitcast(dst, u.I8_PTR), ir.Constant(u.I8, 0),
+    b.call(fn, [b.bitcast(ka.results[0], u.I8_PTR), ir.Constant(u.I8, 0),
                 u.i64(out_count * u.byte_size(out_et)),
                 ir.Constant(u.I1, 0)])
     b.ret_void()
     return kernel_api.KernelSpec(ka.fn.name, 1, out_count)
+  ft = _work_type(in_et)
+  p = ft.as_pointer()
+  module = b.module
+  src = b.bitcast(ka.operands[0], p)
+  dst = b.bitcast(ka.results[0], p)
+  kind_arg = u.i64(int(kind))
   if (k == 1 and kind != FftType.IRFFT and radix2(length[0]) and
       batch >= 2):
-    return _emit_row_groups(ka, kind, length[0], batch, in_et, out_et)
-  nwork = math.prod(work_dims)
-  nline = max(length)
-  ntmp = ROW_GROUP * length[-1] if k >= 2 else 0
-  ft = _work_type(in_et)
-  cb = 2 * (4 if ft == F32 else 8)  # bytes per complex work element
-  scratch = u.Scratch(b, cb * (nwork + nline + ntmp))
-  work = scratch.at(b, 0, ft)
-  line = scratch.at(b, cb * nwork, ft)
-  tmp = scratch.at(b, cb * (nwork + nline), ft) if ntmp else None
-  accs = (u.entry_alloca(b, ft, name="acc_re"),
-          u.entry_alloca(b, ft, name="acc_im"),
-          u.entry_alloca(b, u.I64, name="twiddle_pos"))
-  cx = _Cplx(b)
-  inverse = kind in (FftType.IFFT, FftType.IRFFT)
-  complex_axes = range(k) if kind != FftType.IRFFT else range(k - 1)
-  in_block = math.prod(block_in)
-  out_block = math.prod(out_dims[-k:])
-  with u.for_range(b, ka.begin, ka.end, "batch") as bi:
-    in_base = b.mul(bi, u.i64(in_block))
-    out_base = b.mul(bi, u.i64(out_block))
-    with u.for_range(b, 0, nwork, "load") as e:
-      re, im = _load_value(b, b.gep(src, [b.add(in_base, e)]), in_et, ft)
-      cx.store(work, e, re, im)
-    for axis in complex_axes:
-      _transform_axis(b, cx, work, line,
-                      _twiddles(b.module, work_dims[axis], ft),
-                      work_dims, axis, inverse, accs, tmp)
-    if kind == FftType.IRFFT:
-      _emit_c2r_last_axis(b, cx, work, dst, out_base, work_dims, length[-1],
-                          out_et, accs, line)
-    elif kind == FftType.RFFT:
-      rows = nwork // length[-1]
-      with u.for_range(b, 0, rows, "row") as r:
-        with u.for_range(b, 0, half, "col") as c:
-          re, im = cx.load(work, b.add(b.mul(r, u.i64(length[-1])), c))
-          o = b.add(out_base, b.add(b.mul(r, u.i64(half)), c))
-          _store_value(b, b.gep(dst, [o]), out_et, re, im)
-    else:
-      with u.for_range(b, 0, nwork, "store") as e:
-        re, im = cx.load(work, e)
-        _store_value(b, b.gep(dst, [b.add(out_base, e)]), out_et, re, im)
-  scratch.release(b)
+    n = length[0]
+    b.call(runtime_library.declare(module, _ROWS[_tag(ft)]),
+           [src, dst, ka.begin, ka.end, u.i64(n), u.i64(batch), kind_arg,
+            _first(b, _twiddles(module, n, ft)),
+            _first(b, _bit_reversal(module, n))])
+    b.ret_void()
+    cost = batch * n * n.bit_length() * 8
+    return kernel_api.KernelSpec(ka.fn.name, -(-batch // ROW_GROUP),
+                                 cost=cost)
+  null_f = ir.Constant(p, None)
+  null_i = ir.Constant(u.I64.as_pointer(), None)
+  dims = (1,) * (3 - k) + work_dims
+  complex_axes = 3 if kind != FftType.IRFFT else 2
+  tws, revs = [], []
+  for a, n in enumerate(dims):
+    used = a < complex_axes and n > 1
+    tws.append(_first(b, _twiddles(module, n, ft)) if used else null_f)
+    revs.append(_first(b, _bit_reversal(module, n))
+                if used and radix2(n) else null_i)
+  n_last = length[-1]
+  if kind == FftType.IRFFT:
+    tw_n = _first(b, _twiddles(module, n_last, ft))
+    rev_n = (_first(b, _bit_reversal(module, n_last)) if radix2(n_last)
+             else null_i)
+  else:
+    tw_n, rev_n = null_f, null_i
+  b.call(runtime_library.declare(module, _BLOCK[_tag(ft)]),
+         [src, dst, ka.begin, ka.end, kind_arg] +
+         [u.i64(d) for d in dims] + [u.i64(n_last)] + tws + revs +
+         [tw_n, rev_n])
   b.ret_void()
   cost = batch * math.prod(length) * sum(length) * 4
   return kernel_api.KernelSpec(ka.fn.name, max(1, batch), cost=cost)
-
-
-# Rows of a batched 1-d transform taken together: a group of this many rows
-# is stored transposed (element t of every row side by side), so each
-# butterfly updates a contiguous run of ROW_GROUP elements, which LLVM
-# vectorises, instead of one scalar per row.
-ROW_GROUP = 8
-
-
-def _emit_row_groups(ka, kind, n, batch, in_et, out_et):
-  """FFT / IFFT / RFFT of length n (a power of two) of `batch` rows, in
-  groups of ROW_GROUP rows (the parallel extent is the number of groups;
-  the last group's missing rows compute on copies of the last row and are
-  not stored)."""
-  b = ka.b
-  g = ROW_GROUP
-  groups = -(-batch // g)
-  out_n = n // 2 + 1 if kind == FftType.RFFT else n
-  src, dst = ka.operands[0], ka.results[0]
-  ft = _work_type(in_et)
-  scratch = u.Scratch(b, 2 * (4 if ft == F32 else 8) * n * g)
-  work = scratch.at(b, 0, ft)
-  cx = _Cplx(b)
-  inverse = kind == FftType.IFFT
-  tw = _twiddles(b.module, n, ft)
-  last = u.i64(batch - 1)
-  with u.for_range(b, ka.begin, ka.end, "group") as gi:
-    r0 = b.mul(gi, u.i64(g))
-    with u.for_range(b, 0, g, "gr") as j:
-      row = b.add(r0, j)
-      row = b.select(b.icmp_signed(">", row, last), last, row)
-      base = b.mul(row, u.i64(n))
-      with u.for_range(b, 0, n, "gt") as t:
-        re, im = _load_value(b, b.gep(src, [b.add(base, t)]), in_et, ft)
-        cx.store(work, b.add(b.mul(t, u.i64(g)), j), re, im)
-    _emit_axis_fft(b, cx, work, tw, n, g, 1, inverse)
-    with u.for_range(b, 0, g, "sr") as j:
-      row = b.add(r0, j)
-      with b.if_then(b.icmp_signed("<", row, u.i64(batch))):
-        base = b.mul(row, u.i64(out_n))
-        with u.for_range(b, 0, out_n, "st") as t:
-          re, im = cx.load(work, b.add(b.mul(t, u.i64(g)), j))
-          _store_value(b, b.gep(dst, [b.add(base, t)]), out_et, re, im)
-  scratch.release(b)
-  b.ret_void()
-  cost = batch * n * n.bit_length() * 8
-  return kernel_api.KernelSpec(ka.fn.name, groups, cost=cost)
-
-
-def _emit_c2r_fft(b, cx, work, dst, out_base, rows, half, n, out_et, tw,
-                  line):
-  """The c2r transform of each row by a complex inverse FFT of its
-  Hermitian extension X[n - m] = conj(X[m]), with the imaginary parts of
-  X[0] and X[n / 2] taken as zero (numpy's convention): the result is real
-  and its real part is the output."""
-  zero = ir.Constant(work.type.pointee, 0.0)
-  with u.for_range(b, 0, rows, "crow") as r:
-    rbase = b.mul(r, u.i64(half))
-    x0, _ = cx.load(work, rbase)
-    cx.store(line, u.i64(0), x0, zero)
-    xn, _ = cx.load(work, b.add(rbase, u.i64(n // 2)))
-    cx.store(line, u.i64(n // 2), xn, zero)
-    with u.for_range(b, 1, n // 2, "cm") as m:
-      xr, xi = cx.load(work, b.add(rbase, m))
-      cx.store(line, m, xr, xi)
-      cx.store(line, b.sub(u.i64(n), m), xr, b.fneg(xi))
-    _emit_axis_fft(b, cx, line, tw, n, 1, 1, inverse=True)  # scales 1/n
-    with u.for_range(b, 0, n, "ct") as t:
-      re, _ = cx.load(line, t)
-      o = b.add(out_base, b.add(b.mul(r, u.i64(n)), t))
-      _store_value(b, b.gep(dst, [o]), out_et, re, None)
-
-
-def _emit_c2r_last_axis(b, cx, work, dst, out_base, work_dims, n, out_et,
-                        accs, line):
-  """The Hermitian inverse DFT along the last axis, into the real output."""
-  half = work_dims[-1]
-  rows = math.prod(work_dims[:-1])
-  ft = work.type.pointee
-  tw = _twiddles(b.module, n, ft)
-  if radix2(n):
-    _emit_c2r_fft(b, cx, work, dst, out_base, rows, half, n, out_et, tw,
-                  line)
-    return
-  acc, _, pos = accs
-  scale = ir.Constant(ft, 1.0 / n)
-  two = ir.Constant(ft, 2.0)
-  upper = (n + 1) // 2  # m in [1, upper) count twice
-  with u.for_range(b, 0, rows, "crow") as r:
-    rbase = b.mul(r, u.i64(half))
-    with u.for_range(b, 0, n, "ct") as t:
-      x0, _ = cx.load(work, rbase)
-      b.store(x0, acc)
-      b.store(t, pos)
-      with u.for_range(b, 1, upper, "cm") as m:
-        xr, xi = cx.load(work, b.add(rbase, m))
-        p = b.load(pos)
-        wr = b.load(b.gep(tw, [u.i64(0), b.mul(p, u.i64(2))]))
-        wi = b.load(b.gep(tw, [u.i64(0), b.add(b.mul(p, u.i64(2)),
-                                                 u.i64(1))]))
-        term = b.fsub(b.fmul(xr, wr), b.fmul(xi, wi))
-        b.store(b.fadd(b.load(acc), b.fmul(two, term)), acc)
-        nxt = b.add(p, t)
-        nxt = b.select(b.icmp_signed(">=", nxt, u.i64(n)),
-                       b.sub(nxt, u.i64(n)), nxt)
-        b.store(nxt, pos)
-      if n % 2 == 0 and n // 2 < half:
-        xn, _ = cx.load(work, b.add(rbase, u.i64(n // 2)))
-        odd = b.trunc(t, u.I1)
-        b.store(b.fadd(b.load(acc), b.select(odd, b.fneg(xn), xn)), acc)
-      o = b.add(out_base, b.add(b.mul(r, u.i64(n)), t))
-      _store_value(b, b.gep(dst, [o]), out_et, b.fmul(b.load(acc), scale),
-                   None)

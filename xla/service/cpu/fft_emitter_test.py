@@ -54,3 +54,35 @@ def test_empty_lengths():
   text = _hlo("FFT", "c64", (0, 4), "c64", (0, 4), (4,))
   assert t.run_instruction(text, [np.zeros((0, 4), np.complex64)])[0].shape \
       == (0, 4)
+
+
+# The library routines take every path at run time: batches of rows in
+# groups (batch >= 2, one power-of-two axis), whole-axis radix-2 (inner
+# rows > 1), grouped last axes of a block, direct DFTs, and both c2r forms.
+@pytest.mark.parametrize("batch", [1, 3, 9])
+@pytest.mark.parametrize("length", [(16,), (4, 8), (2, 4, 8), (3, 8),
+                                    (8, 6), (1, 8)])
+@pytest.mark.parametrize("ctype", [np.complex64, np.complex128])
+def test_every_kind_against_numpy(ctype, length, batch):
+  rtype = np.float32 if ctype == np.complex64 else np.float64
+  cname, rname = ("c64", "f32") if ctype == np.complex64 else ("c128",
+                                                                 "f64")
+  tol = 2e-5 if ctype == np.complex64 else 1e-12
+  dims = (batch,) + length
+  axes = tuple(range(1, 1 + len(length)))
+  half = (batch,) + length[:-1] + (length[-1] // 2 + 1,)
+  x = _cplx(dims, ctype)
+  for kind, fn in (("FFT", np.fft.fftn), ("IFFT", np.fft.ifftn)):
+    got = t.run_instruction(_hlo(kind, cname, dims, cname, dims, length),
+                            [x])[0]
+    np.testing.assert_allclose(got, fn(x, axes=axes), rtol=tol, atol=tol)
+  r = _RNG.standard_normal(dims).astype(rtype)
+  got = t.run_instruction(_hlo("RFFT", rname, dims, cname, half, length),
+                          [r])[0]
+  np.testing.assert_allclose(got, np.fft.rfftn(r, axes=axes), rtol=tol,
+                             atol=tol)
+  y = _cplx(half, ctype)
+  got = t.run_instruction(_hlo("IRFFT", cname, half, rname, dims, length),
+                          [y])[0]
+  np.testing.assert_allclose(got, np.fft.irfftn(y, s=length, axes=axes),
+                             rtol=tol, atol=tol)
