@@ -26,6 +26,13 @@ _OPAQUE_BUILTIN_ATTRS = frozenset(("affine_map", "affine_set", "strided"))
 # booleans, complex pairs, `inf`) takes the token path.
 _JSON_DENSE_RE = re.compile(r"\[[\[\] \t\r\n,0-9eE.+\-]*\](?=[ \t\r\n]*>)")
 _NATIVE_INT_KINDS = frozenset("iu")
+# Attribute dictionaries repeat too (`{mhlo.layout_mode = "default"}` on
+# most function results). One without nested braces, aliases (`#`, `!`:
+# their meaning is the module's), comments or dense elements (numpy arrays
+# are not immutable) is kept by its text, as types are (type_parser).
+_ATTR_DICT_RE = re.compile(r'\{(?:[^{}"#!/\n]|"[^"\\\n]*(?:\\.[^"\\\n]*)*")*\}')
+_ATTR_DICT_CACHE: dict = {}
+_ATTR_DICT_CACHE_LIMIT = 1 << 12
 _FILE_LOC_RE = re.compile(r'^"((?:[^"\\]|\\.)*)":([0-9]+):([0-9]+)')
 
 
@@ -162,6 +169,23 @@ class AttrParser(type_parser.TypeParser):
     return a.IntegerAttr(value, ty)
 
   def parse_attr_dict(self) -> a.DictionaryAttr:
+    lex = self.lex
+    tok = lex.peek()
+    m = _ATTR_DICT_RE.match(self.text, tok.pos)
+    if m is None or "dense" in m.group():
+      return self._parse_attr_dict()
+    key = m.group()
+    attr = _ATTR_DICT_CACHE.get(key)
+    if attr is None:
+      attr = self._parse_attr_dict()
+      if len(_ATTR_DICT_CACHE) >= _ATTR_DICT_CACHE_LIMIT:
+        _ATTR_DICT_CACHE.clear()
+      _ATTR_DICT_CACHE[key] = attr
+      return attr
+    lex.reset(m.end())
+    return attr
+
+  def _parse_attr_dict(self) -> a.DictionaryAttr:
     self.expect_punct("{")
     self._in_attr_dict += 1
     try:

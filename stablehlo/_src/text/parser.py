@@ -3,6 +3,7 @@ values, symbol aliases, resource blocks and the module."""
 
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 from stablehlo._src.ir import attributes as a
@@ -21,6 +22,10 @@ DEFAULT_DIALECT = op_defaults.DEFAULT_DIALECT
 # be named inside, and forward references must resolve within the region.
 ISOLATED_OPS = frozenset(("builtin.module", "func.func", "vhlo.func_v1",
                           "sdy.manual_computation", "sdy.named_computation"))
+
+
+# `%name =` with one result: the name (no `#N`, no `:count`, no list).
+_ONE_RESULT_RE = re.compile(r"%([A-Za-z0-9_$.\-]+)[ \t\r\n]*=(?!=)")
 
 
 class _Scope:
@@ -48,6 +53,7 @@ class Parser(attr_parser.AttrParser):
     self._op_names: list[str] = []
     self.resources: dict = {}
     self._pending_alias_locs: list = []
+    self._quoted_filename = None
 
   # --- values ------------------------------------------------------------------
 
@@ -126,60 +132,82 @@ class Parser(attr_parser.AttrParser):
       self.leave()
 
   def _parse_operation(self) -> core.Operation:
-    defs = []  # (name, count, pos)
-    start = self.lex.token_start()
-    if self.at_value():
-      while True:
-        tok = self.expect_kind(lx.PERCENT_ID, "SSA value name")
-        if "#" in tok.text:
-          raise self.error("expected SSA value name without result number",
-                           tok.pos)
-        count = 1
-        if self.at_punct(":"):
-          self.next()
-          ctok = self.expect_kind(lx.INTEGER, "number of results")
-          count = lx.int_value(ctok.text)
-          if count < 1:
-            raise self.error("expected named operation to have at least 1 "
-                             "result", ctok.pos)
-        defs.append((tok.text[1:], count, tok.pos))
-        if not self.consume_punct(","):
-          break
-      self.expect_punct("=", "after SSA names")
-    num_results = sum(c for _, c, _ in defs)
-    tok = self.peek()
+    lex = self.lex
+    tok = lex._peeked  # pylint: disable=protected-access
+    if tok is None:
+      tok = lex.peek()
+    defs = None  # [(name, count, pos)]
+    num_results = None
+    start = tok.pos
+    if tok.kind == lx.PERCENT_ID:
+      # `%name = ` (one name, one result) is most ops: one match.
+      m = _ONE_RESULT_RE.match(self.text, start)
+      if m is not None:
+        defs = ((m.group(1), 1, start),)
+        num_results = 1
+        lex.reset(m.end())
+      else:
+        defs = self._parse_result_names()
+        num_results = sum(c for _, c, _ in defs)
+      tok = lex.peek()
     name_pos = tok.pos
     if tok.kind == lx.STRING:
       op = self.parse_generic_operation()
     elif tok.kind == lx.BARE_ID:
-      op = self._parse_custom_operation(num_results if defs else None)
+      op = self._parse_custom_operation(num_results)
     else:
       raise self.error("expected operation name in quotes", tok.pos)
     loc = self.parse_optional_location()
     # As in MLIR, an op without an explicit loc(...) is located where its
     # name appears in the source, so verifier errors can point at it.
     op.location = loc if loc is not None else self._source_location(name_pos)
-    if defs and num_results != len(op.results):
-      raise self.error(f"operation defines {len(op.results)} results but was "
+    results = op.results
+    if defs is not None and num_results != len(results):
+      raise self.error(f"operation defines {len(results)} results but was "
                        f"provided {num_results} to bind", start)
-    if any(v.owner is None for v in op.operands):
-      self._ops_with_forward_refs.append(op)
-    i = 0
-    for name, count, pos in defs:
-      self.define_values(name, op.results[i:i + count], pos)
-      i += count
+    for v in op.operands:
+      if v.owner is None:
+        self._ops_with_forward_refs.append(op)
+        break
+    if defs is not None:
+      i = 0
+      for name, count, pos in defs:
+        self.define_values(name, results[i:i + count], pos)
+        i += count
     return op
 
+  def _parse_result_names(self) -> list:
+    """`%a, %b:2 =` before an op: [(name, result count, offset)]."""
+    defs = []
+    while True:
+      tok = self.expect_kind(lx.PERCENT_ID, "SSA value name")
+      if "#" in tok.text:
+        raise self.error("expected SSA value name without result number",
+                         tok.pos)
+      count = 1
+      if self.at_punct(":"):
+        self.next()
+        ctok = self.expect_kind(lx.INTEGER, "number of results")
+        count = lx.int_value(ctok.text)
+        if count < 1:
+          raise self.error("expected named operation to have at least 1 "
+                           "result", ctok.pos)
+      defs.append((tok.text[1:], count, tok.pos))
+      if not self.consume_punct(","):
+        break
+    self.expect_punct("=", "after SSA names")
+    return defs
+
   def _parse_custom_operation(self, num_results) -> core.Operation:
-    from stablehlo._src.text import pretty_ops  # pylint: disable=g-import-not-at-top
+    forms = _pretty_forms()
     tok = self.next()
     name = tok.text
-    form = pretty_ops.PRETTY_FORMS.get(name)
+    form = forms.get(name)
     if form is None and "." not in name:
       dd = self._default_dialect[-1]
       for candidate in ((f"{dd}.{name}",) if dd else ()) + (
           f"builtin.{name}",):
-        form = pretty_ops.PRETTY_FORMS.get(candidate)
+        form = forms.get(candidate)
         if form is not None:
           name = candidate
           break
@@ -443,7 +471,10 @@ class Parser(attr_parser.AttrParser):
 
   def _source_location(self, pos: int) -> a.Location:
     line, col = self.source.line_col(pos)
-    quoted = self.source.filename.replace("\\", "\\\\").replace('"', '\\"')
+    quoted = self._quoted_filename
+    if quoted is None:
+      quoted = self._quoted_filename = self.source.filename.replace(
+          "\\", "\\\\").replace('"', '\\"')
     return a.Location("file", self.source.filename, line, col,
                       text=f'"{quoted}":{line}:{col}')
 
@@ -461,6 +492,19 @@ class Parser(attr_parser.AttrParser):
         for block in region.blocks:
           block.argument_locations = [resolve(l) for l in
                                       block.argument_locations]
+
+
+_FORMS = None
+
+
+def _pretty_forms() -> dict:
+  """The pretty-form table (imported on first use: pretty_ops imports this
+  module's helpers)."""
+  global _FORMS
+  if _FORMS is None:
+    from stablehlo._src.text import pretty_ops  # pylint: disable=g-import-not-at-top
+    _FORMS = pretty_ops.PRETTY_FORMS
+  return _FORMS
 
 
 def parse_module(text: str, filename: str = "<string>",

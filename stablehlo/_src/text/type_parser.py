@@ -28,7 +28,8 @@ _OPAQUE_BUILTIN_TYPES = frozenset(("memref", "vector"))
 # is kept in _TYPE_CACHE under it, so the next occurrence is one regex
 # match and one dict lookup instead of a token per `<`, dims, `x`, `>`.
 # Types are immutable, so parses share them.
-_TENSOR_TEXT = r"tensor<(?:[0-9]+x|\?x)*[A-Za-z][A-Za-z0-9]*>"
+_TENSOR_TEXT = (r"tensor<(?:[0-9]+x|\?x)*(?:complex<[A-Za-z][A-Za-z0-9]*>|"
+                r"[A-Za-z][A-Za-z0-9]*)>")
 _TENSOR_LIST = r"\((?:" + _TENSOR_TEXT + r"(?:, " + _TENSOR_TEXT + r")*)?\)"
 _CACHED_TYPE_RE = re.compile(
     r"[ \t\r\n]*(" + _TENSOR_TEXT + "|" + _TENSOR_LIST + " -> (?:" +
@@ -56,6 +57,11 @@ class TypeParser:
       pos = self.lex.token_start()
     return self.source.error(pos, what)
 
+  # The token helpers below run for nearly every token: they read the
+  # lexer's peeked token directly and call peek() only when there is none.
+  # A punctuation text is never the text of a token of another kind, so
+  # comparing texts is enough to test for one.
+
   def peek(self) -> lx.Token:
     return self.lex.peek()
 
@@ -63,16 +69,26 @@ class TypeParser:
     return self.lex.next()
 
   def at_punct(self, p: str) -> bool:
-    tok = self.lex.peek()
-    return tok.kind == lx.PUNCT and tok.text == p
+    lex = self.lex
+    tok = lex._peeked  # pylint: disable=protected-access
+    if tok is None:
+      tok = lex.peek()
+    return tok.text == p
 
   def at_keyword(self, kw: str) -> bool:
-    tok = self.lex.peek()
-    return tok.kind == lx.BARE_ID and tok.text == kw
+    lex = self.lex
+    tok = lex._peeked  # pylint: disable=protected-access
+    if tok is None:
+      tok = lex.peek()
+    return tok.text == kw and tok.kind == lx.BARE_ID
 
   def consume_punct(self, p: str) -> bool:
-    if self.at_punct(p):
-      self.lex.next()
+    lex = self.lex
+    tok = lex._peeked  # pylint: disable=protected-access
+    if tok is None:
+      tok = lex.peek()
+    if tok.text == p:
+      lex._peeked = None  # pylint: disable=protected-access
       return True
     return False
 
@@ -83,9 +99,13 @@ class TypeParser:
     return False
 
   def expect_punct(self, p: str, context: str = "") -> lx.Token:
-    tok = self.lex.peek()
-    if tok.kind == lx.PUNCT and tok.text == p:
-      return self.lex.next()
+    lex = self.lex
+    tok = lex._peeked  # pylint: disable=protected-access
+    if tok is None:
+      tok = lex.peek()
+    if tok.text == p:
+      lex._peeked = None  # pylint: disable=protected-access
+      return tok
     where = f" {context}" if context else ""
     raise self.error(f"expected '{p}'{where}", tok.pos)
 
@@ -97,10 +117,14 @@ class TypeParser:
     raise self.error(f"expected '{kw}'{where}", tok.pos)
 
   def expect_kind(self, kind: str, what: str) -> lx.Token:
-    tok = self.lex.peek()
+    lex = self.lex
+    tok = lex._peeked  # pylint: disable=protected-access
+    if tok is None:
+      tok = lex.peek()
     if tok.kind != kind:
       raise self.error(f"expected {what}", tok.pos)
-    return self.lex.next()
+    lex._peeked = None  # pylint: disable=protected-access
+    return tok
 
   def expect_bare_id(self, what: str = "identifier") -> str:
     return self.expect_kind(lx.BARE_ID, what).text
