@@ -10,6 +10,7 @@ context-dependent lexing, and it keeps every error a positioned `ParseError`.
 
 from __future__ import annotations
 
+import collections
 import re
 
 from stablehlo._src.text import diagnostics
@@ -57,22 +58,24 @@ _TOKEN_RE = re.compile(
 _KIND_OF_GROUP = (None, FLOAT, INTEGER, INTEGER, BARE_ID, PERCENT_ID, AT_ID,
                   CARET_ID, PUNCT, HASH_ID, BANG_ID, STRING, PUNCT)
 
+# What skip_balanced looks at: whole strings (brackets inside them do not
+# count), arrows (their '>' closes nothing), brackets, and a quote that
+# opens a string never closed.
+_BALANCE_RE = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|->|[<>(){}\[\]"]', re.S)
+_CLOSE_OF = {"<": ">", "(": ")", "[": "]", "{": "}"}
+
 _ESCAPE_RE = re.compile(r"\\(?:([0-9a-fA-F]{2})|(.))", re.S)
 _SIMPLE_ESCAPES = {"n": "\n", "t": "\t", '"': '"', "\\": "\\"}
 
 
-class Token:
+class Token(collections.namedtuple("_TokenFields", "kind text pos")):
   """One token: its kind, its text and the offset of its first character.
 
-  A plain class with slots (not a frozen dataclass): the parser makes one
-  per token, and a frozen dataclass's __init__ costs several times more.
+  A named tuple that the lexer builds with tuple.__new__ (no Python-level
+  constructor runs; fields read through C accessors): the parser makes one
+  per token.
   """
-  __slots__ = ("kind", "text", "pos")
-
-  def __init__(self, kind: str, text: str, pos: int):
-    self.kind = kind
-    self.text = text
-    self.pos = pos
+  __slots__ = ()
 
   @property
   def end(self) -> int:
@@ -81,17 +84,8 @@ class Token:
   def is_keyword(self, kw: str) -> bool:
     return self.kind == BARE_ID and self.text == kw
 
-  def __eq__(self, other):
-    if not isinstance(other, Token):
-      return NotImplemented
-    return (self.kind, self.text, self.pos) == (other.kind, other.text,
-                                                other.pos)
 
-  def __hash__(self):
-    return hash((self.kind, self.text, self.pos))
-
-  def __repr__(self):
-    return f"Token({self.kind!r}, {self.text!r}, {self.pos!r})"
+_new_token = tuple.__new__
 
 
 def unescape_string(body: str) -> str:
@@ -158,7 +152,8 @@ class Lexer:
         raise self.error(pos, "expected '\"' in string literal")
       raise self.error(pos, f"unexpected character '{ch}'")
     self.pos = m.end()
-    return Token(_KIND_OF_GROUP[idx], m.group(idx), m.start(idx))
+    return _new_token(Token, (_KIND_OF_GROUP[idx], m.group(idx),
+                              m.start(idx)))
 
   def peek(self) -> Token:
     tok = self._peeked
@@ -193,32 +188,21 @@ class Lexer:
     """Given the offset of an opening '<', '(', '[' or '{', returns the offset
     just past its matching close (strings respected); raises if unbalanced."""
     text = self.text
-    pairs = {"<": ">", "(": ")", "[": "]", "{": "}"}
     stack = []
-    i = open_pos
-    n = len(text)
-    while i < n:
-      ch = text[i]
-      if ch == '"':
-        j = i + 1
-        while j < n and text[j] != '"':
-          j += 2 if text[j] == "\\" else 1
-        if j >= n:
-          break
-        i = j + 1
-        continue
-      if ch in pairs:
-        stack.append(pairs[ch])
+    for m in _BALANCE_RE.finditer(text, open_pos):
+      ch = m.group()
+      close = _CLOSE_OF.get(ch)
+      if close is not None:
+        stack.append(close)
       elif ch in ">)]}":
-        if ch == ">" and i > 0 and text[i - 1] == "-":  # '->' arrow
-          i += 1
-          continue
+        i = m.start()
         if not stack or stack[-1] != ch:
           raise self.error(i, f"unbalanced '{ch}'")
         stack.pop()
         if not stack:
           return i + 1
-      i += 1
+      elif ch == '"':  # a string without its closing quote
+        break
     raise self.error(open_pos, f"unbalanced '{text[open_pos]}'")
 
   def reset(self, pos: int) -> None:
