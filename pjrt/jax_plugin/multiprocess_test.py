@@ -3,12 +3,14 @@
 `mpirun -n 2` starts this file as two processes of two devices each; each
 calls `jax.distributed.initialize()` (JAX finds Open MPI's settings
 itself), sees the four devices of both, and runs programs whose collectives
-cross the processes (over MPI), checked against numpy. Skipped where
-mpirun or mpi4py is missing. Two processes started without a launcher
+cross the processes (over MPI), checked against numpy, and data-parallel
+training steps, checked against one process of four devices (bit for bit
+where every sum is exact). Skipped where mpirun or mpi4py is missing. Two processes started without a launcher
 share their topology, and a program with collectives between them says
 that it needs mpirun.
 """
 
+import json
 import os
 import shutil
 import socket
@@ -94,9 +96,79 @@ def _run_per_device(devices):
   return per_device, full
 
 
+def _dp_cases() -> dict:
+  """Data-parallel training cases: name -> (loss, params, x, y, learning
+  rate, steps). "exact" keeps every value a short binary fraction (inputs
+  in {-1, 0, 1}, batch shards of 8 values, power-of-two learning rate,
+  two steps), so that every sum is exact in f32 whatever its order;
+  "mlp" is an ordinary tanh MLP on normal data."""
+  import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
+  rng = np.random.default_rng(7)
+
+  def linear(params, x, y):
+    return jnp.mean((x @ params["w"] - y) ** 2)
+
+  def mlp(params, x, y):
+    h = jnp.tanh(x @ params["w1"] + params["b1"])
+    return jnp.mean((h @ params["w2"] - y) ** 2)
+
+  def ternary(*shape):
+    return rng.integers(-1, 2, shape).astype(np.float32)
+
+  def normal(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+  return {
+      "exact": (linear, {"w": ternary(4, 2)}, ternary(16, 4), ternary(16, 2),
+                2.0 ** -8, 2),
+      "mlp": (mlp, {"w1": normal(4, 8), "b1": normal(8), "w2": normal(8, 2)},
+              normal(16, 4), normal(16, 2), 0.1, 3),
+  }
+
+
+def _data_parallel(devices) -> dict:
+  """Each case's training steps over `devices` (batch split, gradients
+  averaged with pmean); name -> [hex bytes of each parameter, then of each
+  step's loss], as this process sees them (every value is replicated)."""
+  from jax.sharding import Mesh, NamedSharding, PartitionSpec as P  # pylint: disable=g-import-not-at-top
+  mesh = Mesh(np.array(devices), ("i",))
+
+  def put(a, spec):
+    return jax.make_array_from_callback(a.shape, NamedSharding(mesh, spec),
+                                        lambda index: a[index])
+
+  def local(a):
+    return np.asarray(a.addressable_shards[0].data)
+
+  report = {}
+  for name, (loss_fn, params, x, y, lr, steps) in _dp_cases().items():
+
+    def step(params, x, y, loss_fn=loss_fn, lr=lr):
+      loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
+      grads = jax.lax.pmean(grads, "i")
+      return (jax.tree.map(lambda p, g: p - lr * g, params, grads),
+              jax.lax.pmean(loss, "i"))
+
+    f = jax.jit(jax.shard_map(step, mesh=mesh,
+                              in_specs=(P(), P("i"), P("i")),
+                              out_specs=(P(), P())))
+    params = jax.tree.map(lambda a: put(a, P()), params)
+    xs, ys = put(x, P("i")), put(y, P("i"))
+    losses = []
+    for _ in range(steps):
+      params, loss = f(params, xs, ys)
+      losses.append(loss)
+    report[name] = [local(a).tobytes().hex()
+                    for a in jax.tree.leaves(params) + losses]
+  return report
+
+
 def _child(scenario: str, *argv: str) -> None:
   _setup()
-  if scenario == "mpirun":
+  if scenario == "single":  # the reference: one process of four devices
+    report = _data_parallel(jax.devices())
+    print("single: data-parallel REPORT " + json.dumps(report), flush=True)
+  elif scenario == "mpirun":
     jax.distributed.initialize()  # Open MPI's settings, found by JAX
     process = int(os.environ["OMPI_COMM_WORLD_RANK"])
     devices = _check_topology(process)
@@ -110,6 +182,9 @@ def _child(scenario: str, *argv: str) -> None:
         np.testing.assert_array_equal(left, full[2 * q:2 * q + 2])
     print(f"process {process}: per-device OK", flush=True)
     _shard_map(devices, process)
+    report = _data_parallel(devices)
+    print(f"process {process}: data-parallel REPORT " + json.dumps(report),
+          flush=True)
   elif scenario == "plain":
     process, port = int(argv[0]), argv[1]
     jax.distributed.initialize(f"localhost:{port}", 2, process)
@@ -194,6 +269,44 @@ def test_mpirun_shard_map_across_processes(mpirun_output):
                 .splitlines()[0])
   for p in (0, 1):
     assert f"process {p}: shard_map OK" in mpirun_output, mpirun_output
+
+
+def _reports(output: str, prefix: str) -> list:
+  return [json.loads(line.split(" REPORT ", 1)[1])
+          for line in output.splitlines() if line.startswith(prefix)]
+
+
+@pytest.fixture(name="single_process_report", scope="module")
+def _single_process_report():
+  env = dict(_child_env(), OPENXLA_CPU_NUM_DEVICES="4")
+  done = subprocess.run(
+      [sys.executable, os.path.abspath(__file__), "single"], env=env,
+      capture_output=True, text=True, timeout=300, check=False)
+  assert done.returncode == 0, done.stdout + done.stderr
+  (report,) = _reports(done.stdout, "single: data-parallel REPORT")
+  return report
+
+
+def _arrays(report, name):
+  return [np.frombuffer(bytes.fromhex(h), np.float32)
+          for h in report[name]]
+
+
+def test_mpirun_data_parallel_training_matches_one_process(
+    mpirun_output, single_process_report):
+  """Two processes of two devices train as one process of four: bit for
+  bit where every sum is exact ("exact"), and to rounding otherwise
+  (the processes add their partial sums, one process adds in device
+  order)."""
+  reports = [_reports(mpirun_output, f"process {p}: data-parallel REPORT")
+             for p in (0, 1)]
+  assert all(len(r) == 1 for r in reports), mpirun_output
+  first, second = reports[0][0], reports[1][0]
+  assert first == second  # both processes hold the same values
+  want = single_process_report
+  assert first["exact"] == want["exact"]
+  for got, ref in zip(_arrays(first, "mlp"), _arrays(want, "mlp")):
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)
 
 
 def _free_port() -> int:
