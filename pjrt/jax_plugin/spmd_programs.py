@@ -18,11 +18,15 @@ import sys
 
 NUM_DEVICES = 4
 PROGRAMS = {}
+# Programs JAX itself lowers with Shardy only (unreduced axes).
+SHARDY_ONLY = set()
 
 
-def _program(name):
+def _program(name, shardy_only=False):
   def deco(fn):
     PROGRAMS[name] = fn
+    if shardy_only:
+      SHARDY_ONLY.add(name)
     return fn
   return deco
 
@@ -206,6 +210,22 @@ def _define():
         a * 2, ns(mesh2, unconstrained, "y"))) + 1,
                    in_shardings=ns(mesh2, "x", None)), (a84,)
 
+  @_program("shard_map_unreduced_out", shardy_only=True)
+  def _():
+    # Each device's partial product left unreduced over "y", then summed
+    # by a reshard (an all-reduce).
+    from jax.sharding import AxisType  # pylint: disable=g-import-not-at-top
+    explicit = Mesh(devices.reshape(2, 2), ("x", "y"),
+                    axis_types=(AxisType.Explicit,) * 2)
+    partial = shard_map(lambda a, b: a @ b, mesh=explicit,
+                        in_specs=(P("x", "y"), P("y", None)),
+                        out_specs=P("x", None, unreduced={"y"}))
+    # Explicit axes: the inputs' shardings are part of their types.
+    args = (jax.device_put(a84, ns(explicit, "x", "y")),
+            jax.device_put(b46, ns(explicit, "y", None)))
+    return jax.jit(lambda a, b: jax.sharding.reshard(
+        partial(a, b), ns(explicit, "x", None))), args
+
   @_program("pmap_double")
   def _():
     return jax.pmap(lambda x: x * 2), (normal(4, 3),)
@@ -276,6 +296,8 @@ def main(argv) -> None:
   report = {}
   for name, make in PROGRAMS.items():
     if names and name not in names:
+      continue
+    if partitioner == "gspmd" and name in SHARDY_ONLY:
       continue
     try:
       f, args = make()

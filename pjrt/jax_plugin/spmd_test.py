@@ -105,4 +105,4 @@ def spmd_programs_names():
   JAX with four devices, which this process does not have)."""
   import re  # pylint: disable=g-import-not-at-top
   with open(spmd_programs.__file__) as f:
-    return re.findall(r'@_program\("(\w+)"\)', f.read())
+    return re.findall(r'@_program\("(\w+)"', f.read())

@@ -45,9 +45,13 @@ imported as manual on every axis: its body then computes the same value
 on each device along the automatic axes, which is what the partially
 manual program computes too (its collectives name global device ids).
 
-Refused with support.UnimplementedError, naming what: unreduced axes (a
-partial result still to be reduced: reading it as replicated would be a
-wrong answer), partially manual computations with operands or results
+Unreduced axes (`unreduced={"x"}`: each device along them holds a partial
+result, and the value is their sum) become an `unreduced` subgroup, after
+the manual one and before the replicated one (XLA's order), and `{unreduced}`
+when every device holds a partial of the whole value.
+
+Refused with support.UnimplementedError, naming what: unreduced axes on a
+computation manual on other axes, partially manual computations with operands or results
 split over automatic axes, nested manual computations, and Shardy's
 explicit collectives (`sdy.all_gather`, ...), which only Shardy's own
 export emits.
@@ -131,14 +135,9 @@ def from_sdy(sharding: sdy.TensorSharding, mesh: sdy.Mesh,
   mesh axes `manual_axes` manual (see the module docstring).
 
   Raises:
-    support.UnimplementedError: unreduced axes.
+    support.UnimplementedError: unreduced axes with manual ones.
     support.InvalidArgumentError: axes the mesh does not have.
   """
-  if sharding.unreduced_axes:
-    raise support.UnimplementedError(
-        f"Unimplemented: Shardy sharding {sharding} has unreduced axes "
-        f"{{{', '.join(str(x) for x in sharding.unreduced_axes)}}} (partial "
-        "results still to be reduced), which HLO shardings do not carry")
   if not mesh.axes:
     return (HloSharding.maximal(mesh.device_ids[0]) if mesh.device_ids
             else HloSharding.replicate())
@@ -151,6 +150,7 @@ def from_sdy(sharding: sdy.TensorSharding, mesh: sdy.Mesh,
     return HloSharding.manual()
   refs = [r for d in sharding.dim_shardings for r in d.axes]
   refs += list(sharding.replicated_axes)
+  refs += list(sharding.unreduced_axes)
   pieces = _pieces(mesh, refs)
   tile_dims: list[int] = []
   order: list[int] = []  # pieces in tile-dimension order
@@ -177,6 +177,22 @@ def from_sdy(sharding: sdy.TensorSharding, mesh: sdy.Mesh,
         size *= pieces[i][2]
     tile_dims.append(size)
     types.append(OpShardingType.MANUAL)
+  if sharding.unreduced_axes:
+    if manual_axes:
+      raise support.UnimplementedError(
+          f"Unimplemented: Shardy sharding {sharding} with unreduced axes "
+          f"inside a computation manual on {', '.join(manual_axes)}")
+    size = 1
+    for ref in sharding.unreduced_axes:
+      for i in _pieces_of(ref, mesh, pieces):
+        if i in order:
+          raise support.InvalidArgumentError(
+              f"sharding {sharding} both splits and leaves unreduced axis "
+              f"{ref}")
+        order.append(i)
+        size *= pieces[i][2]
+    tile_dims.append(size)
+    types.append(OpShardingType.UNREDUCED)
   rest = [i for i in range(len(pieces)) if i not in order]
   replicated = math.prod(pieces[i][2] for i in rest)
   order += rest

@@ -142,10 +142,19 @@ def test_replicated_manual_and_maximal():
       "{maximal device=2}")
 
 
-def test_unreduced_and_unknown_axes_are_refused():
+def test_unreduced_axes_are_an_unreduced_subgroup():
+  mesh = _mesh(x=2, y=2)
+  assert str(sharding_import.from_sdy(
+      _sharding("x", None, unreduced=("y",)), mesh)) == (
+          "{devices=[2,1,2]<=[4] last_tile_dims={unreduced}}")
+  assert str(sharding_import.from_sdy(
+      _sharding(None, unreduced=("x", "y")), mesh)) == "{unreduced}"
   with pytest.raises(support.UnimplementedError, match="unreduced"):
-    sharding_import.from_sdy(_sharding("x", None, unreduced=("y",)),
-                             _mesh(x=2, y=2))
+    sharding_import.from_sdy(_sharding(None, unreduced=("y",)), mesh,
+                             manual_axes=("x",))
+
+
+def test_unknown_axes_are_refused():
   with pytest.raises(support.InvalidArgumentError, match="'z'"):
     sharding_import.from_sdy(_sharding("z"), _mesh(x=2))
 
@@ -168,6 +177,12 @@ _JAX_CASES = [
     ((2, 2, 2), ("a", "b", "c"), ["c", "a"], 2),
     ((2, 4), ("x", "y"), ["y"], 2),
     ((4, 2), ("x", "y"), ["y", "x"], 2),
+    # Unreduced axes (a fifth entry).
+    ((2, 2), ("x", "y"), ["x"], 2, ["y"]),
+    ((2, 2), ("x", "y"), [], 1, ["x"]),
+    ((2, 2), ("x", "y"), [], 1, ["x", "y"]),
+    ((2, 2, 2), ("a", "b", "c"), [None, "b"], 2, ["c"]),
+    ((2, 2, 2), ("a", "b", "c"), ["c"], 2, ["a"]),
 ]
 
 _JAX_SCRIPT = textwrap.dedent("""
@@ -175,12 +190,14 @@ _JAX_SCRIPT = textwrap.dedent("""
     os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
     os.environ["JAX_PLATFORMS"] = "cpu"
     import jax, numpy as np
-    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec as P
     out = []
-    for shape, names, spec, rank in json.loads(sys.argv[1]):
+    for shape, names, spec, rank, *unreduced in json.loads(sys.argv[1]):
       devices = np.array(jax.devices()[:int(np.prod(shape))]).reshape(shape)
       spec = [tuple(s) if isinstance(s, list) else s for s in spec]
-      ns = NamedSharding(Mesh(devices, tuple(names)), P(*spec))
+      mesh = Mesh(devices, tuple(names),
+                  axis_types=(AxisType.Explicit,) * len(names))
+      ns = NamedSharding(mesh, P(*spec, unreduced=set(*unreduced)))
       out.append(str(ns._to_xla_hlo_sharding(rank)))
     print(json.dumps(out))
 """)
@@ -199,11 +216,12 @@ def jax_shardings():
 
 @pytest.mark.parametrize("case", range(len(_JAX_CASES)))
 def test_matches_jaxlib(jax_shardings, case):
-  shape, names, spec, rank = _JAX_CASES[case]
+  shape, names, spec, rank, *unreduced = _JAX_CASES[case]
   mesh = _mesh(**dict(zip(names, shape)))
   dims = [tuple(s) if isinstance(s, list) else s for s in spec]
   dims += [None] * (rank - len(dims))
-  ours = sharding_import.from_sdy(_sharding(*dims), mesh)
+  ours = sharding_import.from_sdy(
+      _sharding(*dims, unreduced=tuple(*unreduced)), mesh)
   theirs = HloSharding.parse(jax_shardings[case])
   assert ours == theirs, (str(ours), str(theirs))
   assert str(ours) == str(theirs)

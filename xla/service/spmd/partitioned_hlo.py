@@ -45,6 +45,8 @@ from xla.hlo.ir.hlo_computation import HloComputation
 from xla.hlo.ir.hlo_instruction import HloInstruction
 from xla.hlo.ir.hlo_opcode import HloOpcode
 from xla.hlo.ir.hlo_sharding import HloSharding
+from xla.hlo.ir.hlo_sharding import OpShardingType
+from xla.hlo.ir.hlo_sharding import TileAssignment
 from xla.literal import Literal
 from xla.service.spmd import sharding_util as su
 from xla.shape import Shape
@@ -111,7 +113,8 @@ def shard_shape(shape: Shape, sharding: HloSharding) -> Shape:
       else:
         out.append(shard_shape(s, sub[0]))
     return dataclasses.replace(shape, tuple_shapes=tuple(out))
-  if not shape.is_array() or sharding.is_manual or sharding.is_replicated:
+  if (not shape.is_array() or sharding.is_manual or sharding.is_replicated
+      or sharding.is_unreduced):
     return shape
   return sharding.tile_shape(shape)
 
@@ -477,6 +480,79 @@ def _dim_contained(src: su.TileMap, dst: su.TileMap, dims, d: int) -> bool:
   return True
 
 
+# -- unreduced values ------------------------------------------------------------
+
+
+def has_unreduced(s: HloSharding) -> bool:
+  """Whether `s` (an array sharding) leaves partial results unreduced:
+  `{unreduced}`, or an `unreduced` subgroup."""
+  return not s.is_tuple and (s.is_unreduced or (
+      s.type == OpShardingType.OTHER and
+      OpShardingType.UNREDUCED in s.subgroup_types))
+
+
+def split_unreduced(s: HloSharding, n: int
+                    ) -> tuple[HloSharding, list[list[int]]]:
+  """(the sharding of the reduced value, the groups of devices whose
+  partial results add up to it) of an unreduced sharding `s`: the
+  unreduced subgroup read as a replicated one."""
+  if s.is_unreduced:
+    return HloSharding.replicate(), [list(range(n))]
+  types = list(s.subgroup_types)
+  if OpShardingType.MANUAL in types:
+    raise support.UnimplementedError(
+        f"Unimplemented: SPMD partitioning with sharding {s} (unreduced and "
+        f"manual at once)")
+  arr = s.tile_assignment.array
+  u = s.tiled_data_rank + types.index(OpShardingType.UNREDUCED)
+  moved = np.moveaxis(arr, u, -1)
+  groups = sorted(sorted(int(d) for d in g)
+                  for g in moved.reshape(-1, moved.shape[-1]).tolist())
+  rest = [t for t in types if t != OpShardingType.UNREDUCED]
+  base = HloSharding.subgroup(TileAssignment.from_array(moved),
+                              rest + [OpShardingType.REPLICATED])
+  return base, groups
+
+
+def reduce_unreduced(b: Builder, ph: PartitionedHlo) -> PartitionedHlo:
+  """An unreduced value summed over its groups (an all-reduce)."""
+  base, groups = split_unreduced(ph.sharding, b.n)
+  x = ph.hlo
+  if len(groups[0]) > 1:
+    x = all_reduce(b, x, groups, b.state.sum_reducer(x.shape.element_type))
+  return PartitionedHlo(x, ph.base_shape, base)
+
+
+def _keep_on_first(b: Builder, ph: PartitionedHlo, target: HloSharding
+                   ) -> PartitionedHlo:
+  """`ph` (already under the reduced form of `target`) as the unreduced
+  `target`: the first device of each group keeps the value, the others
+  hold zeros, so the partials still add up to it (what JAX's device_put
+  makes of an unreduced array)."""
+  _, groups = split_unreduced(target, b.n)
+  x = ph.hlo
+  if len(groups[0]) > 1:
+    first = {g[0] for g in groups}
+    flag = b.per_partition([int(d in first) for d in range(b.n)])
+    keep = b.add(hi.create_compare(
+        shape_util.scalar(P.PRED), flag, b.scalar(0, P.S32),
+        xla_data.ComparisonDirection.NE))
+    keep = b.broadcast_scalar(keep, x.shape)
+    zeros = b.broadcast_scalar(b.scalar(0, x.shape.element_type), x.shape)
+    x = b.emit(O.kSelect, x.shape, (keep, x, zeros))
+  return PartitionedHlo(x, ph.base_shape, target)
+
+
+def _reshard_unreduced(b: Builder, ph: PartitionedHlo, target: HloSharding
+                       ) -> PartitionedHlo:
+  if has_unreduced(ph.sharding):
+    ph = reduce_unreduced(b, ph)
+  if not has_unreduced(target):
+    return reshard(b, ph, target)
+  base, _ = split_unreduced(target, b.n)
+  return _keep_on_first(b, reshard(b, ph, base), target)
+
+
 def reshard(b: Builder, ph: PartitionedHlo, target: HloSharding
             ) -> PartitionedHlo:
   """`ph` under sharding `target` (see the module docstring)."""
@@ -488,6 +564,8 @@ def reshard(b: Builder, ph: PartitionedHlo, target: HloSharding
     return ph
   if not shape.is_array():
     return ph.with_sharding(target)
+  if has_unreduced(src) or has_unreduced(target):
+    return _reshard_unreduced(b, ph, target)
   if src.is_manual or target.is_manual:
     if src.is_manual and target.is_manual:
       return ph.with_sharding(target)

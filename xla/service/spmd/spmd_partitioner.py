@@ -18,6 +18,14 @@ calls `SPMDFullToShardShape` / `SPMDShardToFullShape` convert between a
 tiled global value and its manual shard. `Sharding` custom calls become
 reshards.
 
+Unreduced values (`{unreduced}`, an `unreduced` subgroup: each device of a
+group holds a partial result, the value is their sum) pass through the
+SPMD custom calls, tuples and control flow as they are, and through copy,
+negate, add and subtract of operands with the same sharding; any other op
+reads them reduced (an all-reduce over each group), and an unreduced
+result of one is computed reduced, then kept on the first device of each
+group, zeros on the others (`partitioned_hlo.reshard` does both).
+
 An op without a handler runs whole: its operands are all-gathered, every
 partition computes the full result, and each keeps its own tile. Ops for
 which that is not the same program (collectives, partition-id, stateful
@@ -64,6 +72,17 @@ _NOT_REPLICABLE = frozenset({
 # Handlers that deal with manual shardings themselves.
 _MANUAL_AWARE = frozenset({O.kCustomCall, O.kWhile, O.kCall, O.kConditional,
                            O.kParameter})
+# Handlers that move values only through `reshard`, which reduces unreduced
+# ones where needed; every other handler gets its operands reduced and
+# computes an unreduced result reduced, then keeps it on one device of each
+# group (a sum of partials is what an unreduced value means; computing the
+# partials themselves, as XLA's dot handler does, is left to come).
+# Elementwise ops linear in their operands: on operands that are partials
+# with the result's unreduced sharding they run on the partials.
+_LINEAR_ELEMENTWISE = frozenset({O.kCopy, O.kNegate, O.kAdd, O.kSubtract})
+_UNREDUCED_AWARE = frozenset({O.kCustomCall, O.kWhile, O.kCall,
+                              O.kConditional, O.kParameter, O.kTuple,
+                              O.kGetTupleElement, O.kOptimizationBarrier})
 
 
 def _sharding_on(instr) -> HloSharding:
@@ -100,16 +119,32 @@ class ComputationPartitioner:
     self.b = ph_lib.Builder(state, new)
     self.values: dict[int, PartitionedHlo] = {}
     self._current: Optional[HloInstruction] = None
+    # id(instr) -> its value reduced (an unreduced value read by a handler
+    # that does not take one), made once.
+    self._reduced: dict[int, PartitionedHlo] = {}
+    # id(instr) -> the sharding its handler computes (an unreduced target
+    # read reduced by a handler that does not make one).
+    self._computed_as: dict[int, HloSharding] = {}
 
   @property
   def n(self) -> int:
     return self.state.n
 
   def target(self, instr) -> HloSharding:
-    return _sharding_on(instr)
+    return self._computed_as.get(id(instr)) or _sharding_on(instr)
 
   def operand(self, i: int) -> PartitionedHlo:
-    return self.values[id(self._current.operand(i))]
+    instr = self._current.operand(i)
+    value = self.values[id(instr)]
+    if (self._current.opcode in _UNREDUCED_AWARE or
+        value.base_shape.is_tuple() or
+        not ph_lib.has_unreduced(value.sharding)):
+      return value
+    reduced = self._reduced.get(id(instr))
+    if reduced is None:
+      reduced = ph_lib.reduce_unreduced(self.b, value)
+      self._reduced[id(instr)] = reduced
+    return reduced
 
   def value(self, instr) -> PartitionedHlo:
     return self.values[id(instr)]
@@ -129,16 +164,36 @@ class ComputationPartitioner:
       target = self.target(instr)
       if instr.opcode not in _MANUAL_AWARE and _is_manual(target):
         return self.manual_clone(instr)
-      handler = ph_lib.HANDLERS.get(instr.opcode)
-      if handler is None:
-        return self.replicated_fallback(instr)
-      return handler(self, instr)
+      if (instr.opcode in _LINEAR_ELEMENTWISE and
+          ph_lib.has_unreduced(target) and all(
+              self.values[id(op)].sharding == target
+              for op in instr.operands)):
+        # Partials in, partials out: the op runs on each device's partial.
+        operands = [self.values[id(op)].hlo for op in instr.operands]
+        new = spmd_handlers.clone(self.b, instr, operands[0].shape, operands)
+        return PartitionedHlo(new, instr.shape, target)
+      if (instr.opcode not in _UNREDUCED_AWARE and
+          not instr.shape.is_tuple() and ph_lib.has_unreduced(target)):
+        self._computed_as[id(instr)] = ph_lib.split_unreduced(
+            target, self.n)[0]
+        try:
+          value = self._handle(instr)
+        finally:
+          del self._computed_as[id(instr)]
+        return ph_lib.reshard(self.b, value, target)
+      return self._handle(instr)
     except support.UnimplementedError as e:
       where = f"{instr.opcode.value} ({instr.name})"
       if where in str(e):
         raise
       raise support.UnimplementedError(
           f"{e} [partitioning {where}]") from None
+
+  def _handle(self, instr) -> PartitionedHlo:
+    handler = ph_lib.HANDLERS.get(instr.opcode)
+    if handler is None:
+      return self.replicated_fallback(instr)
+    return handler(self, instr)
 
   # -- shared by handlers ------------------------------------------------------
 
@@ -291,9 +346,7 @@ def _check_no_manual_subgroup(instr, s: HloSharding) -> None:
   leaves = s.tuple_elements if s.is_tuple else (s,)
   for leaf in leaves:
     if leaf.type == hlo_sharding.OpShardingType.OTHER and (
-        leaf.subgroup_types and any(
-            t != hlo_sharding.OpShardingType.REPLICATED
-            for t in leaf.subgroup_types)):
+        hlo_sharding.OpShardingType.MANUAL in leaf.subgroup_types):
       raise support.UnimplementedError(
           f"Unimplemented: SPMD partitioning of {instr.opcode.value} "
           f"({instr.name}) with partially manual sharding {leaf}")

@@ -572,3 +572,69 @@ def test_num_partitions_must_match_the_shardings():
   ROOT n = f32[8,6] negate(p)"""))
   with pytest.raises(support.InvalidArgumentError, match="partitions"):
     spmd_partitioner.SpmdPartitioner(2).run(module)
+
+
+# -- unreduced values ------------------------------------------------------------
+
+
+def _partition_text(text: str, n: int):
+  module = hlo_parser.parse_and_return_unverified_module(text)
+  spmd_partitioner.SpmdPartitioner(n).run(module)
+  hlo_verifier.verify(module)
+  return module
+
+
+def test_unreduced_parameter_reduced_by_a_reshard():
+  # Each device holds a partial of its row tile; replicated is their sum
+  # (an all-reduce over each unreduced group, here {0,1} and {2,3}), then
+  # the tiles gathered.
+  module = _partition_text(_module("""
+  p = f32[4,2] parameter(0), sharding={devices=[2,1,2]<=[4] last_tile_dims={unreduced}}
+  ROOT r = f32[4,2] custom-call(p), custom_call_target="Sharding", sharding={replicated}
+"""), 4)
+  assert _collectives(module) == ["all-gather", "all-reduce"]
+  parts = [np.full((2, 2), p + 1, np.float32) for p in range(4)]
+  out = spmd_testing.run_partitions(module, [[x] for x in parts])
+  expected = np.concatenate([np.full((2, 2), 3.), np.full((2, 2), 7.)])
+  for (r,) in out:
+    np.testing.assert_array_equal(r, expected)
+
+
+def test_unreduced_partials_pass_through_linear_ops():
+  module = _partition_text(_module("""
+  p = f32[4] parameter(0), sharding={unreduced}
+  q = f32[4] parameter(1), sharding={unreduced}
+  s = f32[4] add(p, q), sharding={unreduced}
+  ROOT c = f32[4] copy(s), sharding={unreduced}
+"""), 2)
+  assert _collectives(module) == []
+  out = spmd_testing.run_partitions(
+      module, [[np.full(4, 1., np.float32), np.full(4, 2., np.float32)],
+               [np.full(4, 5., np.float32), np.full(4, 7., np.float32)]])
+  np.testing.assert_array_equal(out[0][0], np.full(4, 3.))
+  np.testing.assert_array_equal(out[1][0], np.full(4, 12.))
+
+
+def test_other_ops_read_unreduced_values_reduced():
+  # sine is not linear: it reads the sum, and an unreduced result keeps
+  # the value on the first device of each group, zeros elsewhere.
+  module = _partition_text(_module("""
+  p = f32[4] parameter(0), sharding={unreduced}
+  ROOT s = f32[4] sine(p), sharding={unreduced}
+"""), 2)
+  out = spmd_testing.run_partitions(
+      module, [[np.full(4, 0.25, np.float32)], [np.full(4, 0.75, np.float32)]])
+  np.testing.assert_allclose(out[0][0], np.sin(np.full(4, 1.)), rtol=1e-6)
+  np.testing.assert_array_equal(out[1][0], np.zeros(4))
+
+
+def test_replicated_to_unreduced_keeps_one_copy_per_group():
+  module = _partition_text(_module("""
+  p = f32[2] parameter(0), sharding={replicated}
+  ROOT r = f32[2] custom-call(p), custom_call_target="Sharding", sharding={devices=[1,2,2]<=[4] last_tile_dims={unreduced, replicated}}
+"""), 4)
+  out = spmd_testing.run_partitions(
+      module, [[np.array([1., 2.], np.float32)] for _ in range(4)])
+  # Groups {0,2} and {1,3}: devices 0 and 1 keep the value.
+  got = [r[0].tolist() for r in out]
+  assert got == [[1., 2.], [1., 2.], [0., 0.], [0., 0.]]
