@@ -3,7 +3,12 @@
   python -m xla.tools.hlo_opt FILE [--passes=dce,cse,algsimp,...]
       [--pipeline=default] [--dump-to=DIR] [--format=text|dot|html]
       [--computation=NAME] [--no-expand-fusions] [-o OUT] [--list-passes]
-      [--memory-report]
+      [--show-before] [--memory-report]
+
+With --show-before the module is printed as read, then after the passes:
+`--passes=spmd-partitioning --show-before` shows a global program with
+shardings (`num_partitions=N` in its header) before and after SPMD
+partitioning (examples/spmd_mlp.hlo is one).
 
 With --memory-report the output is, instead of the module, its buffer
 assignment summary after the passes (xla/tools/memory_report.py): bytes with
@@ -112,6 +117,10 @@ def _arg_parser() -> "argparse.ArgumentParser":
                   help="write here instead of stdout")
   ap.add_argument("--list-passes", action="store_true",
                   help="list the passes and whether each is available")
+  ap.add_argument("--show-before", action="store_true",
+                  help="text format: print the module as read first, then "
+                  "the module after the passes (e.g. before and after "
+                  "--passes=spmd-partitioning)")
   ap.add_argument("--memory-report", action="store_true",
                   help="print the buffer assignment's memory use (with and "
                   "without reuse, peak live bytes) instead of the module")
@@ -148,6 +157,10 @@ def main(argv=None, stdout=None, stderr=None) -> int:
   def fail(code: int, message: str) -> int:
     stderr.write(message.rstrip("\n") + "\n")
     return code
+
+  if args.show_before and (args.format != "text" or args.memory_report):
+    return fail(_USAGE_ERROR, "error: --show-before prints HLO text; it "
+                "takes neither --format=dot/html nor --memory-report")
 
   # Assemble the pass list before reading input: usage errors come first.
   pass_names: list[str] = []
@@ -186,6 +199,8 @@ def main(argv=None, stdout=None, stderr=None) -> int:
 
   try:
     module = read_module(path, text)
+    before = (module.to_string().rstrip("\n") + "\n" if args.show_before
+              else None)
     overrides: dict[str, Any] = {}
     if args.dump_to:
       os.makedirs(args.dump_to, exist_ok=True)
@@ -201,6 +216,10 @@ def main(argv=None, stdout=None, stderr=None) -> int:
     else:
       rendered = _render(module, args.format, args.computation,
                          args.expand_fusions)
+      if before is not None:
+        done = ",".join(p.name for p in pipeline.passes) or "no passes"
+        rendered = (f"// before: {path}\n{before}\n"
+                    f"// after: {done}\n{rendered}")
   except support.XlaError as e:
     message = str(e)
     if not message.startswith(path):

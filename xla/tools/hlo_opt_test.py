@@ -270,3 +270,58 @@ def test_memory_report_after_the_default_pipeline(tmp_path):
   assert "(module chain, pipeline default)" in out
   assert "temporary heap 0)" in out
   assert "ratio:            1.000" in out
+
+
+_GLOBAL = """HloModule global, num_partitions=4
+
+sum {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+
+ENTRY main {
+  x = f32[16,8] parameter(0), sharding={devices=[4,1]<=[4]}
+  h = f32[16,8] tanh(x)
+  zero = f32[] constant(0)
+  ROOT total = f32[8] reduce(h, zero), dimensions={0}, to_apply=sum, sharding={replicated}
+}
+"""
+
+
+def test_spmd_partitioning_before_and_after(tmp_path):
+  code, out, err = _run([_write(tmp_path, _GLOBAL),
+                         "--passes=spmd-partitioning", "--show-before"])
+  assert code == 0, err
+  before, after = out.split("// after: cpu-spmd-partitioning\n")
+  assert before.startswith("// before: ")
+  # Before: the global shapes, no collective; after: one partition's
+  # shard and the all-reduce of the partial sums.
+  assert "x = f32[16,8]{1,0} parameter(0)" in before
+  assert "all-reduce" not in before
+  assert "f32[4,8]{1,0} parameter(0)" in after
+  assert "all-reduce(" in after and "replica_groups={{0,1,2,3}}" in after
+
+
+def test_sharding_propagation_pass(tmp_path):
+  code, out, err = _run([_write(tmp_path, _GLOBAL),
+                         "--passes=sharding-propagation"])
+  assert code == 0, err
+  assert "h = f32[16,8]{1,0} tanh(x), sharding={devices=[4,1]<=[4]}" in out
+
+
+def test_show_before_is_text_only(tmp_path):
+  code, _, err = _run([_write(tmp_path, _GLOBAL), "--show-before",
+                       "--format=dot"])
+  assert code == 2 and "--show-before" in err
+
+
+def test_bundled_spmd_example(tmp_path):
+  path = os.path.join(os.path.dirname(__file__), "..", "..", "examples",
+                      "spmd_mlp.hlo")
+  if not os.path.exists(path):
+    pytest.skip("bundled examples not found")
+  code, out, err = _run([path, "--passes=spmd-partitioning",
+                         "--show-before"])
+  assert code == 0, err
+  assert "all-reduce(" in out.split("// after:")[1]

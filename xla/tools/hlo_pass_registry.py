@@ -65,6 +65,14 @@ PASSES: dict[str, PassEntry] = {
     "layout-assignment": PassEntry(
         ((f"{_SIMPLIFIERS}.layout_assignment", "LayoutAssignment"),),
         "assign layouts to every instruction"),
+    "sharding-propagation": PassEntry(
+        (("xla.service.spmd.sharding_propagation", "ShardingPropagation"),),
+        "give every instruction a sharding (num_partitions: the module's)"),
+    "spmd-partitioning": PassEntry(
+        (("xla.service.cpu.spmd_pipeline", "SpmdPartitioning"),),
+        "a global program with shardings -> one partition's program with "
+        "collectives, as the CPU compiler partitions (sharding propagation, "
+        "then the SPMD partitioner; num_partitions: the module's)"),
 }
 
 # --pipeline=NAME -> pass names. Unavailable passes are skipped (and named on

@@ -40,6 +40,7 @@ from typing import Optional
 
 import support
 from xla.hlo.ir import hlo_sharding
+from xla.hlo.pass_ import hlo_pass_interface
 
 # Custom calls of a GSPMD program (jax shard_map / with_sharding_constraint)
 # that only the partitioner understands.
@@ -175,6 +176,20 @@ def entry_shardings(module) -> dict:
   else:
     leaves = (s.extract_single_sharding() or s,) if s.is_tuple else (s,)
   return {"parameters": params, "outputs": [str(x) for x in leaves]}
+
+
+class SpmdPartitioning(hlo_pass_interface.HloModulePass):
+  """`partition_if_sharded` as a pass, for tools that run passes by name
+  (hlo_opt's "spmd-partitioning"): the number of partitions is the
+  module's (`num_partitions=N` in the HLO text header)."""
+
+  @property
+  def name(self) -> str:
+    return "cpu-spmd-partitioning"
+
+  def run(self, module, execution_threads=frozenset()) -> bool:
+    del execution_threads
+    return partition_if_sharded(module)
 
 
 def partition_if_sharded(module) -> bool:
