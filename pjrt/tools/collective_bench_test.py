@@ -16,17 +16,19 @@ def test_table_from_timings():
               "times": {"ours": [0.05, 0.04, 0.06], "blocking": [0.05] * 3,
                         "polled": [0.02] * 3}},
       "local": {"processes": 1, "devices": 4,
-                "times": {"ours": [0.04], "memcpy": [0.005]}},
+                "times": {"ours": [0.04], "memcpy": [0.005],
+                          "memcpy_all": [0.02]}},
   }
   table = collective_bench.rows(results, 64)
   ours_mpi, ours_local = table[0], table[3]
   assert ours_mpi["ratios"] == pytest.approx({"blocking": 1.0,
                                               "polled": 0.4})
   assert ours_local["ratios"] == pytest.approx({"memcpy": 0.125,
-                                                "mem": 0.5})
+                                                "memcpy_all": 0.5})
   text = collective_bench.format_table(table, 64, 3)
   assert "vs Allreduce 1.00, vs polled 0.40" in text
-  assert "algbw 0.12, mem 0.50 of memcpy" in text
+  assert "vs 1 buffer 0.12, vs all buffers 0.50" in text
+  assert "numpy copy (memcpy), 4 buffers" in text
 
 
 def test_an_error_is_a_row():
