@@ -153,7 +153,11 @@ class Program:
     if self.is_hlo:
       return self.hlo.to_string()
     from stablehlo import text as mlir_text  # pylint: disable=g-import-not-at-top
-    return mlir_text.print_module(self.stablehlo())
+    # Printed from a module that is not kept: a cached one would stay
+    # alive as long as the executable (jaxlib asks for the text of every
+    # program it compiles, to read its layouts).
+    module = self.module if self.module is not None else self.fresh_module()
+    return mlir_text.print_module(module)
 
 
 def parse(code: bytes, fmt: str, *, keep_shardy: bool = False

@@ -328,9 +328,13 @@ def assign_buffers(module):
 # -- custom calls in the plan ------------------------------------------------------
 
 
-def _custom_call_text(instr) -> Optional[str]:
-  """A one-instruction HLO module holding `instr` (operands as parameters),
-  so a disk-cached program can hand its handler an HloInstruction."""
+def _detached_custom_call(instr):
+  """A copy of `instr` alone in a one-instruction HLO module (operands as
+  parameters), or None for one that calls computations. The executable
+  and the compilation cache keep these: the original instruction would
+  keep the whole optimised module alive through its parent computation,
+  and every later collection of the cyclic garbage collector would walk
+  it."""
   if instr.called_computations():
     return None
   module = hm.HloModule(f"custom_call_{instr.name}")
@@ -345,7 +349,15 @@ def _custom_call_text(instr) -> Optional[str]:
   comp.add_instruction(new)
   comp.set_root_instruction(new)
   module.add_entry_computation(comp)
-  return module.to_string()
+  return new
+
+
+def _custom_call_text(detached) -> Optional[str]:
+  """The module of a `_detached_custom_call` (None: none), so a
+  disk-cached program can hand its handler an HloInstruction."""
+  if detached is None:
+    return None
+  return detached.parent.parent.to_string()
 
 
 def _custom_call_from_text(text: str):
@@ -430,8 +442,10 @@ def compile_artifact(hlo_module, options: CpuCompileOptions,
   jit = jit_lib.CpuJit(options.opt_level)
   jit.load_object_code(obj)
   stats["llvm"] = time.perf_counter() - t
-  instrs = list(emitter.custom_calls)
-  texts = [_custom_call_text(i) for i in instrs]
+  detached = [_detached_custom_call(i) for i in emitter.custom_calls]
+  texts = [_custom_call_text(d) for d in detached]
+  instrs = [d if d is not None else i
+            for d, i in zip(detached, emitter.custom_calls)]
   art = cc.Artifact(plan, obj, texts, jit, instrs)
   return art, module
 

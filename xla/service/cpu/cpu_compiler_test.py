@@ -290,6 +290,25 @@ def test_custom_call():
   assert flags == [False, False]  # operands are read-only views
 
 
+def test_compiled_custom_calls_do_not_keep_the_module_alive():
+  # The executable and the compilation cache keep the custom-call
+  # instructions; holding the optimised module's own would keep all of it
+  # alive (walked by every later full garbage collection).
+  import gc  # pylint: disable=g-import-not-at-top
+  import weakref  # pylint: disable=g-import-not-at-top
+  from xla.service.cpu import compilation_cache  # pylint: disable=g-import-not-at-top
+  compilation_cache.CACHE.clear()  # a compile, not a cache hit
+  _, exe = ct.compile_text(CUSTOM)
+  module = weakref.ref(exe.module)
+  x = np.arange(6, dtype=np.float32).reshape(3, 2)
+  y = np.array([1, 2, 3, 4], np.int32)
+  exe.module = None
+  gc.collect()
+  assert module() is None
+  _, s = exe.execute([x, y], custom_calls={"my_op": _my_op})
+  assert s == 10
+
+
 def test_custom_call_unknown_target():
   _, exe = ct.compile_text(CUSTOM)
   with pytest.raises(support.UnimplementedError, match="my_op"):
