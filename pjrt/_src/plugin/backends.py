@@ -56,7 +56,7 @@ import functools
 import importlib
 import inspect
 import threading
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
@@ -98,6 +98,11 @@ class Compiled:
     """([(dtype, shape)] of the parameters, of the results) that each
     device's instance takes and returns, where compiling changed them from
     the program's (a partitioned global program); else None."""
+    return None
+
+  def optimized_hlo(self) -> Optional[bytes]:
+    """The optimized program as a serialized HloModuleProtoWithConfig
+    (None: the backend has none; the program's own text stands for it)."""
     return None
 
   def shardings(self) -> Any:
@@ -263,6 +268,22 @@ def cpu_compiler_module():
   return module if hasattr(module, "compile") else None
 
 
+def _configure(hlo, num_replicas: int, num_partitions: int,
+               propagation: Any) -> None:
+  """The compile options say how many participants run the program (an
+  HLO module's own config is not read, as XLA's PJRT client overrides it
+  too), and where sharding propagation may reach."""
+  hlo.config.replica_count = int(num_replicas)
+  hlo.config.num_partitions = int(num_partitions)
+  if propagation is not None:
+    to_parameters, to_output = propagation
+    config = hlo.config
+    config.allow_spmd_sharding_propagation_to_parameters = tuple(
+        bool(x) for x in to_parameters) or (False,)
+    config.allow_spmd_sharding_propagation_to_output = tuple(
+        bool(x) for x in to_output) or (False,)
+
+
 class CpuCompiled(Compiled):
   """Native code from our XLA CPU compiler."""
 
@@ -277,19 +298,10 @@ class CpuCompiled(Compiled):
           "imported")
     with support.heap.gc_paused():
       hlo = import_hlo(program, verify=False)
-      # The compile options say how many participants run the program
-      # (an HLO module's own config is not read, as XLA's PJRT client
-      # overrides it too).
-      hlo.config.replica_count = int(num_replicas)
-      hlo.config.num_partitions = int(num_partitions)
-      if propagation is not None:
-        to_parameters, to_output = propagation
-        config = hlo.config
-        config.allow_spmd_sharding_propagation_to_parameters = tuple(
-            bool(x) for x in to_parameters) or (False,)
-        config.allow_spmd_sharding_propagation_to_output = tuple(
-            bool(x) for x in to_output) or (False,)
+      _configure(hlo, num_replicas, num_partitions, propagation)
       self._executable = compiler.compile(hlo)
+    self._program = program
+    self._config = (num_replicas, num_partitions, propagation)
     try:
       parameters = inspect.signature(self._executable.execute).parameters
     except (TypeError, ValueError):
@@ -304,6 +316,20 @@ class CpuCompiled(Compiled):
   def native_plan(self, donated: frozenset[int] = frozenset()) -> Any:
     plan_fn = getattr(self._executable, "native_plan", None)
     return plan_fn(donated) if plan_fn is not None else None
+
+  def optimized_hlo(self) -> Optional[bytes]:
+    """The partitioned, optimized module, as XLA's executables give it
+    (the compiler's, or made again for an executable from the cache)."""
+    from xla.hlo.proto import hlo_proto  # pylint: disable=g-import-not-at-top
+    module = getattr(self._executable, "module", None)
+    if module is None:
+      compiler = cpu_compiler_module()
+      hlo = import_hlo(self._program, verify=False)
+      num_replicas, num_partitions, propagation = self._config
+      _configure(hlo, num_replicas, num_partitions, propagation)
+      module = compiler.optimized_module(hlo)
+    return hlo_with_config(hlo_proto.hlo_module_to_proto(module),
+                           module.config.num_partitions)
 
   def per_device_signature(self):
     plan = getattr(self._executable, "plan", None)
@@ -486,6 +512,33 @@ def op_sharding_text(proto: bytes) -> str:
   message = hlo_proto_schema.OpSharding()
   message.ParseFromString(bytes(proto))
   return str(hlo_sharding.HloSharding.from_proto(message))
+
+
+def _varint(value: int) -> bytes:
+  out = bytearray()
+  while True:
+    byte, value = value & 0x7F, value >> 7
+    out.append(byte | (0x80 if value else 0))
+    if not value:
+      return bytes(out)
+
+
+def _field(number: int, payload: bytes) -> bytes:
+  return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+def hlo_with_config(module_proto: bytes, num_partitions: int) -> bytes:
+  """A serialized HloModuleProtoWithConfig (xla/service/hlo.proto:
+  hlo_module = 1, config = 2) around a serialized HloModuleProto. XLA's
+  reader requires the config's entry_computation_layout (field 1 of
+  HloModuleConfigProto): the module's host program shape; num_partitions
+  is field 5."""
+  from xla.hlo.proto import hlo_proto_schema  # pylint: disable=g-import-not-at-top
+  message = hlo_proto_schema.HloModuleProto()
+  message.ParseFromString(module_proto)
+  config = _field(1, message.host_program_shape.SerializeToString())
+  config += _varint(5 << 3) + _varint(int(num_partitions))
+  return _field(1, module_proto) + _field(2, config)
 
 
 def hlo_text_to_proto(text: str) -> bytes:

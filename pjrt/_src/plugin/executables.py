@@ -136,6 +136,18 @@ class Executable:
     return ([replicated] * len(self.program.parameters),
             [replicated] * len(self.program.results))
 
+  def optimized_program(self) -> tuple[str, bytes]:
+    """(format, code) of PJRT_Executable_OptimizedProgram: a partitioned
+    global program as its optimized HLO module ("hlo_with_config", what
+    XLA gives and the only HLO form JAX's client reads, and
+    what JAX's `compiled.as_text()` prints); any other program, or a
+    backend without HLO, as the program's MLIR text."""
+    if self.num_partitions > 1 and self.program.shardings:
+      hlo = self.compiled.optimized_hlo()
+      if hlo is not None:
+        return "hlo_with_config", hlo
+    return "mlir", self.program.text().encode("utf-8")
+
   def memory_stats(self) -> dict[str, int]:
     """Sizes for PJRT_Executable_GetCompiledMemoryStats (bytes)."""
     def size(types):

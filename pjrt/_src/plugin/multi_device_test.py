@@ -10,6 +10,7 @@ import pytest
 
 import pjrt
 import support
+from pjrt._src import compile_options as pjrt_co
 from pjrt._src.plugin import backends
 from pjrt._src.plugin import testing
 
@@ -329,6 +330,47 @@ def test_a_global_stablehlo_program_runs_partitioned(client, program):
   assert _shardings(client, exe, "Output") == [
       "{devices=[2,1,2]<=[4] last_tile_dim_replicate}",
       "{devices=[1,2,2]<=[2,2]T(1,0) last_tile_dim_replicate}"]
+
+
+def _optimized_program(client, exe) -> tuple[str, bytes]:
+  """(format, code) from PJRT_Executable_OptimizedProgram."""
+  from pjrt._src import abi  # pylint: disable=g-import-not-at-top
+  handle = testing.call(client, "LoadedExecutable_GetExecutable",
+                        loaded_executable=exe.handle).executable
+  try:
+    program = abi.make_args(abi.PJRT_Program)
+    testing.call(client, "Executable_OptimizedProgram", executable=handle,
+                 program=program)  # asks for the size
+    code = ctypes.create_string_buffer(program.code_size)
+    program.code = ctypes.addressof(code)
+    testing.call(client, "Executable_OptimizedProgram", executable=handle,
+                 program=program)
+    fmt = ctypes.string_at(program.format, program.format_size).decode()
+    return fmt, code.raw[:program.code_size]
+  finally:
+    testing.call(client, "Executable_Destroy", executable=handle)
+
+
+def test_optimized_program_of_a_global_program_is_partitioned_hlo(client):
+  # JAX's compiled.as_text() prints it; MLIR with sdy ops could not be
+  # converted to HLO there.
+  options = pjrt.compile_options(num_partitions=4,
+                                 use_spmd_partitioning=True)
+  exe = client.compile(_SHARDY_MATMUL, compile_options=options)
+  fmt, code = _optimized_program(client, exe)
+  assert fmt == "hlo_with_config"
+  # HloModuleProtoWithConfig: field 1 is the module.
+  fields = dict((f, v) for f, _, v in pjrt_co.iter_fields(code))
+  info = backends.read_hlo_program(fields[1])
+  # Each device's program: its 4x2 block of a and its 2x6 rows of b.
+  assert [shape for _, shape in info.parameters] == [(4, 2), (2, 6)]
+  assert info.uses_collectives
+  # The same program again comes from the compilation cache, which keeps
+  # no module: it is made again.
+  again = client.compile(_SHARDY_MATMUL, compile_options=options)
+  assert _optimized_program(client, again) == (fmt, code)
+  one = client.compile(testing.ADD_F32)
+  assert _optimized_program(client, one)[0] == "mlir"
 
 
 def test_outputs_not_allowed_to_propagate_are_replicated(client):

@@ -26,6 +26,7 @@ from pjrt._src.plugin.slots_client import device_of
 from pjrt._src.plugin.slots_client import topology_of
 
 _FORMAT_MLIR = ctypes.create_string_buffer(b"mlir")
+_FORMAT_HLO = ctypes.create_string_buffer(b"hlo_with_config")
 
 
 def executable_of(address) -> executables.Executable:
@@ -208,10 +209,11 @@ def _executable_optimized_program(args):
   if program.struct_size < abi.PJRT_Program.STRUCT_SIZE:
     raise support.InvalidArgumentError(
         f"PJRT_Program.struct_size is {program.struct_size}")
-  text = executable.c.get("program_text", lambda: executable.program.text(
-  ).encode("utf-8"))
-  program.format = ctypes.addressof(_FORMAT_MLIR)
-  program.format_size = 4
+  fmt, text = executable.c.get("optimized_program",
+                                executable.optimized_program)
+  name = _FORMAT_HLO if fmt == "hlo_with_config" else _FORMAT_MLIR
+  program.format = ctypes.addressof(name)
+  program.format_size = len(fmt)
   if not program.code:
     program.code_size = len(text)
     return

@@ -711,8 +711,10 @@ def hlo_module_to_proto(module: HloModule) -> bytes:
   entry = module.entry_computation
   proto.entry_computation_name = entry.name
   proto.entry_computation_id = comp_ids[id(entry)]
-  lp_util.program_shape_to_proto(module.entry_computation_layout(),
-                                 proto.host_program_shape)
+  # XLA requires a name per parameter here too.
+  lp_util.program_shape_to_proto(
+      module.entry_computation_layout(), proto.host_program_shape,
+      [p.name for p in entry.parameter_instructions])
   for a in module.input_output_aliases:
     e = proto.input_output_alias.entries.add(
         parameter_number=a.parameter_number, kind=2 if a.must_alias else 1)

@@ -7,6 +7,7 @@ import support
 from xla.hlo.ir.hlo_printer import HloPrintOptions
 from xla.hlo.parser import hlo_parser
 from xla.hlo.proto import hlo_proto
+from xla.hlo.proto import hlo_proto_schema
 from xla.service import hlo_verifier
 
 jax = pytest.importorskip("jax")
@@ -159,3 +160,14 @@ def test_unknown_instruction_field_is_unimplemented():
   ip.statistics_viz.statistics.add(stat_name="x", stat_val=1)
   with pytest.raises(support.UnimplementedError, match="statistics_viz"):
     hlo_proto.hlo_module_from_proto(proto.SerializeToString())
+
+
+def test_host_program_shape_names_every_parameter():
+  # XLA's reader checks that the entry's program shape has a name per
+  # parameter.
+  module = hlo_parser.parse_and_return_unverified_module(
+      "HloModule m\nENTRY e {\n  a = f32[2] parameter(0)\n"
+      "  b = f32[2] parameter(1)\n  ROOT s = f32[2] add(a, b)\n}\n")
+  proto = hlo_proto_schema.HloModuleProto()
+  proto.ParseFromString(hlo_proto.hlo_module_to_proto(module))
+  assert list(proto.host_program_shape.parameter_names) == ["a", "b"]

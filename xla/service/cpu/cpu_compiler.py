@@ -387,6 +387,17 @@ def _dump(options, name: str, suffix: str, text) -> None:
     f.write(text)
 
 
+def optimized_module(hlo_module, options: Optional[CpuCompileOptions] = None):
+  """What `compile` makes of `hlo_module` before code generation (a
+  clone): partitioned when it is a global program, HLO passes run. For
+  showing the optimized program of an executable that came from the cache
+  (which keeps no module)."""
+  module = hlo_module.clone()
+  spmd_pipeline.partition_if_sharded(module)
+  run_hlo_passes(module, options or CpuCompileOptions())
+  return module
+
+
 def compile_artifact(hlo_module, options: CpuCompileOptions,
                      stats: dict) -> tuple[cc.Artifact, object]:
   """Runs the whole compiler (no cache); returns the artifact (with its

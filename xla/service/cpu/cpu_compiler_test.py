@@ -6,6 +6,7 @@ import pytest
 
 import support
 from xla.hlo.evaluator.hlo_evaluator import HloEvaluator
+from xla.hlo.parser import hlo_parser
 from xla.service.cpu import cpu_compiler
 from xla.service.cpu import cpu_testing as ct
 
@@ -821,3 +822,17 @@ ENTRY e {
 }"""
   _, got = ct.run_and_compare(text, [])
   np.testing.assert_array_equal(got[0], np.ones((2, 3), bool))
+
+
+def test_optimized_module_is_the_partitioned_program():
+  module = hlo_parser.parse_and_return_unverified_module(
+      "HloModule m, num_partitions=2\nENTRY e {\n"
+      "  a = f32[8] parameter(0), sharding={devices=[2]<=[2]}\n"
+      "  ROOT s = f32[8] sine(a), sharding={replicated}\n}\n")
+  before = module.to_string()
+  out = cpu_compiler.optimized_module(module)
+  assert module.to_string() == before  # a clone is optimized
+  assert out.entry_computation.parameter_instructions[0].shape.dimensions == (
+      4,)
+  assert any(i.opcode.value == "all-gather"
+             for c in out.computations for i in c.instructions)
