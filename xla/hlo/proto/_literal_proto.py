@@ -215,9 +215,22 @@ def literal_from_proto(lp) -> Literal:
   return Literal(shape, array)
 
 
+def with_default_layouts(sp) -> None:
+  """Gives every array of a ShapeProto without a layout the default one
+  (major-to-minor): XLA's literal reader requires layouts, and the data
+  below is written in that order when the shape has none."""
+  if sp.tuple_shapes:
+    for t in sp.tuple_shapes:
+      with_default_layouts(t)
+  elif not sp.HasField("layout") and sp.element_type not in (
+      int(P.TUPLE), int(P.TOKEN)):
+    sp.layout.minor_to_major.extend(reversed(range(len(sp.dimensions))))
+
+
 def literal_to_proto(lit: Literal, lp) -> None:
   shape = lit.shape
   shape_to_proto(shape, lp.shape)
+  with_default_layouts(lp.shape)
   if shape.is_tuple():
     for e in lit.elements:
       literal_to_proto(e, lp.tuple_literals.add())

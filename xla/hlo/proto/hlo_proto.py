@@ -662,6 +662,9 @@ def _instruction_to_proto(instr, ip, ids, comp_ids) -> None:
     ip.parameter_number = instr.parameter_number
   if instr.opcode == O.kConstant:
     lp_util.literal_to_proto(instr.literal, ip.literal)
+    # XLA checks the instruction's shape against its literal's, layouts
+    # included (and a literal has one).
+    lp_util.with_default_layouts(ip.shape)
   _export_attrs(instr, ip, comp_ids)
   md = instr.metadata
   for f in ("op_type", "op_name", "source_file", "source_line",

@@ -171,3 +171,18 @@ def test_host_program_shape_names_every_parameter():
   proto = hlo_proto_schema.HloModuleProto()
   proto.ParseFromString(hlo_proto.hlo_module_to_proto(module))
   assert list(proto.host_program_shape.parameter_names) == ["a", "b"]
+
+
+def test_constants_carry_layouts():
+  # XLA's reader refuses a LiteralProto without a layout.
+  module = hlo_parser.parse_and_return_unverified_module(
+      "HloModule m\nENTRY e {\n  ROOT c = f32[2,3] constant({{1,2,3},{4,5,6}})\n}\n")
+  proto = hlo_proto_schema.HloModuleProto()
+  proto.ParseFromString(hlo_proto.hlo_module_to_proto(module))
+  (instr,) = proto.computations[0].instructions
+  assert list(instr.literal.shape.layout.minor_to_major) == [1, 0]
+  assert list(instr.shape.layout.minor_to_major) == [1, 0]
+  again = hlo_proto.hlo_module_from_proto(hlo_proto.hlo_module_to_proto(module))
+  np.testing.assert_array_equal(
+      again.entry_computation.root_instruction.literal.array,
+      [[1, 2, 3], [4, 5, 6]])
