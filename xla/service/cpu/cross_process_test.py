@@ -332,3 +332,51 @@ def test_placements_are_checked():
     execution.span_processes((0, 1, 1), 0, transport=_transport(hub, 0))
   with pytest.raises(support.InvalidArgumentError, match="runs none"):
     execution.span_processes((0, 0, 1, 1), 2, transport=_transport(hub, 2))
+
+
+@pytest.mark.parametrize("native", [True, False])
+@pytest.mark.parametrize("alias", [False, True])
+def test_all_reduce_thunk_on_buffers_that_alias(native, alias):
+  # One all-reduce thunk whose results are (alias) or are not its
+  # operands' buffers, two participants per process: the partial is
+  # folded into the first result, the reduction across processes received
+  # into the second where that is no unread operand.
+  from xla.service.cpu import thunk as thunk_lib  # pylint: disable=g-import-not-at-top
+  n, size, placement = 4, 3000, (0, 0, 1, 1)
+  hub = cross_process.LocalHub(reduce_natively=native)
+  spec_in = thunk_lib.LeafSpec(0, np.dtype(np.float32), (size,))
+  spec_out = thunk_lib.LeafSpec(1, np.dtype(np.float32), (size,))
+  thunk = collectives.CollectiveThunk(
+      "ar", "all-reduce", {"groups": [[0, 1, 2, 3]], "reduce": "add"},
+      [spec_in], [spec_out])
+  xs = [x.astype(np.float32) for x in _inputs(n, (size,), np.int32)]
+  ins = [x.copy() for x in xs]
+  outs = ins if alias else [np.zeros(size, np.float32) for _ in range(n)]
+  threads = []
+  for q in (0, 1):
+    execution = collectives.CollectiveExecution(1, n)
+    execution.span_processes(placement, q, transport=_transport(hub, q),
+                             timeout_s=30.0)
+    local = [f for f in range(n) if placement[f] == q]
+    for f in local:
+      execution.start((0, f))
+
+    def body(f, execution=execution):
+      p = execution.process((0, f))
+      table = np.array([ins[f].__array_interface__["data"][0],
+                        outs[f].__array_interface__["data"][0]], np.uint64)
+      try:
+        thunk.run(collectives.ParticipantState(table, None, None, p))
+      except BaseException as e:  # pylint: disable=broad-except
+        execution.abort((0, f), e)
+        raise
+      execution.finish((0, f))
+
+    threads += [threading.Thread(target=body, args=(f,)) for f in local]
+  for t in threads:
+    t.start()
+  for t in threads:
+    t.join(60)
+  want = (xs[0] + xs[1]) + (xs[2] + xs[3])
+  for f in range(n):
+    np.testing.assert_array_equal(outs[f], want, err_msg=f"participant {f}")
