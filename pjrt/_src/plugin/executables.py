@@ -126,15 +126,22 @@ class Executable:
     """(HLO sharding text of each parameter, of each output) of a program
     of several partitions: the partitioned program's (`Compiled.shardings`),
     or replicated for one that was not partitioned (each device holds whole
-    values). None for one device, or replicas (no SPMD shardings)."""
+    values). None for one device, or replicas (no SPMD shardings). A
+    program without outputs has one output sharding, the empty tuple's
+    `{}`."""
     if self.num_partitions <= 1 or self.num_replicas > 1:
       return None
     found = self.compiled.shardings()
-    if found is not None:
-      return found
-    replicated = "{replicated}"
-    return ([replicated] * len(self.program.parameters),
-            [replicated] * len(self.program.results))
+    if found is None:
+      replicated = "{replicated}"
+      found = ([replicated] * len(self.program.parameters),
+               [replicated] * len(self.program.results))
+    params, outputs = found
+    if not self.program.results:
+      # No outputs: the empty tuple's sharding, as XLA gives (and JAX
+      # requires exactly one then).
+      outputs = ["{}"]
+    return params, outputs
 
   def optimized_program(self) -> tuple[str, bytes]:
     """(format, code) of PJRT_Executable_OptimizedProgram: a partitioned

@@ -484,3 +484,28 @@ def test_a_jax_program_in_per_device_form(client):
     xs = [x + p for p in range(4)]
     for p, (out,) in enumerate(_run(client, exe, [[v] for v in xs])):
       np.testing.assert_allclose(out, np.asarray(fn(xs[p])), rtol=1e-5)
+
+
+def test_a_program_without_outputs_has_the_empty_tuple_sharding(client):
+  # JAX requires exactly one output sharding for a program with no
+  # outputs (XLA's, of the empty tuple).
+  program = """
+module @m attributes {mhlo.num_partitions = 4 : i32} {
+  sdy.mesh @mesh = <["x"=4]>
+  func.func public @main(%a: tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>}) {
+    return
+  }
+}
+"""
+  options = pjrt.compile_options(num_partitions=4,
+                                 use_spmd_partitioning=True)
+  exe = client.compile(program, compile_options=options)
+  assert len(_shardings(client, exe, "Output")) == 1
+  assert exe_shardings(exe) == (["{devices=[4]<=[4]}"], ["{}"])
+  # An OpSharding of type TUPLE (2) with no elements.
+  assert backends.op_sharding_protos(["{}"]) == [b"\x08\x02"]
+
+
+def exe_shardings(exe):
+  from pjrt._src.plugin import slots_executable  # pylint: disable=g-import-not-at-top
+  return slots_executable.loaded_of(exe.handle).executable.shardings()
