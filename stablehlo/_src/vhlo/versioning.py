@@ -11,6 +11,8 @@ target (`check_legal`), including the versioned constraints some ops carry.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 import support
@@ -294,6 +296,13 @@ def upgrade(root: vhlo_ir.VhloOp) -> None:
       _rename(op, definition)
 
 
+@functools.lru_cache(maxsize=64)
+def _supported_at(parts: tuple) -> frozenset:
+  """The names of the op definitions a target (without patch) supports."""
+  target = v.Version(*parts)
+  return frozenset(name for name, d in ops.OPS.items() if d.supports(target))
+
+
 def downgrade(root: vhlo_ir.VhloOp, target: v.Version) -> list:
   """Brings every VHLO op to the version `target` supports (in place).
 
@@ -301,10 +310,13 @@ def downgrade(root: vhlo_ir.VhloOp, target: v.Version) -> list:
   an op cannot be expressed there.
   """
   rewritten = []
+  supported = _supported_at(target.without_patch().parts)
   for op in root.walk():
     if op.dialect != "vhlo":  # the module; sdy ops and casts (mixed)
       continue
     definition = ops.lookup(op.name)
+    if definition is not None and definition.name in supported:
+      continue  # nothing to do: most ops at most targets
     versions = ops.VERSIONS[definition.base]
     if not any(d.supports(target) for d in versions):
       raise UnsupportedAtTargetError(
@@ -366,39 +378,56 @@ def _constraint_issue(op: vhlo_ir.VhloOp, target: v.Version):
   return None
 
 
+# Targets at or above these have every attribute / type kind and meet every
+# versioned op constraint, so check_legal skips those walks for them.
+_NEWEST_ENTRY = max(_V(x) for x in list(_TYPE_MIN.values()) +
+                    list(_ATTR_MIN.values()))
+_NEWEST_CONSTRAINT = _V("1.17.0")  # the newest version _constraint_issue tests
+
+
 def check_legal(root: vhlo_ir.VhloOp, target: v.Version) -> None:
   """Raises UnsupportedAtTargetError unless all of `root` exists at target."""
   target = target.without_patch()
+  supported = _supported_at(target.parts)
+  check_constraints = target < _NEWEST_CONSTRAINT
+  check_entries = target < _NEWEST_ENTRY
   for op in root.walk():
     if op.dialect != "vhlo":  # the module; sdy ops and casts (mixed)
       continue
-    where = _stablehlo_name(op)
     definition = op.definition
-    if not definition.supports(target):
+    if definition.name not in supported:
       raise UnsupportedAtTargetError(
-          f"{where} (vhlo.{definition.name}) is not available in StableHLO "
-          f"{target}")
-    issue = _constraint_issue(op, target)
+          f"{_stablehlo_name(op)} (vhlo.{definition.name}) is not available "
+          f"in StableHLO {target}")
+    if check_constraints:
+      issue = _constraint_issue(op, target)
+      if issue:
+        what, why, need = issue
+        raise UnsupportedAtTargetError(
+            f"{_stablehlo_name(op)}: {what} with {why} needs StableHLO >= "
+            f"{need}; it cannot be serialized for target {target}")
+    if check_entries:
+      _check_entries(op, target)
+
+
+def _check_entries(op: vhlo_ir.VhloOp, target: v.Version) -> None:
+  """Raises unless every attribute and type `op` uses exists at target."""
+  where = _stablehlo_name(op)
+  for name, attr in op.named.items():
+    issue = _attr_issue(attr, target)
     if issue:
-      what, why, need = issue
       raise UnsupportedAtTargetError(
-          f"{where}: {what} with {why} needs StableHLO >= {need}; it cannot "
+          f"{where}: attribute '{name}' uses {issue[0]}, which needs "
+          f"StableHLO >= {issue[1]}; it cannot be serialized for target "
+          f"{target}")
+  values = list(op.operands) + list(op.results) + [
+      arg for r in op.regions for b in r.blocks for arg in b.args]
+  for value in values:
+    issue = _type_issue(value.type, target)
+    if issue:
+      raise UnsupportedAtTargetError(
+          f"{where}: {issue[0]} needs StableHLO >= {issue[1]}; it cannot "
           f"be serialized for target {target}")
-    for name, attr in op.named.items():
-      issue = _attr_issue(attr, target)
-      if issue:
-        raise UnsupportedAtTargetError(
-            f"{where}: attribute '{name}' uses {issue[0]}, which needs "
-            f"StableHLO >= {issue[1]}; it cannot be serialized for target "
-            f"{target}")
-    values = list(op.operands) + list(op.results) + [
-        arg for r in op.regions for b in r.blocks for arg in b.args]
-    for value in values:
-      issue = _type_issue(value.type, target)
-      if issue:
-        raise UnsupportedAtTargetError(
-            f"{where}: {issue[0]} needs StableHLO >= {issue[1]}; it cannot "
-            f"be serialized for target {target}")
 
 
 def to_version(root: vhlo_ir.VhloOp, target) -> list:
