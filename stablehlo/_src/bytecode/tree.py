@@ -19,23 +19,57 @@ import dataclasses
 from typing import Any, Optional, Union
 
 
+class _Uniqued:
+  """Hashing and equality of an `Attr` / `Type` by content, as MLIR uniques
+  them, with the hash computed once: the writer keys its numbering tables
+  by entries, and a nested entry would otherwise rehash its whole tree on
+  every lookup. The cached hash is not pickled (string hashes differ
+  between processes)."""
+
+  def __hash__(self):
+    h = self.__dict__.get("_hash")
+    if h is None:
+      h = hash((self.dialect, self.kind, self.fields))
+      self.__dict__["_hash"] = h
+    return h
+
+  def __eq__(self, other):
+    if self is other:
+      return True
+    if other.__class__ is not self.__class__:
+      return NotImplemented
+    return (hash(self) == hash(other) and self.kind == other.kind and
+            self.dialect == other.dialect and self.fields == other.fields)
+
+  def __getstate__(self):
+    state = dict(self.__dict__)
+    state.pop("_hash", None)
+    return state
+
+
 @dataclasses.dataclass(frozen=True)
-class Attr:
+class Attr(_Uniqued):
   """An attribute with a dialect encoding: `dialect`.`kind` + fields."""
   dialect: str
   kind: str
   fields: tuple = ()
+
+  __hash__ = _Uniqued.__hash__
+  __eq__ = _Uniqued.__eq__
 
   def __repr__(self):
     return f"Attr({self.dialect}.{self.kind}{self.fields!r})"
 
 
 @dataclasses.dataclass(frozen=True)
-class Type:
+class Type(_Uniqued):
   """A type with a dialect encoding: `dialect`.`kind` + fields."""
   dialect: str
   kind: str
   fields: tuple = ()
+
+  __hash__ = _Uniqued.__hash__
+  __eq__ = _Uniqued.__eq__
 
   def __repr__(self):
     return f"Type({self.dialect}.{self.kind}{self.fields!r})"
