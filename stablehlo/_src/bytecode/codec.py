@@ -144,8 +144,17 @@ def _fn(codec: DialectCodec, kind: str) -> Callable:
 def read_fields(codec: DialectCodec, spec, r: encoding.Reader,
                 ctx: DecodeContext) -> tuple:
   values = []
+  append = values.append
   for _, kind in spec:
-    values.append(_read_field(codec, kind, r, ctx, values))
+    # References and plain varints are most fields: read them here.
+    if kind == "attr":
+      append(ctx.attr(r.varint("attribute reference"), r))
+    elif kind == "type":
+      append(ctx.type(r.varint("type reference"), r))
+    elif kind == "varint":
+      append(r.varint())
+    else:
+      append(_read_field(codec, kind, r, ctx, values))
   return tuple(values)
 
 
@@ -225,7 +234,15 @@ def write_fields(codec: DialectCodec, spec, values: tuple,
         f"{codec.dialect}: expected {len(spec)} fields, got {len(values)}")
   done = []
   for (name, kind), value in zip(spec, values):
-    _write_field(codec, kind, value, e, ctx, done)
+    # References and plain varints are most fields: write them here.
+    if kind == "attr":
+      e.varint(ctx.attr_index(value))
+    elif kind == "type":
+      e.varint(ctx.type_index(value))
+    elif kind == "varint":
+      e.varint(value)
+    else:
+      _write_field(codec, kind, value, e, ctx, done)
     done.append(value)
 
 
@@ -322,8 +339,24 @@ def nested_refs(spec, values: tuple):
         yield "attr", b
 
 
+_SPECS: dict = {}
+
+
 def spec_of(entry):
   """(codec, code, field spec) of a decoded `Attr`/`Type`, or None."""
+  key = (entry.__class__, entry.dialect, entry.kind)
+  spec = _SPECS.get(key)
+  if spec is None:
+    spec = _spec_of(entry)
+    if spec is not None and _REGISTRY.get(entry.dialect) is spec[0]:
+      _SPECS[key] = spec
+  elif _REGISTRY.get(entry.dialect) is not spec[0]:  # re-registered codec
+    _SPECS.clear()
+    return _spec_of(entry)
+  return spec
+
+
+def _spec_of(entry):
   codec = lookup(entry.dialect)
   if codec is None:
     return None

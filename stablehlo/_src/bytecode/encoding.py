@@ -85,11 +85,11 @@ class Reader:
     return self.end - self.pos
 
   def byte(self, what: str = "byte") -> int:
-    if self.pos >= self.end:
+    pos = self.pos
+    if pos >= self.end:
       raise self.error(f"unexpected end of data reading {what}")
-    value = self.data[self.pos]
-    self.pos += 1
-    return value
+    self.pos = pos + 1
+    return self.data[pos]
 
   def bytes(self, n: int, what: str = "bytes") -> bytes:
     if n < 0 or n > self.end - self.pos:
@@ -100,9 +100,12 @@ class Reader:
     return value
 
   def varint(self, what: str = "varint") -> int:
-    start = self.pos
-    first = self.byte(what)
-    if first & 1:
+    start = pos = self.pos
+    if pos >= self.end:
+      raise self.error(f"unexpected end of data reading {what}")
+    first = self.data[pos]
+    self.pos = pos + 1
+    if first & 1:  # one byte: most varints (indices, small counts)
       return first >> 1
     if first == 0:
       return int.from_bytes(self.bytes(8, what), "little")
@@ -117,6 +120,12 @@ class Reader:
     return zigzag_decode(self.varint(what))
 
   def varint_with_flag(self, what: str = "varint") -> tuple[int, bool]:
+    pos = self.pos
+    if pos < self.end:
+      first = self.data[pos]
+      if first & 1:
+        self.pos = pos + 1
+        return first >> 2, bool(first & 2)
     value = self.varint(what)
     return value >> 1, bool(value & 1)
 
@@ -191,11 +200,11 @@ class Emitter:
     self.buf += data
 
   def varint(self, value: int) -> None:
-    if value < 0 or value > _U64:
-      raise support.InvalidArgumentError(f"varint {value} out of range")
-    if value < 0x80:
+    if 0 <= value < 0x80:  # one byte: most varints
       self.buf.append((value << 1) | 1)
       return
+    if value < 0 or value > _U64:
+      raise support.InvalidArgumentError(f"varint {value} out of range")
     for num_bytes in range(2, 9):
       if value >> (7 * num_bytes) == 0:
         encoded = ((value << 1) | 1) << (num_bytes - 1)

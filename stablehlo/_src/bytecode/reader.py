@@ -264,10 +264,20 @@ class _FileReader(codec.DecodeContext):
   # --- DecodeContext: lazily decoded attributes and types --------------------
 
   def attr(self, index: int, r: encoding.Reader):
-    return self._resolve(self.attrs, index, r, "attribute")
+    attrs = self.attrs
+    if index < len(attrs):  # an entry decoded before: most references
+      value = attrs[index].value
+      if value is not None:
+        return value
+    return self._resolve(attrs, index, r, "attribute")
 
   def type(self, index: int, r: encoding.Reader):
-    return self._resolve(self.types, index, r, "type")
+    types = self.types
+    if index < len(types):
+      value = types[index].value
+      if value is not None:
+        return value
+    return self._resolve(types, index, r, "type")
 
   def string(self, index: int, r: encoding.Reader) -> str:
     if index >= len(self.strings):
