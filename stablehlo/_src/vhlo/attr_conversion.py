@@ -208,12 +208,38 @@ def encoding_from_vhlo(attr) -> a.Attribute:
                         "counterpart")
 
 
+# Types are immutable values on both sides, and a module names few distinct
+# ones many times: conversions are kept (bounded), as MLIR's context keeps
+# each type once.
+_TO_VHLO_TYPES: dict = {}
+_FROM_VHLO_TYPES: dict = {}
+_TYPE_CACHE_LIMIT = 1 << 14
+
+
 def type_to_vhlo(ty: t.Type) -> tree.Type:
-  return tc.to_vhlo(ty, encoding_to_vhlo)
+  try:
+    hit = _TO_VHLO_TYPES.get(ty)
+  except TypeError:  # an unhashable encoding
+    return tc.to_vhlo(ty, encoding_to_vhlo)
+  if hit is None:
+    hit = tc.to_vhlo(ty, encoding_to_vhlo)
+    if len(_TO_VHLO_TYPES) >= _TYPE_CACHE_LIMIT:
+      _TO_VHLO_TYPES.clear()
+    _TO_VHLO_TYPES[ty] = hit
+  return hit
 
 
 def type_from_vhlo(ty) -> t.Type:
-  return tc.from_vhlo(ty, encoding_from_vhlo)
+  try:
+    hit = _FROM_VHLO_TYPES.get(ty)
+  except TypeError:
+    return tc.from_vhlo(ty, encoding_from_vhlo)
+  if hit is None:
+    hit = tc.from_vhlo(ty, encoding_from_vhlo)
+    if len(_FROM_VHLO_TYPES) >= _TYPE_CACHE_LIMIT:
+      _FROM_VHLO_TYPES.clear()
+    _FROM_VHLO_TYPES[ty] = hit
+  return hit
 
 
 # --- StableHLO -> VHLO ------------------------------------------------------------

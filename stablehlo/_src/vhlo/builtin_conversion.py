@@ -396,6 +396,9 @@ def range_numbers(attr) -> tuple:
       f"file location range with {len(raw)} numbers (at most 4)")
 
 
+_FILE_LOC_TEXT_RE = re.compile(r'".*":[0-9]+:[0-9]+', re.S)
+
+
 def location_to_builtin(loc, aliases=None, depth: int = 0):
   """The builtin location attribute of one of our `Location`s."""
   if loc is None or loc.kind == "unknown":
@@ -407,8 +410,7 @@ def location_to_builtin(loc, aliases=None, depth: int = 0):
     return file_range(loc.filename or "", loc.line, loc.col, end_line,
                       end_col)
   if loc.kind == "file" and (loc.text is None or
-                             re.fullmatch(r'".*":[0-9]+:[0-9]+', loc.text,
-                                          re.S)):
+                             _FILE_LOC_TEXT_RE.fullmatch(loc.text)):
     return ba("FileLineColLoc", string(loc.filename or ""), int(loc.line),
               int(loc.col))
   if loc.text is None:
@@ -435,6 +437,11 @@ def _loc_string(attr, what: str) -> str:
                         f"{getattr(attr, 'kind', type(attr).__name__)}")
 
 
+# The fields each location kind has at least.
+_LOC_FIELDS = {"FileLineColLoc": 3, "FileLineColRange": 2, "NameLoc": 2,
+               "CallSiteLoc": 2, "FusedLoc": 1, "FusedLocWithMetadata": 2}
+
+
 def _check_location(attr) -> None:
   """Rejects a location whose fields have the wrong kinds (corrupt input)."""
   if (not isinstance(attr, tree.Attr) or attr.dialect != DIALECT or
@@ -442,9 +449,7 @@ def _check_location(attr) -> None:
     raise ConversionError(
         f"not a builtin location: {getattr(attr, 'kind', attr)!r}")
   kind, f = attr.kind, attr.fields
-  need = {"FileLineColLoc": 3, "FileLineColRange": 2, "NameLoc": 2,
-          "CallSiteLoc": 2, "FusedLoc": 1, "FusedLocWithMetadata": 2}
-  if len(f) < need.get(kind, 0):
+  if len(f) < _LOC_FIELDS.get(kind, 0):
     raise ConversionError(f"{kind} with {len(f)} fields")
   if kind == "FileLineColLoc":
     _loc_string(f[0], "file location")
@@ -486,16 +491,29 @@ def location_text(attr) -> str:
   return text
 
 
+# A module's ops share a few file names: each is escaped once.
+_QUOTED_FILENAMES: dict[str, str] = {}
+
+
+def _quoted_filename(name: str) -> str:
+  quoted = _QUOTED_FILENAMES.get(name)
+  if quoted is None:
+    if len(_QUOTED_FILENAMES) >= 1024:
+      _QUOTED_FILENAMES.clear()
+    quoted = _QUOTED_FILENAMES[name] = attr_printer.format_string(name)
+  return quoted
+
+
 def _location_text(attr) -> str:
   _check_location(attr)
   kind, f = attr.kind, attr.fields
   if kind == "UnknownLoc":
     return "unknown"
   if kind == "FileLineColLoc":
-    return f"{attr_printer.format_string(f[0].fields[0])}:{f[1]}:{f[2]}"
+    return f"{_quoted_filename(f[0].fields[0])}:{f[1]}:{f[2]}"
   if kind == "FileLineColRange":
     line, col, end_line, end_col = range_numbers(attr)
-    text = f"{attr_printer.format_string(f[0].fields[0])}:{line}:{col}"
+    text = f"{_quoted_filename(f[0].fields[0])}:{line}:{col}"
     if (end_line, end_col) == (line, col):
       return text
     if end_line == line:

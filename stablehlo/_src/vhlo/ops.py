@@ -14,6 +14,7 @@ everything else on the op is a discardable attribute.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 
 from stablehlo._src.vhlo import version as v
@@ -235,7 +236,7 @@ class OpDef:
   def full_name(self) -> str:
     return "vhlo." + self.name
 
-  @property
+  @functools.cached_property
   def property_names(self) -> tuple:
     """The declared attributes in the order properties store them."""
     return tuple(sorted(self.attributes))
