@@ -169,3 +169,13 @@ class Location:
 
 
 UNKNOWN_LOC = Location()
+
+
+def file_location(filename: str, line: int, col: int, text: str) -> Location:
+  """`Location("file", filename, line, col, text=text)`, built without the
+  frozen dataclass's field-by-field __init__: the text parser makes one per
+  operation."""
+  loc = object.__new__(Location)
+  loc.__dict__.update(kind="file", filename=filename, line=line, col=col,
+                      text=text, end_line=None, end_col=None)
+  return loc

@@ -54,6 +54,7 @@ class Parser(attr_parser.AttrParser):
     self.resources: dict = {}
     self._pending_alias_locs: list = []
     self._quoted_filename = None
+    self._loc_cursor = (0, 1, 0)  # (offset, its line, that line's start)
 
   # --- values ------------------------------------------------------------------
 
@@ -470,13 +471,26 @@ class Parser(attr_parser.AttrParser):
     self.expect_punct("#-}", "to end resource block")
 
   def _source_location(self, pos: int) -> a.Location:
-    line, col = self.source.line_col(pos)
+    # Ops come in text order: count the newlines since the previous op's
+    # name rather than searching a table of line starts.
+    last_pos, line, line_start = self._loc_cursor
+    if pos >= last_pos:
+      text = self.text
+      newlines = text.count("\n", last_pos, pos)
+      if newlines:
+        line += newlines
+        line_start = text.rfind("\n", last_pos, pos) + 1
+      self._loc_cursor = (pos, line, line_start)
+      col = pos - line_start + 1
+      line += self.source.line_offset
+    else:
+      line, col = self.source.line_col(pos)
     quoted = self._quoted_filename
     if quoted is None:
       quoted = self._quoted_filename = self.source.filename.replace(
           "\\", "\\\\").replace('"', '\\"')
-    return a.Location("file", self.source.filename, line, col,
-                      text=f'"{quoted}":{line}:{col}')
+    return a.file_location(self.source.filename, line, col,
+                           f'"{quoted}":{line}:{col}')
 
   def _resolve_loc_aliases(self, module):
     def resolve(loc, depth=0):

@@ -9,6 +9,7 @@ A `PrettyForm` is one op's pair of functions:
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Callable
 
 from stablehlo._src.ir import attributes as a
@@ -36,14 +37,30 @@ def make_op(name, operands, result_types, attributes=None, properties=None,
 # --- parsing helpers -----------------------------------------------------------
 
 
+# `%a, %b, %c` written plainly (one space after each comma, no comments):
+# the operand lists of most ops, read with one match instead of two tokens
+# per operand.
+_OPERAND = r"%[A-Za-z0-9_$.\-]+(?:\#[0-9]+)?"
+_OPERAND_RE = re.compile(_OPERAND)
+_OPERAND_LIST_RE = re.compile(_OPERAND + r"(?:, " + _OPERAND + r")*")
+
+
 def parse_operand_toks(p, allow_empty: bool = True) -> list[lx.Token]:
   """`%a, %b, ...`; stops before a comma not followed by a value."""
-  toks = []
-  if not p.at_value():
+  tok = p.peek()
+  if tok.kind != lx.PERCENT_ID:
     if not allow_empty:
       raise p.error("expected SSA operand")
-    return toks
-  toks.append(p.next())
+    return []
+  m = _OPERAND_LIST_RE.match(p.text, tok.pos)
+  end = m.end()
+  if end == tok.end:
+    toks = [tok]
+    p.next()
+  else:
+    toks = [lx.Token(lx.PERCENT_ID, o.group(), o.start())
+            for o in _OPERAND_RE.finditer(p.text, tok.pos, end)]
+    p.lex.reset(end)
   while p.at_punct(","):
     save = p.lex.token_start()
     p.next()
