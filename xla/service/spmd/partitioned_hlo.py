@@ -543,12 +543,63 @@ def _keep_on_first(b: Builder, ph: PartitionedHlo, target: HloSharding
   return PartitionedHlo(x, ph.base_shape, target)
 
 
+def _scatter_to_unreduced(b: Builder, ph: PartitionedHlo,
+                          target: HloSharding) -> Optional[PartitionedHlo]:
+  """A tiled value as the unreduced `target` without moving data, where
+  its tiles cut the target's (reduced) tiles evenly and each group holds
+  every piece of its tile: each device places its tile at its place in a
+  zero tile of the target's, and of the devices of a group holding the
+  same piece only the first keeps it (what XLA makes of it). None where
+  the tilings do not fit so."""
+  base, groups = split_unreduced(target, b.n)
+  dims = ph.base_shape.dimensions
+  rank = len(dims)
+  sm = su.tile_map(ph.sharding, rank, b.n)
+  bm = su.tile_map(base, rank, b.n)
+  if any(dims[d] % sm.counts[d] or sm.counts[d] % bm.counts[d]
+         for d in range(rank)):
+    return None
+  ratio = [sm.counts[d] // bm.counts[d] for d in range(rank)]
+  if any(sm.index[p][d] // ratio[d] != bm.index[p][d]
+         for p in range(b.n) for d in range(rank)):
+    return None
+  keep = [0] * b.n
+  for group in groups:
+    seen = set()
+    for p in group:
+      piece = tuple(sm.index[p][d] % ratio[d] for d in range(rank))
+      if piece not in seen:
+        seen.add(piece)
+        keep[p] = 1
+    if len(seen) != math.prod(ratio):
+      return None
+  x = ph.hlo
+  zero = b.scalar(0, x.shape.element_type)
+  if any(r > 1 for r in ratio):
+    tile = local_shape(ph.base_shape, base)
+    starts = [b.per_partition([(sm.index[p][d] % ratio[d]) *
+                               (dims[d] // sm.counts[d]) for p in range(b.n)])
+              for d in range(rank)]
+    x = b.emit(O.kDynamicUpdateSlice, tile, (b.broadcast_scalar(zero, tile),
+                                             x, *starts))
+  if not all(keep):
+    flag = b.add(hi.create_compare(
+        shape_util.scalar(P.PRED), b.per_partition(keep), b.scalar(0, P.S32),
+        xla_data.ComparisonDirection.NE))
+    x = b.emit(O.kSelect, x.shape, (b.broadcast_scalar(flag, x.shape), x,
+                                    b.broadcast_scalar(zero, x.shape)))
+  return PartitionedHlo(x, ph.base_shape, target)
+
+
 def _reshard_unreduced(b: Builder, ph: PartitionedHlo, target: HloSharding
                        ) -> PartitionedHlo:
   if has_unreduced(ph.sharding):
     ph = reduce_unreduced(b, ph)
   if not has_unreduced(target):
     return reshard(b, ph, target)
+  scattered = _scatter_to_unreduced(b, ph, target)
+  if scattered is not None:
+    return scattered
   base, _ = split_unreduced(target, b.n)
   return _keep_on_first(b, reshard(b, ph, base), target)
 

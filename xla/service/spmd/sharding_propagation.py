@@ -95,6 +95,12 @@ def from_leaves(leaves: Sequence[HloSharding], shape) -> HloSharding:
   return leaves[0]
 
 
+def _has_unreduced(s: HloSharding) -> bool:
+  return s.is_unreduced or (
+      s.type == hlo_sharding.OpShardingType.OTHER and
+      hlo_sharding.OpShardingType.UNREDUCED in s.subgroup_types)
+
+
 def _elementwise_like(instr) -> bool:
   return instr.is_elementwise() or instr.opcode in (
       O.kBitcastConvert, O.kStochasticConvert) and all(
@@ -519,6 +525,21 @@ class ShardingPropagation(hlo_pass_interface.HloModulePass):
         if not leaf.is_array() or not leaf.dimensions:
           if sh[id(instr)][k] is None:
             sh[id(instr)][k] = HloSharding.replicate()
+    # An unreduced constraint on a contraction or sum (its only user) is
+    # the contraction's own sharding: the partitioner then keeps its
+    # partial results, as XLA does, instead of reducing and re-splitting.
+    for instr in instrs:
+      if not (instr.opcode == O.kCustomCall and
+              instr.custom_call_target == SHARDING_TARGET):
+        continue
+      s = sh[id(instr)][0]
+      op = instr.operand(0)
+      if (s is None or s.is_tuple or not _has_unreduced(s) or
+          op.opcode not in (O.kDot, O.kReduce) or op.shape.is_tuple() or
+          len(op.users) != 1 or fixed[id(op)][0]):
+        continue
+      sh[id(op)] = [s]
+      fixed[id(op)] = [True]
 
     orders = {id(c): c.make_instruction_post_order() for c in comps}
 

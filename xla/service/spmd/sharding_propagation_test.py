@@ -363,3 +363,17 @@ def test_manual_region_from_jax():
   }""")
   assert sh["x"].is_manual and sh["y"].is_manual and sh["c"].is_manual
   assert sh["a"].is_replicated
+
+
+def test_an_unreduced_constraint_is_its_contractions_sharding():
+  module = hlo_parser.parse_and_return_unverified_module("""HloModule m
+ENTRY e {
+  x = f32[2,2] parameter(0), sharding={devices=[1,2]<=[2]}
+  y = f32[2,2] parameter(1), sharding={devices=[2,1]<=[2]}
+  d = f32[2,2] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT c = f32[2,2] custom-call(d), custom_call_target="Sharding", sharding={unreduced}
+}
+""")
+  sp.ShardingPropagation(2).run(module)
+  dot = module.entry_computation.root_instruction.operand(0)
+  assert str(hlo_sharding.of(dot)) == "{unreduced}"

@@ -281,6 +281,14 @@ def reducer_with_identity(reducer, init: HloInstruction) -> bool:
     return bool(value == np.asarray(want).astype(value.dtype))
 
 
+def _is_sum(instr) -> bool:
+  """Whether a reduce's computation adds its two parameters (unreduced
+  partials are summed)."""
+  root = instr.to_apply.root_instruction
+  return (root.opcode == O.kAdd and
+          all(o.opcode == O.kParameter for o in root.operands))
+
+
 @register_handler(O.kReduce)
 def handle_reduce(cp, instr) -> PartitionedHlo:
   b = cp.b
@@ -337,6 +345,10 @@ def handle_reduce(cp, instr) -> PartitionedHlo:
     out_all = out_sharding
   new = clone(b, instr, _local(instr.shape, out_all),
               [x.hlo for x in inputs] + inits)
+  if partial and not instr.shape.is_tuple() and _is_sum(instr):
+    partials = cp.partials_if_unreduced(instr, new, groups, out_all)
+    if partials is not None:
+      return partials
   if partial:
     new = ph_lib.all_reduce(b, new, groups, instr.to_apply)
   return finish(cp, instr, PartitionedHlo(new, instr.shape, out_all))
@@ -417,6 +429,9 @@ def handle_dot(cp, instr) -> PartitionedHlo:
   new = clone(b, instr, _local(instr.shape, out_sharding),
               [lhs.hlo, rhs.hlo])
   if groups:
+    partials = cp.partials_if_unreduced(instr, new, groups, out_sharding)
+    if partials is not None:
+      return partials
     new = ph_lib.all_reduce(
         b, new, groups, cp.state.sum_reducer(instr.shape.element_type))
   return finish(cp, instr, PartitionedHlo(new, instr.shape, out_sharding))

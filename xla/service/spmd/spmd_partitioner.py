@@ -21,7 +21,8 @@ reshards.
 Unreduced values (`{unreduced}`, an `unreduced` subgroup: each device of a
 group holds a partial result, the value is their sum) pass through the
 SPMD custom calls, tuples and control flow as they are, and through copy,
-negate, add and subtract of operands with the same sharding; any other op
+negate, add and subtract with an unreduced result; a contraction or sum
+whose partial results are the unreduced result keeps them; any other op
 reads them reduced (an all-reduce over each group), and an unreduced
 result of one is computed reduced, then kept on the first device of each
 group, zeros on the others (`partitioned_hlo.reshard` does both).
@@ -54,6 +55,7 @@ from xla.hlo.pass_ import hlo_pass_interface
 from xla.hlo.transforms.simplifiers import hlo_dce
 from xla.service.spmd import partitioned_hlo as ph_lib
 from xla.service.spmd import sharding_propagation as sp
+from xla.service.spmd import sharding_util as su
 from xla.service.spmd import spmd_handlers
 from xla.service.spmd.partitioned_hlo import PartitionedHlo
 from xla.service.spmd.partitioned_hlo import register_handler
@@ -77,8 +79,8 @@ _MANUAL_AWARE = frozenset({O.kCustomCall, O.kWhile, O.kCall, O.kConditional,
 # computes an unreduced result reduced, then keeps it on one device of each
 # group (a sum of partials is what an unreduced value means; computing the
 # partials themselves, as XLA's dot handler does, is left to come).
-# Elementwise ops linear in their operands: on operands that are partials
-# with the result's unreduced sharding they run on the partials.
+# Elementwise ops linear in their operands: with an unreduced result they
+# run on partials of their operands under the result's sharding.
 _LINEAR_ELEMENTWISE = frozenset({O.kCopy, O.kNegate, O.kAdd, O.kSubtract})
 _UNREDUCED_AWARE = frozenset({O.kCustomCall, O.kWhile, O.kCall,
                               O.kConditional, O.kParameter, O.kTuple,
@@ -125,6 +127,8 @@ class ComputationPartitioner:
     # id(instr) -> the sharding its handler computes (an unreduced target
     # read reduced by a handler that does not make one).
     self._computed_as: dict[int, HloSharding] = {}
+    # id(instr) -> its unreduced target, while its handler runs.
+    self._unreduced_goal: dict[int, HloSharding] = {}
 
   @property
   def n(self) -> int:
@@ -165,21 +169,23 @@ class ComputationPartitioner:
       if instr.opcode not in _MANUAL_AWARE and _is_manual(target):
         return self.manual_clone(instr)
       if (instr.opcode in _LINEAR_ELEMENTWISE and
-          ph_lib.has_unreduced(target) and all(
-              self.values[id(op)].sharding == target
-              for op in instr.operands)):
-        # Partials in, partials out: the op runs on each device's partial.
-        operands = [self.values[id(op)].hlo for op in instr.operands]
+          ph_lib.has_unreduced(target)):
+        # Partials in, partials out: the op runs on each device's partial
+        # (its operands made partials of the target's first).
+        operands = [ph_lib.reshard(self.b, self.values[id(op)], target).hlo
+                    for op in instr.operands]
         new = spmd_handlers.clone(self.b, instr, operands[0].shape, operands)
         return PartitionedHlo(new, instr.shape, target)
       if (instr.opcode not in _UNREDUCED_AWARE and
           not instr.shape.is_tuple() and ph_lib.has_unreduced(target)):
         self._computed_as[id(instr)] = ph_lib.split_unreduced(
             target, self.n)[0]
+        self._unreduced_goal[id(instr)] = target
         try:
           value = self._handle(instr)
         finally:
           del self._computed_as[id(instr)]
+          del self._unreduced_goal[id(instr)]
         return ph_lib.reshard(self.b, value, target)
       return self._handle(instr)
     except support.UnimplementedError as e:
@@ -196,6 +202,26 @@ class ComputationPartitioner:
     return handler(self, instr)
 
   # -- shared by handlers ------------------------------------------------------
+
+  def partials_if_unreduced(self, instr, partial: HloInstruction,
+                            groups, sharding: HloSharding
+                            ) -> Optional[PartitionedHlo]:
+    """For a handler about to all-reduce `partial` (each device's partial
+    result, to be `sharding` once summed over `groups`): the partials
+    themselves as the result, where the instruction's target is unreduced
+    over exactly those groups (as XLA leaves a contraction or reduction
+    over the unreduced axes); else None."""
+    goal = self._unreduced_goal.get(id(instr))
+    if goal is None:
+      return None
+    base, goal_groups = ph_lib.split_unreduced(goal, self.n)
+    if sorted(sorted(g) for g in groups) != goal_groups:
+      return None
+    rank = instr.shape.rank
+    if (su.tile_map(sharding, rank, self.n) !=
+        su.tile_map(base, rank, self.n)):
+      return None
+    return PartitionedHlo(partial, instr.shape, goal)
 
   def manual_clone(self, instr) -> PartitionedHlo:
     """`instr` on manual values: copied with its operands' local values

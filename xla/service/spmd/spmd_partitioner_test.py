@@ -638,3 +638,43 @@ def test_replicated_to_unreduced_keeps_one_copy_per_group():
   # Groups {0,2} and {1,3}: devices 0 and 1 keep the value.
   got = [r[0].tolist() for r in out]
   assert got == [[1., 2.], [1., 2.], [0., 0.], [0., 0.]]
+
+
+def test_contraction_over_the_unreduced_axis_keeps_the_partials():
+  # x split by columns and y by rows over the same devices: each device's
+  # local product is its partial of the unreduced result (no all-reduce).
+  module = _partition_text(_module("""
+  x = f32[2,2] parameter(0), sharding={devices=[1,2]<=[2]}
+  y = f32[2,2] parameter(1), sharding={devices=[2,1]<=[2]}
+  ROOT d = f32[2,2] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}, sharding={unreduced}
+"""), 2)
+  assert _collectives(module) == []
+  a = np.arange(4, dtype=np.float32).reshape(2, 2)
+  out = spmd_testing.run_partitions(
+      module, [[a[:, :1], a[:1, :]], [a[:, 1:], a[1:, :]]])
+  np.testing.assert_array_equal(out[0][0], [[0, 0], [0, 2]])
+  np.testing.assert_array_equal(out[1][0], [[2, 3], [6, 9]])
+
+
+def test_sum_over_the_unreduced_axis_keeps_the_partials():
+  module = _partition_text(_module("""
+  x = f32[8] parameter(0), sharding={devices=[2]<=[2]}
+  z = f32[] constant(0)
+  ROOT r = f32[] reduce(x, z), dimensions={0}, to_apply=add, sharding={unreduced}
+"""), 2)
+  assert _collectives(module) == []
+  x = np.arange(8, dtype=np.float32)
+  out = spmd_testing.run_partitions(module, [[x[:4]], [x[4:]]])
+  assert [float(o[0]) for o in out] == [6., 22.]
+
+
+def test_tiled_to_unreduced_places_each_tile_in_zeros():
+  # As XLA: device 0 holds [0, 1, 0, 0], device 1 [0, 0, 2, 3].
+  module = _partition_text(_module("""
+  p = f32[4] parameter(0), sharding={devices=[2]<=[2]}
+  ROOT r = f32[4] custom-call(p), custom_call_target="Sharding", sharding={unreduced}
+"""), 2)
+  assert _collectives(module) == []
+  x = np.arange(4, dtype=np.float32)
+  out = spmd_testing.run_partitions(module, [[x[:2]], [x[2:]]])
+  assert [o[0].tolist() for o in out] == [[0, 1, 0, 0], [0, 0, 2, 3]]
