@@ -65,7 +65,11 @@ def _load_runtime_libraries() -> None:
   had its calls to fmodf and __truncdfhf2 bound to address 0 (a segfault in
   remainder and f64 -> f16 convert, seen on one host)."""
   for soname, short in _RUNTIME_LIBRARIES:
-    for name in (soname, ctypes.util.find_library(short)):
+    # find_library runs ldconfig (about 3 ms each): only when the usual
+    # soname does not load.
+    for name in (soname, lambda short=short: ctypes.util.find_library(short)):
+      if callable(name):
+        name = name()
       if not name:
         continue
       try:
