@@ -1,7 +1,10 @@
 """The five shippable components and what each wheel depends on.
 
 Third-party requirements take the pinned version in requirements.txt as their
-minimum; our own components depend on each other at the exact same version.
+minimum and stop before the next release that may break it (the next major,
+or the next minor of a 0.x project); one written with its own version
+specifier ("torch>=2.13") is used as written. Our own components depend on
+each other at the exact same version.
 """
 
 import dataclasses
@@ -15,7 +18,7 @@ class Component:
   distribution: str       # the wheel's project name
   summary: str
   ours: tuple[str, ...]   # our components it depends on
-  third_party: tuple[str, ...]  # requirement names from requirements.txt
+  third_party: tuple[str, ...]  # names from requirements.txt, or specs
   entry_points: tuple[tuple[str, str, str], ...] = ()  # (group, name, value)
 
 
@@ -49,7 +52,9 @@ COMPONENTS = (
               )),
     Component("torch_bridge", "openxla-torch-bridge",
               "PyTorch bridge: torch.compile through StableHLO and PJRT.",
-              ("support", "stablehlo", "pjrt"), ("numpy", "torch"),
+              ("support", "stablehlo", "pjrt"),
+              # torch is no pin of the stack: the bridge is tested on 2.13.
+              ("numpy", "torch>=2.13"),
               entry_points=(
                   # torch.compile(model, backend="openxla_stablehlo").
                   ("torch_dynamo_backends", "openxla_stablehlo",

@@ -43,9 +43,26 @@ def _requires(c: comp.Component, pins: dict[str, str]) -> list[str]:
   reqs = [f"{comp.BY_PACKAGE[o].distribution}=={comp.VERSION}"
           for o in c.ours]
   for name in c.third_party:
+    if re.search(r"[<>=!~]", name):
+      reqs.append(name)
+      continue
     version = pins.get(_normalize(name))
-    reqs.append(f"{name}>={version}" if version else name)
+    reqs.append(f"{name}>={version},<{_next_breaking(version)}"
+                if version else name)
   return reqs
+
+
+def _next_breaking(version: str) -> str:
+  """The first release that may break what the pin was tested with.
+
+  Semantic versioning: the next major, or for a 0.x project the next minor.
+  An open upper bound let pip pick llvmlite 0.50 for a fresh install, whose
+  `create_pipeline_tuning_options` no longer takes `size_level`, and every
+  compilation failed.
+  """
+  parts = [int(p) for p in re.findall(r"\d+", version)[:2]]
+  major, minor = (parts + [0])[:2]
+  return f"0.{minor + 1}" if major == 0 else f"{major + 1}"
 
 
 def package_files(root: pathlib.Path, package: str) -> list[pathlib.Path]:

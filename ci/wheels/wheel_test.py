@@ -52,6 +52,18 @@ def test_dependencies_between_components(wheels):
   assert "Requires-Dist: numpy>=" in _metadata(wheels["openxla_stablehlo"])
 
 
+def test_third_party_requirements_stop_before_breaking_releases(wheels):
+  # A 0.x project may break in a minor release, others in a major one.
+  xla = _metadata(wheels["openxla_xla"]).splitlines()
+  pins = wheel_builder.read_pins(ROOT / "requirements.txt")
+  assert (f"Requires-Dist: llvmlite>={pins['llvmlite']},<0."
+          f"{int(pins['llvmlite'].split('.')[1]) + 1}") in xla
+  assert (f"Requires-Dist: protobuf>={pins['protobuf']},<"
+          f"{int(pins['protobuf'].split('.')[0]) + 1}") in xla
+  bridge = _metadata(wheels["openxla_torch_bridge"]).splitlines()
+  assert "Requires-Dist: torch>=2.13" in bridge
+
+
 def test_wheels_hold_only_their_package_and_no_tests(wheels):
   for dist, path in wheels.items():
     package = dist.split("_", 1)[1]
@@ -129,3 +141,32 @@ def test_stablehlo_wheel_works_alone_in_fresh_venv(wheels, tmp_path):
   assert "openxla-support" in listed.stdout
   assert "openxla-xla" not in listed.stdout
   assert "openxla-pjrt" not in listed.stdout
+
+
+def test_torch_bridge_wheel_in_fresh_venv(wheels, tmp_path):
+  """The bridge wheel and those it pulls in, installed offline beside the
+  system's torch: the backend entry point, a training step and the export
+  round trip (ci/wheels/torch_bridge_smoke.py; ci/check_torch_bridge_wheel
+  does the same in a venv with nothing but what pip resolves)."""
+  pytest.importorskip("torch")
+  venv_dir = tmp_path / "venv"
+  # Without pip of its own: the system's pip and setuptools serve the venv
+  # (torch requires a newer setuptools than ensurepip installs).
+  venv.EnvBuilder(system_site_packages=True, with_pip=False).create(venv_dir)
+  py = venv_dir / "bin" / "python"
+  clean_env = {k: v for k, v in os.environ.items()
+               if k not in ("PYTHONPATH", "PYTHONSAFEPATH")}
+  subprocess.run(
+      [str(py), "-m", "pip", "install", "-q", "--no-index",
+       "--find-links", str(wheels["openxla_torch_bridge"].parent),
+       "openxla-torch-bridge"],
+      check=True, env=clean_env, cwd=tmp_path)
+  proc = subprocess.run(
+      [str(py), "-I", str(ROOT / "ci" / "wheels" / "torch_bridge_smoke.py")],
+      capture_output=True, text=True, env=clean_env, cwd=tmp_path)
+  assert proc.returncode == 0, proc.stderr[-4000:]
+  result = json.loads(proc.stdout.strip().splitlines()[-1])
+  assert pathlib.Path(result["torch_bridge"]).is_relative_to(venv_dir)
+  assert not result["torch_loaded"]
+  assert result["exported"] == ["manifest.json", "model.mlirbc",
+                                "model.shlo-ext"]
