@@ -98,7 +98,7 @@ class Executable:
                             for p in program.parameters]
     self.result_specs = [runtime.BufferSpec(r.element_type, r.shape)
                          for r in program.results]
-    self.donatable = program.donatable()
+    self.donatable = _donatable(program)
 
   @property
   def num_replicas(self) -> int:
@@ -167,6 +167,26 @@ class Executable:
             "output_size_in_bytes": outputs,
             "peak_memory_in_bytes": arguments + outputs,
             "total_size_in_bytes": arguments + outputs}
+
+
+def _donatable(program: programs.Program) -> frozenset[int]:
+  """The parameters an execution takes over: those aliased with a result,
+  and each buffer donor (jax.buffer_donor) for which a result of its size
+  in bytes is left, in parameter order, as XLA's input-output alias
+  optimization pairs donors with results. A donor with no such result
+  keeps its buffer (XLA's CPU client leaves it undeleted)."""
+  def size(t) -> int:
+    return int(np.prod(t.shape, dtype=np.int64)) * t.dtype.itemsize
+
+  out = set(program.aliases)
+  aliased = set(program.aliases.values())
+  free = [size(r) for k, r in enumerate(program.results) if k not in aliased]
+  for i in sorted(program.donors - out):
+    nbytes = size(program.parameters[i])
+    if nbytes in free:
+      free.remove(nbytes)
+      out.add(i)
+  return frozenset(out)
 
 
 def _executable_mirror(executable: Executable) -> tuple[int, ...]:
@@ -439,9 +459,13 @@ class LoadedExecutable:
       donatable = donatable - non_donatable
     donations: list[frozenset[int]] = []
     for arguments in argument_lists:
-      donated = frozenset(i for i in donatable
-                          if sum(b is arguments[i] for b in arguments) == 1
-                          ) if donatable else frozenset()
+      # A buffer viewed from outside (numpy, dlpack) is read, not taken
+      # over, as XLA's CPU client does (by a copy) rather than fail.
+      donated = frozenset(
+          i for i in donatable
+          if sum(b is arguments[i] for b in arguments) == 1 and
+          not arguments[i].has_external_references
+      ) if donatable else frozenset()
       donations.append(donated)
     specs = executable.result_specs
     client = self.client

@@ -709,6 +709,12 @@ class Buffer:
 
   # -- External references (zero-copy views held by other frameworks). ----
 
+  @property
+  def has_external_references(self) -> bool:
+    """Whether a numpy / dlpack view of the data exists (the buffer then
+    cannot be donated)."""
+    return self._external_refs > 0
+
   def add_external_reference(self) -> None:
     with self._lock:
       if self._deleted:

@@ -384,3 +384,41 @@ def test_donated_buffer_deleted_before_its_execution_runs(client):
   np.testing.assert_array_equal(out.to_numpy(), [1, 2, 3, 4])
   # With nothing left to run, the donated data is let go.
   assert handles.TABLE.get(a.handle, runtime.BUFFER)._array is None  # pylint: disable=protected-access
+
+
+_DONORS = """
+func.func @main(%a: tensor<4xf32> {jax.buffer_donor = true},
+                %b: tensor<2x1xf32> {jax.buffer_donor = true})
+    -> tensor<2xf32> {
+  %0 = stablehlo.slice %a [0:2] : (tensor<4xf32>) -> tensor<2xf32>
+  %1 = stablehlo.reshape %b : (tensor<2x1xf32>) -> tensor<2xf32>
+  %2 = stablehlo.add %0, %1 : tensor<2xf32>
+  return %2 : tensor<2xf32>
+}
+"""
+
+
+def test_a_donor_without_a_result_of_its_size_is_kept(client):
+  # XLA pairs a buffer donor with a result of its size in bytes (any
+  # shape); the others are not taken (JAX checks that the array survives).
+  exe = client.compile(_DONORS)
+  a = client.buffer_from_numpy(np.arange(4, dtype=np.float32))
+  b = client.buffer_from_numpy(np.ones((2, 1), np.float32))
+  (out,) = exe.execute([a, b])
+  np.testing.assert_array_equal(out.to_numpy(), [1, 2])
+  assert not a.is_deleted and b.is_deleted
+
+
+def test_a_buffer_viewed_from_outside_is_read_not_donated(client):
+  # XLA's CPU client copies such a buffer rather than fail the execution.
+  exe = client.compile(testing.ADD_DONATING)
+  a = client.buffer_from_numpy(np.arange(4, dtype=np.float32))
+  b = client.buffer_from_numpy(np.ones(4, np.float32))
+  testing.call(client, "Buffer_IncreaseExternalReferenceCount",
+               buffer=a.handle)
+  (out,) = exe.execute([a, b])
+  np.testing.assert_array_equal(out.to_numpy(), [1, 2, 3, 4])
+  assert not a.is_deleted
+  np.testing.assert_array_equal(a.to_numpy(), [0, 1, 2, 3])
+  testing.call(client, "Buffer_DecreaseExternalReferenceCount",
+               buffer=a.handle)
