@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
+import support
 from stablehlo._src.ir import attributes as a
 from stablehlo._src.ir import core
 from stablehlo._src.ir import types as t
@@ -526,6 +527,9 @@ def parse_module(text: str, filename: str = "<string>",
   """Parses MLIR text into a Module; raises `diagnostics.ParseError`."""
   parser = Parser(text, filename, line_offset)
   try:
-    return parser.parse_top_level()
+    # The objects a parse makes live until it ends; collections meanwhile
+    # would walk the caller's heap for nothing (support.heap).
+    with support.heap.gc_paused():
+      return parser.parse_top_level()
   except RecursionError:
     raise parser.error("nesting is too deep")

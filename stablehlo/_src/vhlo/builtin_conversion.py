@@ -540,6 +540,15 @@ def _location_text(attr) -> str:
 _LOCATIONS: dict[int, tuple[object, a.Location]] = {}
 
 
+def forget_locations() -> None:
+  """Empties the per-object location tables. They only help while the
+  attribute objects of one artifact are alive; kept past it they hold
+  every location of the last artifacts alive, and the cyclic collector
+  walks them in each full collection."""
+  _LOCATIONS.clear()
+  _LOCATION_TEXTS.clear()
+
+
 def location_from_builtin(attr) -> a.Location:
   if attr is None:
     return a.UNKNOWN_LOC
