@@ -26,6 +26,15 @@ class _Uniqued:
   every lookup. The cached hash is not pickled (string hashes differ
   between processes)."""
 
+  def __init__(self, dialect: str, kind: str, fields: tuple = ()):
+    # Stores the fields directly: the frozen dataclass __init__ goes
+    # through object.__setattr__ per field, and readers make one entry per
+    # attribute / type they decode.
+    d = self.__dict__
+    d["dialect"] = dialect
+    d["kind"] = kind
+    d["fields"] = fields
+
   def __hash__(self):
     h = self.__dict__.get("_hash")
     if h is None:
@@ -56,6 +65,7 @@ class Attr(_Uniqued):
 
   __hash__ = _Uniqued.__hash__
   __eq__ = _Uniqued.__eq__
+  __init__ = _Uniqued.__init__
 
   def __repr__(self):
     return f"Attr({self.dialect}.{self.kind}{self.fields!r})"
@@ -70,6 +80,7 @@ class Type(_Uniqued):
 
   __hash__ = _Uniqued.__hash__
   __eq__ = _Uniqued.__eq__
+  __init__ = _Uniqued.__init__
 
   def __repr__(self):
     return f"Type({self.dialect}.{self.kind}{self.fields!r})"
