@@ -39,28 +39,27 @@ _TOKEN_RE = re.compile(
     r"""
     (?:[ \t\r\n]+|//[^\n]*)*
     (?:
-      ([0-9]+\.[0-9]*(?:[eE][+\-]?[0-9]+)?)
+      (->|::|\{-\#|\.\.\.|[(){}\[\]<>,:=?*+\-|])
+    | (%""" + _ID_CHARS + r"""+(?:\#[0-9]+)?)
+    | ([A-Za-z_][A-Za-z0-9_$.]*)
+    | ([0-9]+\.[0-9]*(?:[eE][+\-]?[0-9]+)?)
     | (0x[0-9a-fA-F]+)
     | ([0-9]+)
-    | ([A-Za-z_][A-Za-z0-9_$.]*)
-    | (%""" + _ID_CHARS + r"""+(?:\#[0-9]+)?)
+    | ("[^"\\\n]*(?:\\.[^"\\\n]*)*")
     | (@(?:""" + _ID_CHARS + r"""+|"[^"\\\n]*(?:\\.[^"\\\n]*)*"))
-    | (\^""" + _ID_CHARS + r"""+)
     | (\#-\})
     | (\#""" + _ID_CHARS + r"""+)
     | (!""" + _ID_CHARS + r"""+)
-    | ("[^"\\\n]*(?:\\.[^"\\\n]*)*")
-    | (->|::|\{-\#|\.\.\.|[(){}\[\]<>,:=?*+\-|])
+    | (\^""" + _ID_CHARS + r"""+)
     )?
     """, re.VERBOSE)
 
-# The kind of each group of _TOKEN_RE, by group number.
-_KIND_OF_GROUP = (None, FLOAT, INTEGER, INTEGER, BARE_ID, PERCENT_ID, AT_ID,
-                  CARET_ID, PUNCT, HASH_ID, BANG_ID, STRING, PUNCT)
+# The kind of each group of _TOKEN_RE, by group number. The alternatives
+# are tried in order, so the most frequent kinds come first (punctuation,
+# SSA names, identifiers); a float before a hex integer before a decimal.
+_KIND_OF_GROUP = (None, PUNCT, PERCENT_ID, BARE_ID, FLOAT, INTEGER, INTEGER,
+                  STRING, AT_ID, PUNCT, HASH_ID, BANG_ID, CARET_ID)
 
-# What skip_balanced looks at: whole strings (brackets inside them do not
-# count), arrows (their '>' closes nothing), brackets, and a quote that
-# opens a string never closed.
 _BALANCE_RE = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|->|[<>(){}\[\]"]', re.S)
 _CLOSE_OF = {"<": ">", "(": ")", "[": "]", "{": "}"}
 
