@@ -50,11 +50,17 @@ result, and the value is their sum) become an `unreduced` subgroup, after
 the manual one and before the replicated one (XLA's order), and `{unreduced}`
 when every device holds a partial of the whole value.
 
+A manual computation nested in another (manual on other axes) runs inside
+the outer one, which is manual on every axis: each device takes its tile
+of each operand (a dynamic-slice at offsets looked up by partition id),
+runs the body, and the results are all-gathered along the axes that split
+them.
+
 Refused with support.UnimplementedError, naming what: unreduced axes on a
-computation manual on other axes, partially manual computations with operands or results
-split over automatic axes, nested manual computations, and Shardy's
-explicit collectives (`sdy.all_gather`, ...), which only Shardy's own
-export emits.
+computation manual on other axes, partially manual computations with
+operands or results split over automatic axes, nested ones splitting
+unevenly, and Shardy's explicit collectives (`sdy.all_gather`, ...), which
+only Shardy's own export emits.
 """
 
 from __future__ import annotations
@@ -68,12 +74,16 @@ import support
 from stablehlo import attributes as a
 from stablehlo import sdy
 from stablehlo.ops import registry
+from xla import shape_util
 from xla.hlo.ir import hlo_attrs
 from xla.hlo.ir import hlo_instruction as hi
+from xla.hlo.ir.hlo_opcode import HloOpcode as O
 from xla.hlo.ir.hlo_sharding import HloSharding
 from xla.hlo.ir.hlo_sharding import OpShardingType
 from xla.hlo.ir.hlo_sharding import TileAssignment
+from xla.literal import Literal
 from xla.translate import type_conversion as tc
+from xla.xla_data import PrimitiveType
 
 MHLO_SHARDING = "mhlo.sharding"
 SDY_SHARDING = "sdy.sharding"
@@ -406,9 +416,7 @@ def _manual_computation(imp, op):
   if not ins and not outs:
     return imp.inline_region(op.regions[0], imp.operands(op))
   if imp.in_manual_computation():
-    raise support.UnimplementedError(
-        "Unimplemented: HLO import of a nested sdy.manual_computation "
-        f"(manual_axes={{{', '.join(manual)}}})")
+    return _nested_manual_computation(imp, op, ins, outs, manual)
   mesh = mesh_for(op, (ins + outs)[0])
   free = [x for x in mesh.axis_names if x not in manual]
   if free:
@@ -446,4 +454,115 @@ def _manual_computation(imp, op):
                                  SHARD_TO_FULL_TARGET)
     full.sharding = text(from_sdy(s, mesh_for(op, s)))
     results.append(imp.add(full))
+  return results
+
+
+# -- a manual computation inside another ---------------------------------------
+
+
+def _device_tiles(hs: HloSharding, rank: int, n: int, what: str):
+  """(tile counts per dimension, the tile array, device -> tile index) of
+  a replicated or tiled `hs` over devices 0..n-1."""
+  if hs.is_replicated:
+    return (1,) * rank, None, [(0,) * rank] * n
+  if (hs.type != OpShardingType.OTHER or any(
+      t != OpShardingType.REPLICATED for t in hs.subgroup_types)):
+    raise support.UnimplementedError(
+        f"Unimplemented: HLO import of a nested sdy.manual_computation with "
+        f"{what} sharded {hs}")
+  array = hs.tile_assignment.array
+  index = [None] * n
+  for pos in np.ndindex(*array.shape):
+    index[int(array[pos])] = tuple(int(i) for i in pos[:rank])
+  if any(i is None for i in index):
+    raise support.InvalidArgumentError(
+        f"sharding {hs} does not name each of the {n} devices")
+  return tuple(int(c) for c in array.shape[:rank]), array, index
+
+
+def _s32(imp, value) -> "hi.HloInstruction":
+  return imp.add(hi.create_constant(Literal.from_array(
+      np.asarray(value, np.int32), PrimitiveType.S32)))
+
+
+def _take_tile(imp, x, hs: HloSharding, local, n: int):
+  """Each device's tile of `x` (a value every device holds whole) under
+  `hs`: a dynamic-slice at offsets looked up by partition id."""
+  rank = len(local.dimensions)
+  counts, _, index = _device_tiles(hs, rank, n, "an operand")
+  if all(c == 1 for c in counts):
+    return x
+  full = x.shape.dimensions
+  if any(f != c * l for f, c, l in zip(full, counts, local.dimensions)):
+    raise support.UnimplementedError(
+        f"Unimplemented: HLO import of a nested sdy.manual_computation "
+        f"splitting {x.shape.to_string()} unevenly ({hs})")
+  pid = imp.add(hi.create(O.kPartitionId, shape_util.scalar(PrimitiveType.U32)))
+  pid = imp.add(hi.create_convert(shape_util.scalar(PrimitiveType.S32), pid))
+  starts = []
+  for d in range(rank):
+    if counts[d] == 1:
+      starts.append(_s32(imp, 0))
+      continue
+    table = _s32(imp, [index[p][d] * local.dimensions[d] for p in range(n)])
+    one = imp.add(hi.create(
+        O.kDynamicSlice, shape_util.make_shape_with_default_layout(
+            PrimitiveType.S32, (1,)), (table, pid), dynamic_slice_sizes=(1,)))
+    starts.append(imp.add(hi.create_reshape(
+        shape_util.scalar(PrimitiveType.S32), one)))
+  return imp.add(hi.create(
+      O.kDynamicSlice, shape_util.make_shape_with_default_layout(
+          x.shape.element_type, local.dimensions), [x] + starts,
+      dynamic_slice_sizes=tuple(local.dimensions)))
+
+
+def _gather_tiles(imp, x, hs: HloSharding, full, n: int):
+  """The whole value of which each device holds its tile `x` under `hs`:
+  an all-gather along each split dimension, over the devices that differ
+  only there (in tile order)."""
+  rank = len(full.dimensions)
+  counts, array, _ = _device_tiles(hs, rank, n, "a result")
+  for d in range(rank):
+    if counts[d] == 1:
+      continue
+    groups = np.moveaxis(array, d, -1).reshape(-1, counts[d])
+    dims = list(x.shape.dimensions)
+    dims[d] *= counts[d]
+    x = imp.add(hi.create(
+        O.kAllGather, shape_util.make_shape_with_default_layout(
+            x.shape.element_type, dims), (x,),
+        channel_id=1, dimensions=(d,), use_global_device_ids=True,
+        replica_groups=tuple(tuple(int(v) for v in g) for g in groups)))
+  if x.shape.dimensions != full.dimensions:
+    raise support.UnimplementedError(
+        f"Unimplemented: HLO import of a nested sdy.manual_computation "
+        f"gathering {x.shape.to_string()} into {full.to_string()}")
+  return x
+
+
+def _nested_manual_computation(imp, op, ins, outs, manual):
+  """A manual computation inside another. The outer one is manual on every
+  axis (see the module docstring), so each device already holds its whole
+  operands along the inner computation's axes: it takes its own tile of
+  each operand (by partition id), runs the body, and the results are
+  all-gathered back along the axes that split them."""
+  if len(ins) != len(op.operands) or len(outs) != len(op.results):
+    raise support.InvalidArgumentError(
+        f"sdy.manual_computation has {len(ins)} in_shardings for "
+        f"{len(op.operands)} operands and {len(outs)} out_shardings for "
+        f"{len(op.results)} results")
+  body = op.regions[0].entry
+  locals_ = []
+  for operand, s, arg in zip(imp.operands(op), ins, body.arguments):
+    mesh = mesh_for(op, s)
+    locals_.append(_take_tile(imp, operand, from_sdy(s, mesh),
+                              tc.shape(arg.type), mesh.num_devices))
+  with imp.manual_computation():
+    values = imp.inline_region(op.regions[0], locals_)
+  results = []
+  for value, s, result in zip(values, outs, op.results):
+    mesh = mesh_for(op, s)
+    results.append(_gather_tiles(imp, value, from_sdy(s, mesh),
+                                 tc.shape(result.type), mesh.num_devices))
+  del manual
   return results

@@ -509,3 +509,42 @@ module @m attributes {mhlo.num_partitions = 4 : i32} {
 def exe_shardings(exe):
   from pjrt._src.plugin import slots_executable  # pylint: disable=g-import-not-at-top
   return slots_executable.loaded_of(exe.handle).executable.shardings()
+
+
+_NESTED_MANUAL = """
+module @m attributes {mhlo.num_partitions = 4 : i32} {
+  sdy.mesh @mesh = <["x"=2, "y"=2]>
+  func.func public @main(%a: tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>})
+      -> (tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) {
+    %0 = sdy.manual_computation(%a) in_shardings=[<@mesh, [{"x"}, {}]>] out_shardings=[<@mesh, [{"x"}, {}]>] manual_axes={"x"} (%b: tensor<4x4xf32>) {
+      %1 = sdy.manual_computation(%b) in_shardings=[<@mesh, [{}, {"y"}]>] out_shardings=[<@mesh, [{}, {"y"}]>] manual_axes={"y"} (%c: tensor<4x2xf32>) {
+        %2 = "stablehlo.all_reduce"(%c) ({
+          ^bb0(%x: tensor<f32>, %y: tensor<f32>):
+            %s = stablehlo.add %x, %y : tensor<f32>
+            stablehlo.return %s : tensor<f32>
+        }) {replica_groups = dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>,
+            channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>,
+            use_global_device_ids} : (tensor<4x2xf32>) -> tensor<4x2xf32>
+        sdy.return %2 : tensor<4x2xf32>
+      } : (tensor<4x4xf32>) -> tensor<4x4xf32>
+      sdy.return %1 : tensor<4x4xf32>
+    } : (tensor<8x4xf32>) -> tensor<8x4xf32>
+    return %0 : tensor<8x4xf32>
+  }
+}
+"""
+
+
+def test_a_manual_computation_nested_in_another(client):
+  # Outer manual on "x", inner on "y": each device takes its column half
+  # of its row block, the inner psum over "y" adds the halves, and the
+  # halves are gathered back.
+  options = pjrt.compile_options(num_partitions=4,
+                                 use_spmd_partitioning=True)
+  exe = client.compile(_NESTED_MANUAL, compile_options=options)
+  a = np.arange(32, dtype=np.float32).reshape(8, 4)
+  got = _run(client, exe, [[_tile(a, 2, 1, p // 2)] for p in range(4)])
+  for p, (out,) in enumerate(got):
+    rows = _tile(a, 2, 1, p // 2)
+    half = rows[:, :2] + rows[:, 2:]
+    np.testing.assert_array_equal(out, np.concatenate([half, half], 1))
