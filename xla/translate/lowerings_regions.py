@@ -182,6 +182,48 @@ def _composite(imp, op):
   return imp.inline_function(fn, imp.operands(op))
 
 
+def _approx_top_k(imp, op):
+  """JAX's `ApproxTopK` custom call (lax.approx_max_k / approx_min_k) as
+  XLA's CPU compiler runs it: its exact fallback, a sort of the inputs by
+  the called comparator along `reduction_dim`, of which each result keeps
+  the leading elements (k, or the approximate size with
+  aggregate_to_topk=false). Operands are the inputs then as many initial
+  values (unused by the fallback)."""
+  config = op.attr("mhlo.backend_config")
+  entries = dict(config.entries) if isinstance(config, a.DictionaryAttr) else {}
+  if "reduction_dim" not in entries or "top_k" not in entries:
+    raise support.InvalidArgumentError(
+        "custom_call @ApproxTopK needs mhlo.backend_config with top_k and "
+        "reduction_dim")
+  called = op.attr("called_computations")
+  if called is None or len(called.elements) != 1:
+    raise support.InvalidArgumentError(
+        "custom_call @ApproxTopK needs one called computation (the "
+        "comparator)")
+  n = len(op.results)
+  if len(op.operands) != 2 * n:
+    raise support.InvalidArgumentError(
+        f"custom_call @ApproxTopK has {len(op.operands)} operands for {n} "
+        "results (inputs, then as many initial values)")
+  fn = imp.lookup_function(called.elements[0])
+  comp = imp.scalar_computation(fn.regions[0], "comparator")
+  inputs = imp.operands(op)[:n]
+  rank = inputs[0].shape.rank
+  dim = int(entries["reduction_dim"].value)
+  if dim < 0:
+    dim += rank
+  sort = imp.add(hi.create(
+      O.kSort, Shape.tuple_of(x.shape for x in inputs), inputs,
+      dimensions=(dim,), is_stable=False, to_apply=comp))
+  results = []
+  for i, result in enumerate(op.results):
+    shape = tc.shape(result.type)
+    whole = imp.add(hi.create_get_tuple_element(sort, i))
+    results.append(imp.add(hi.create_slice(
+        shape, whole, [0] * rank, list(shape.dimensions))))
+  return results
+
+
 @_register("stablehlo.custom_call")
 def _custom_call(imp, op):
   target = op.attr("call_target_name").value
@@ -194,6 +236,8 @@ def _custom_call(imp, op):
       "check.")
   if side_effect:
     attrs["custom_call_has_side_effect"] = True
+  if target == "ApproxTopK":
+    return _approx_top_k(imp, op)
   if op.attr("called_computations") is not None and (
       op.attr("called_computations").elements):
     raise support.UnimplementedError(

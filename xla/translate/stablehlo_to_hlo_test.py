@@ -246,3 +246,24 @@ func.func @main(%x: tensor<4x2xf32>) -> (tensor<4x2xf32>, tensor<2x4xf32>,
   assert by_op[HloOpcode.kCollectivePermute].attr(
       "source_target_pairs") == ((0, 1), (1, 0))
   assert by_op[HloOpcode.kCollectiveBroadcast].attr("channel_id") == 1
+
+
+def test_approx_top_k_is_a_sort_and_slices():
+  # lax.approx_max_k as JAX lowers it; XLA's CPU compiler runs the exact
+  # fallback: sort by the comparator, keep the first k.
+  m = _import("""
+func.func @cmp(%a: tensor<f32>, %b: tensor<f32>, %c: tensor<i32>, %d: tensor<i32>) -> tensor<i1> {
+  %0 = stablehlo.compare GT, %a, %b : (tensor<f32>, tensor<f32>) -> tensor<i1>
+  stablehlo.return %0 : tensor<i1>
+}
+func.func @main(%x: tensor<2x4xf32>) -> (tensor<2x2xf32>, tensor<2x2xi32>) {
+  %i = stablehlo.iota dim = 1 : tensor<2x4xi32>
+  %c = stablehlo.constant dense<-1> : tensor<i32>
+  %f = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %0:2 = stablehlo.custom_call @ApproxTopK(%x, %i, %f, %c) {backend_config = "", called_computations = [@cmp], mhlo.backend_config = {aggregate_to_topk = true, is_fallback = true, recall_target = 0.95 : f32, reduction_dim = 1 : i64, reduction_input_size_override = -1 : i64, top_k = 2 : i64}} : (tensor<2x4xf32>, tensor<2x4xi32>, tensor<f32>, tensor<i32>) -> (tensor<2x2xf32>, tensor<2x2xi32>)
+  return %0#0, %0#1 : tensor<2x2xf32>, tensor<2x2xi32>
+}
+""")
+  ops = _opcodes(m.entry_computation)
+  assert HloOpcode.kSort in ops and HloOpcode.kCustomCall not in ops
+  assert ops.count(HloOpcode.kSlice) == 2
