@@ -244,7 +244,23 @@ class AttrParser(type_parser.TypeParser):
     self.expect_punct("<", "in dense attribute")
     literal = None
     hex_blob = None
-    if self.at_punct(">"):
+    lex = self.lex
+    text = self.text
+    start = lex.pos
+    if lex._peeked is None and text.startswith('"0x', start):  # pylint: disable=protected-access
+      # `<"0x...">` right after the `<`: find the closing quote with
+      # str.find rather than scanning the blob with the token regex.
+      end = text.find('"', start + 1)
+      body = text[start + 3:end] if end > 0 else "\\"
+      if "\\" not in body and "\n" not in body:
+        try:
+          hex_blob = bytes.fromhex(body)
+        except ValueError:
+          raise self.error("malformed hex blob in dense attribute", start)
+        lex.reset(end + 1)
+    if hex_blob is not None:
+      pass
+    elif self.at_punct(">"):
       literal = []
     elif self.peek().kind == lx.STRING:
       tok = self.next()

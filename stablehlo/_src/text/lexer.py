@@ -156,8 +156,17 @@ class Lexer:
 
   def peek(self) -> Token:
     tok = self._peeked
-    if tok is None:
+    if tok is not None:
+      return tok
+    # _lex inlined: peek is where nearly every token is made.
+    m = _TOKEN_RE.match(self.text, self.pos)
+    idx = m.lastindex
+    if idx is None:
       tok = self._peeked = self._lex()
+      return tok
+    self.pos = m.end()
+    tok = self._peeked = _new_token(Token, (_KIND_OF_GROUP[idx], m.group(idx),
+                                            m.start(idx)))
     return tok
 
   def next(self) -> Token:

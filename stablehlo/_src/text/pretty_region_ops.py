@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+
 from stablehlo._src.ir import attributes as a
 from stablehlo._src.ir import core
 from stablehlo._src.ir import types as t
@@ -116,9 +118,19 @@ def _parse_func(p, name, pos):
   return pc.make_op(name, [], [], attrs, ordered, [region])
 
 
+# A parenthesized result list without nested parentheses (strings may hold
+# any), and the arrow that would follow it if it were a function type.
+_FLAT_PARENS_RE = re.compile(
+    r'\((?:[^()"]|"[^"\\]*(?:\\.[^"\\]*)*")*\)')
+_ARROW_RE = re.compile(r"[ \t\r\n]*->")
+
+
 def _paren_is_function_type(p) -> bool:
   """After `->`: is `(`...`)` followed by `->` (a function-typed result)?"""
   save = p.lex.token_start()
+  m = _FLAT_PARENS_RE.match(p.text, save)
+  if m is not None:  # the common case, without moving the lexer
+    return _ARROW_RE.match(p.text, m.end()) is not None
   end = p.lex.skip_balanced(save)
   p.lex.reset(end)
   result = p.at_punct("->")
