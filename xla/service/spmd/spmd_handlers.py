@@ -281,12 +281,16 @@ def reducer_with_identity(reducer, init: HloInstruction) -> bool:
     return bool(value == np.asarray(want).astype(value.dtype))
 
 
-def _is_sum(instr) -> bool:
-  """Whether a reduce's computation adds its two parameters (unreduced
+def adds(comp) -> bool:
+  """Whether a scalar computation adds its two parameters (unreduced
   partials are summed)."""
-  root = instr.to_apply.root_instruction
+  root = comp.root_instruction
   return (root.opcode == O.kAdd and
           all(o.opcode == O.kParameter for o in root.operands))
+
+
+def _is_sum(instr) -> bool:
+  return adds(instr.to_apply)
 
 
 @register_handler(O.kReduce)

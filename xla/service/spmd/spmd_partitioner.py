@@ -176,6 +176,11 @@ class ComputationPartitioner:
                     for op in instr.operands]
         new = spmd_handlers.clone(self.b, instr, operands[0].shape, operands)
         return PartitionedHlo(new, instr.shape, target)
+      if (instr.opcode == O.kScatter and target.is_unreduced and
+          not instr.shape.is_tuple()):
+        partials = self._scatter_partials(instr, target)
+        if partials is not None:
+          return partials
       if (instr.opcode not in _UNREDUCED_AWARE and
           not instr.shape.is_tuple() and ph_lib.has_unreduced(target)):
         self._computed_as[id(instr)] = ph_lib.split_unreduced(
@@ -194,6 +199,41 @@ class ComputationPartitioner:
         raise
       raise support.UnimplementedError(
           f"{e} [partitioning {where}]") from None
+
+  def _scatter_partials(self, instr, target: HloSharding
+                        ) -> Optional[PartitionedHlo]:
+    """An adding scatter whose result is `{unreduced}`, as XLA makes it:
+    each device scatters its own tile of the indices and updates into its
+    partial of the operand (the operand kept on one device). Only where
+    the updates are all scatter dimensions and the indices are split along
+    their batch dimensions over every device, evenly; else None."""
+    operand, indices, updates = instr.operands
+    attrs = instr.attrs
+    if attrs.get("update_window_dims") or not spmd_handlers.adds(
+        instr.to_apply):
+      return None
+    ivd = attrs["index_vector_dim"]
+    ishape = indices.shape
+    batch = [d for d in range(ishape.rank) if d != ivd]
+    if updates.shape.rank != len(batch):
+      return None
+    ivalue = self.values[id(indices)]
+    if ph_lib.has_unreduced(ivalue.sharding):
+      return None
+    imap = su.tile_map(ivalue.sharding, ishape.rank, self.n)
+    if (imap.num_tiles != self.n or
+        (ivd < ishape.rank and imap.counts[ivd] != 1) or any(
+            ishape.dimensions[d] % imap.counts[d] for d in batch)):
+      return None
+    umap = imap.project(batch)
+    uvalue = self.values[id(updates)]
+    if ph_lib.has_unreduced(uvalue.sharding):
+      uvalue = ph_lib.reduce_unreduced(self.b, uvalue)
+    uvalue = ph_lib.reshard(self.b, uvalue, umap.to_sharding())
+    ovalue = ph_lib.reshard(self.b, self.values[id(operand)], target)
+    new = spmd_handlers.clone(self.b, instr, ovalue.hlo.shape,
+                              [ovalue.hlo, ivalue.hlo, uvalue.hlo])
+    return PartitionedHlo(new, instr.shape, target)
 
   def _handle(self, instr) -> PartitionedHlo:
     handler = ph_lib.HANDLERS.get(instr.opcode)

@@ -678,3 +678,26 @@ def test_tiled_to_unreduced_places_each_tile_in_zeros():
   x = np.arange(4, dtype=np.float32)
   out = spmd_testing.run_partitions(module, [[x[:2]], [x[2:]]])
   assert [o[0].tolist() for o in out] == [[0, 1, 0, 0], [0, 0, 2, 3]]
+
+
+def test_adding_scatter_into_unreduced_scatters_each_devices_tile():
+  # bincount with an unreduced result (as XLA): each device counts its own
+  # indices; the operand is kept on the first device.
+  module = _partition_text(_module("""
+  o = s32[2] parameter(0), sharding={replicated}
+  i = s32[4,1] parameter(1), sharding={devices=[2,1]<=[2]}
+  u = s32[4] parameter(2), sharding={replicated}
+  ROOT s = s32[2] scatter(o, i, u), update_window_dims={}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=addi, sharding={unreduced}
+""", COMPS + """
+addi {
+  a = s32[] parameter(0)
+  b = s32[] parameter(1)
+  ROOT c = s32[] add(a, b)
+}
+"""), 2)
+  assert _collectives(module) == []
+  o = np.array([10, 20], np.int32)
+  i = np.array([[1], [1], [0], [1]], np.int32)
+  u = np.array([1, 2, 3, 4], np.int32)
+  out = spmd_testing.run_partitions(module, [[o, i[:2], u], [o, i[2:], u]])
+  assert [r[0].tolist() for r in out] == [[10, 23], [3, 4]]
