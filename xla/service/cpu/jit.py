@@ -239,13 +239,47 @@ def _unpack_code(blob: Optional[bytes]) -> Optional[bytes]:
   return data if data and hashlib.sha256(data).digest() == digest else None
 
 
-def cached_object_code(text: str, opt_level: int, name: str) -> bytes:
+@functools.lru_cache(maxsize=None)
+def source_key() -> str:
+  """A digest of the Python sources that generate the runtime's own code
+  (this package and the `xla` modules beside it: name, size and
+  modification time of each) and of llvmlite's version. Code that every
+  process generates the same way is cached under it, so that a process
+  finds its object code without generating the IR first (building the
+  native runner's or a library routine's IR cost 5-15 ms each)."""
+  import llvmlite  # pylint: disable=g-import-not-at-top
+  h = hashlib.sha256(llvmlite.__version__.encode())
+  here = os.path.dirname(os.path.abspath(__file__))
+  xla_root = os.path.dirname(os.path.dirname(here))
+  for directory in (here, xla_root):
+    try:
+      entries = sorted(os.scandir(directory), key=lambda e: e.name)
+    except OSError:
+      continue
+    for entry in entries:
+      if entry.name.endswith(".py") and entry.is_file():
+        st = entry.stat()
+        h.update(f"{entry.path}:{st.st_size}:{st.st_mtime_ns}\0".encode())
+  return h.hexdigest()
+
+
+def cached_object_code(text, opt_level: int, name: str,
+                       by_source: bool = False) -> bytes:
   """The object code of module `text` at `opt_level`, from the disk cache
-  when it is there (`name` names the file), else compiled (and stored)."""
+  when it is there (`name` names the file), else compiled (and stored).
+  `text` may be a function returning the text. With `by_source`, the
+  cache key is `name` and `source_key()` instead of the text, which is
+  then only made on a miss: for code that `name` and the sources
+  determine (the same in every process)."""
   directory = code_cache_dir()
   path = None
   if directory:
-    path = os.path.join(directory, f"{name}-{_code_key(text, opt_level)}.o")
+    if by_source:
+      key = _code_key(f"{name}\0{source_key()}", opt_level)
+    else:
+      text = text() if callable(text) else text
+      key = _code_key(text, opt_level)
+    path = os.path.join(directory, f"{name}-{key}.o")
     try:
       with open(path, "rb") as f:
         data = _unpack_code(f.read())
@@ -253,6 +287,7 @@ def cached_object_code(text: str, opt_level: int, name: str) -> bytes:
         return data
     except OSError:
       pass
+  text = text() if callable(text) else text
   data = compile_objects_text(text, opt_level)
   if path:
     try:
@@ -279,9 +314,15 @@ class CpuJit:
     self._modules: list = []
     self._lock = threading.Lock()
 
-  def load_cached(self, module: ir.Module | str, name: str) -> None:
+  def load_cached(self, module, name: str) -> None:
     """Loads `module` (code that is the same in every process: the
-    runtime's native helpers) through the disk code cache."""
+    runtime's native helpers; an IR module or text, or a function making
+    one, which is then called only when the disk code cache misses, see
+    `cached_object_code`) through the disk code cache."""
+    if callable(module):
+      self.load_object_code(cached_object_code(
+          lambda: str(module()), self._opt_level, name, by_source=True))
+      return
     self.load_object_code(cached_object_code(str(module), self._opt_level,
                                              name))
 

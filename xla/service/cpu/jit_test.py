@@ -429,3 +429,27 @@ def test_load_cached_compiles_once_across_engines(tmp_path, monkeypatch):
   engine.load_cached(text, "helpers")
   assert _call(engine, "k0", 3) == _expected("k0", 3)
   assert len(compiles) == 2
+
+
+def test_load_cached_by_source_makes_the_ir_only_on_a_miss(tmp_path,
+                                                           monkeypatch):
+  # Code generated from a builder is cached under its name and the
+  # generating sources: a process with the code on disk neither compiles
+  # it nor builds its IR; a change of the sources is a miss.
+  monkeypatch.setenv("XLA_CPU_LIBRARY_CACHE", str(tmp_path))
+  builds = []
+
+  def build():
+    builds.append(1)
+    return _module(2, with_pair=False)
+
+  for _ in range(2):
+    engine = jit.CpuJit(1)
+    engine.load_cached(build, "built_helpers")
+    assert _call(engine, "k1", 3) == _expected("k1", 3)
+  assert len(builds) == 1
+  monkeypatch.setattr(jit, "source_key", lambda: "other sources")
+  engine = jit.CpuJit(1)
+  engine.load_cached(build, "built_helpers")
+  assert _call(engine, "k0", 3) == _expected("k0", 3)
+  assert len(builds) == 2

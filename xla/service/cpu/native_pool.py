@@ -316,10 +316,14 @@ def _functions():
   with _LOCK:
     if not _COMPILED:
       from xla.service.cpu import jit as jit_lib  # pylint: disable=g-import-not-at-top
-      module = ir.Module(name="xla_cpu_pool")
-      emit(module)
+
+      def build():
+        module = ir.Module(name="xla_cpu_pool")
+        emit(module)
+        return module
+
       jit = jit_lib.CpuJit(0)  # spin loops and atomics: O0 is as good
-      jit.load_cached(module, "native_pool")
+      jit.load_cached(build, "native_pool")
       run_addr = jit.address("xla_cpu_pool_run")
       _COMPILED.extend([jit, run_addr, RUN_CFUNC(run_addr),
                         WORKER_CFUNC(jit.address("xla_cpu_pool_worker"))])

@@ -204,13 +204,17 @@ def runner():
   with _LOCK:
     if not _RUNNER:
       from xla.service.cpu import jit as jit_lib  # pylint: disable=g-import-not-at-top
-      module = ir.Module(name="xla_cpu_runner")
-      _build_runner(module)
+
+      def build():
+        module = ir.Module(name="xla_cpu_runner")
+        _build_runner(module)
+        return module
+
       # O0: the interpreter is a dispatch loop around calls; optimising it
       # costs ~100 ms of every process's first compile for nothing
       # measurable.
       jit = jit_lib.CpuJit(0)
-      jit.load_cached(module, "native_runner")
+      jit.load_cached(build, "native_runner")
       cfn = ctypes.CFUNCTYPE(
           None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
           ctypes.c_void_p)(jit.address("xla_cpu_run_program"))

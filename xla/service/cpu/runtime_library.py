@@ -14,9 +14,10 @@ call `declare(module, name)`. When a program's kernels are loaded,
 `ensure(names)` makes sure each routine they declare is compiled and its
 address known to LLVM's symbol resolver (`kernel_api.register_symbol`).
 Routines are compiled at most once per process; their object code is also
-kept in a disk cache (jit.cached_object_code), keyed by the routine's IR,
-the host CPU and the LLVM version, so a new process loads it instead of
-compiling it again.
+kept in a disk cache (jit.cached_object_code), keyed by the routine's
+name, the sources that generate it (jit.source_key), the host CPU and the
+LLVM version, so a new process loads it without compiling it, or even
+generating its IR, again.
 """
 
 from __future__ import annotations
@@ -101,7 +102,8 @@ def ensure(names: Sequence[str]) -> None:
     if not missing:
       return
     for name in missing:
-      data = jit_lib.cached_object_code(routine_text(name), 3, name)
+      data = jit_lib.cached_object_code(
+          lambda name=name: routine_text(name), 3, name, by_source=True)
       engine = jit_lib.CpuJit(3)
       engine.load_object_code(data, library=True)
       address = engine.address(name)
