@@ -480,6 +480,42 @@ def emit_gemm_call(b: ir.IRBuilder, lib: BlasLibrary,
   ])
 
 
+def emit_runtime_gemm_call(b: ir.IRBuilder, lib: BlasLibrary,
+                           element_type: PrimitiveType, word, fields,
+                           a_ptr, b_ptr, c_ptr, beta_one, m, n) -> None:
+  """`emit_gemm_call` for a plan known at run time: `word(i)` loads entry i
+  of the caller's table, `fields` are the entries holding (trans_a,
+  trans_b, k, lda, ldb, ldc); the operands are already swapped as the plan
+  says, and m / n are i64 values."""
+  fn = _gemm_decl(b.module, lib, element_type)
+  it = ir.IntType(lib.int_bits)
+  i32 = ir.IntType(32)
+  trans_a, trans_b, k, lda, ldb, ldc = (word(f) for f in fields)
+  letter = GEMM_TYPES[element_type]
+  elem = kernel_api.llvm_storage_type(element_type)
+  if letter in "sd":
+    alpha = ir.Constant(elem, 1.0)
+    beta = b.select(beta_one, ir.Constant(elem, 1.0), ir.Constant(elem, 0.0))
+  else:
+    part = elem.elements[0]
+    one = ir.Constant(elem, [ir.Constant(part, 1.0), ir.Constant(part, 0.0)])
+    zero = ir.Constant(elem, [ir.Constant(part, 0.0), ir.Constant(part, 0.0)])
+    with b.goto_entry_block():
+      alpha_slot = b.alloca(elem, name="gemm_alpha")
+      beta_slot = b.alloca(elem, name="gemm_beta")
+    b.store(one, alpha_slot)
+    b.store(b.select(beta_one, one, zero), beta_slot)
+    i8p = ir.IntType(8).as_pointer()
+    alpha = b.bitcast(alpha_slot, i8p)
+    beta = b.bitcast(beta_slot, i8p)
+  b.call(fn, [
+      ir.Constant(i32, ROW_MAJOR), b.trunc(trans_a, i32),
+      b.trunc(trans_b, i32), _int(b, m, it), _int(b, n, it), _int(b, k, it),
+      alpha, a_ptr, _int(b, lda, it), b_ptr, _int(b, ldb, it), beta, c_ptr,
+      _int(b, ldc, it)
+  ])
+
+
 def _int(b: ir.IRBuilder, v, ty: ir.IntType):
   if v.type.width == ty.width:
     return v

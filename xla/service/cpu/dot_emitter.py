@@ -68,6 +68,7 @@ from xla import xla_data
 from xla.service.cpu import blas
 from xla.service.cpu import contraction_ir as cir
 from xla.service.cpu import kernel_api
+from xla.service.cpu import runtime_library
 
 PrimitiveType = xla_data.PrimitiveType
 
@@ -233,10 +234,106 @@ def _empty_kernel(ctx, name):
 # --- BLAS ---------------------------------------------------------------------
 
 
+# The kernel's constants for the library routine (`_build_gemm_parts`), an
+# i64 table: the part split, the gemm plan, then the leftover dims.
+(_NB, _SPLIT_SIZE, _SPLIT_IS_M, _SP_SL, _SP_SR, _SP_SO, _TRANS_A, _TRANS_B,
+ _M, _N, _K, _LDA, _LDB, _LDC, _SWAPPED, _N_PAR, _N_RED, _RED_COUNT,
+ _DIMS) = range(19)
+_PAR_WORDS, _RED_WORDS = 4, 3  # (size, sl, sr, so) / (size, sl, sr)
+
+
+def _gemm_routine(lib: blas.BlasLibrary, et) -> str:
+  """The name of the library routine running a BLAS dot kernel's parts for
+  element type `et` (registered on first use: its body calls the gemm of
+  the BLAS interface found, whose integer width it carries)."""
+  letter = blas.GEMM_TYPES[et]
+  name = f"{runtime_library.PREFIX}gemm_parts_{letter}_i{lib.int_bits}"
+  if not runtime_library.is_routine(name):
+    p = kernel_api.llvm_storage_type(et).as_pointer()
+    fnty = ir.FunctionType(ir.VoidType(), [p, p, p, cir.I64, cir.I64,
+                                           cir.I64.as_pointer()])
+
+    def build(fn, lib=lib, et=et):
+      _build_gemm_parts(fn, lib, et)
+
+    runtime_library.routine(name, fnty)(build)
+  return name
+
+
+def _build_gemm_parts(fn: ir.Function, lib: blas.BlasLibrary, et) -> None:
+  """f(lhs, rhs, out, begin, end, table): parts [begin, end) of a BLAS dot
+  kernel (see `emit_blas`), everything else read from `table`. Compiled
+  once per process (and disk cached) instead of once per dot: a kernel of
+  its own cost each dot about 6 ms of LLVM time."""
+  lhs, rhs, out, begin, end, table = fn.args
+  b = ir.IRBuilder(fn.append_basic_block("entry"))
+
+  def word(i):
+    idx = i if isinstance(i, ir.Value) else cir.i64(i)
+    return b.load(b.gep(table, [idx]))
+
+  nb, split_size = word(_NB), word(_SPLIT_SIZE)
+  split_is_m = b.icmp_signed("!=", word(_SPLIT_IS_M), cir.i64(0))
+  sp = (word(_SP_SL), word(_SP_SR), word(_SP_SO))
+  n_par, n_red, red_count = word(_N_PAR), word(_N_RED), word(_RED_COUNT)
+  swapped = b.icmp_signed("!=", word(_SWAPPED), cir.i64(0))
+  plan_m, plan_n = word(_M), word(_N)
+  red_base = b.add(cir.i64(_DIMS), b.mul(n_par, cir.i64(_PAR_WORDS)))
+  offsets = [cir.entry_alloca(b, cir.I64, name=n) for n in ("lo", "ro", "oo")]
+  rest_slot = cir.entry_alloca(b, cir.I64, name="rest")
+
+  def add_dims(linear, count, base, words):
+    """offsets += the row-major index of `linear` over `count` dims of
+    `words` words at table[base] (size first, then the strides)."""
+    b.store(linear, rest_slot)
+    with cir.for_range(b, 0, count, "d") as di:
+      d = b.sub(b.sub(count, cir.i64(1)), di)  # innermost first
+      at = b.add(base, b.mul(d, cir.i64(words)))
+      size = word(at)
+      rest = b.load(rest_slot)
+      idx = b.urem(rest, size)
+      b.store(b.udiv(rest, size), rest_slot)
+      for j, slot in enumerate(offsets[:words - 1]):
+        stride = word(b.add(at, cir.i64(j + 1)))
+        b.store(b.add(b.load(slot), b.mul(idx, stride)), slot)
+
+  first = b.udiv(begin, nb)
+  last = b.udiv(b.add(end, b.sub(nb, cir.i64(1))), nb)
+  with cir.for_range(b, first, last, "p") as pi:
+    base = b.mul(pi, nb)
+    b0 = b.sub(cir.imax(b, begin, base), base)
+    b1 = b.sub(cir.imin(b, end, b.add(base, nb)), base)
+    r0 = b.mul(b0, cir.i64(SPLIT_BLOCK))
+    count = b.sub(cir.imin(b, b.mul(b1, cir.i64(SPLIT_BLOCK)), split_size),
+                  r0)
+    with b.if_then(b.icmp_signed(">", count, cir.i64(0))):
+      for slot, stride in zip(offsets, sp):
+        b.store(b.mul(r0, stride), slot)
+      add_dims(pi, n_par, cir.i64(_DIMS), _PAR_WORDS)
+      lo, ro, oo = (b.load(s) for s in offsets)
+      cptr = b.gep(out, [oo])
+      m = b.select(split_is_m, count, plan_m)
+      n = b.select(split_is_m, plan_n, count)
+      with cir.for_range(b, 0, red_count, "r") as ri:
+        b.store(lo, offsets[0])
+        b.store(ro, offsets[1])
+        add_dims(ri, n_red, red_base, _RED_WORDS)
+        a_ptr = b.gep(lhs, [b.load(offsets[0])])
+        b_ptr = b.gep(rhs, [b.load(offsets[1])])
+        blas.emit_runtime_gemm_call(
+            b, lib, et, word, (_TRANS_A, _TRANS_B, _K, _LDA, _LDB, _LDC),
+            b.select(swapped, b_ptr, a_ptr), b.select(swapped, a_ptr, b_ptr),
+            cptr, b.icmp_signed("!=", ri, cir.i64(0)),
+            b.select(swapped, n, m), b.select(swapped, m, n))
+  b.ret_void()
+
+
 def emit_blas(ctx, instr, lib, dims, choice: BlasChoice, name,
               macs) -> kernel_api.KernelSpec:
   """Parts are (independent gemm, block of SPLIT_BLOCK rows of its larger
-  output dim); one call covers all the consecutive blocks of a part."""
+  output dim); one call covers all the consecutive blocks of a part. The
+  kernel calls a library routine with a table of this dot's sizes,
+  strides and gemm plan."""
   blas.ensure_symbols(lib)
   et = instr.shape.element_type
   chosen = [d for d in (choice.m, choice.n, choice.k) if d is not None]
@@ -244,7 +341,6 @@ def emit_blas(ctx, instr, lib, dims, choice: BlasChoice, name,
   par = [d for d in rest if d.kind != "k"]
   red = [d for d in rest if d.kind == "k"]
   n_par = _prod(d.size for d in par)
-  n_red = _prod(d.size for d in red)
   p = choice.plan
   m_size = choice.m.size if choice.m else 1
   n_size = choice.n.size if choice.n else 1
@@ -252,40 +348,35 @@ def emit_blas(ctx, instr, lib, dims, choice: BlasChoice, name,
   split_size = max(m_size, n_size)
   nb = -(-split_size // SPLIT_BLOCK)
   extent = n_par * nb
+  sp = split if split is not None else Dim("m", 1, 0, 0, 0)
+  words = [0] * _DIMS
+  words[_NB], words[_SPLIT_SIZE] = nb, split_size
+  words[_SPLIT_IS_M] = int(split is choice.m)
+  words[_SP_SL], words[_SP_SR], words[_SP_SO] = sp.sl, sp.sr, sp.so
+  words[_TRANS_A], words[_TRANS_B] = p.trans_a, p.trans_b
+  # M and N as our (unswapped) lhs rows and rhs columns, as the part
+  # split clips them; the routine swaps them with the operands.
+  words[_M], words[_N] = (p.n, p.m) if p.swapped else (p.m, p.n)
+  words[_K] = p.k
+  words[_LDA], words[_LDB], words[_LDC] = p.lda, p.ldb, p.ldc
+  words[_SWAPPED] = int(p.swapped)
+  words[_N_PAR], words[_N_RED] = len(par), len(red)
+  words[_RED_COUNT] = _prod(d.size for d in red)
+  for d in par:
+    words += [d.size, d.sl, d.sr, d.so]
+  for d in red:
+    words += [d.size, d.sl, d.sr]
 
   fn, b = ctx.new_kernel(name)
   lhs, rhs, out = cir.load_args(b, fn, (et, et, et))
-  begin, end = fn.args[1], fn.args[2]
-  first = b.udiv(begin, cir.i64(nb))
-  last = b.udiv(b.add(end, cir.i64(nb - 1)), cir.i64(nb))
-  with cir.for_range(b, first, last, "p") as pi:
-    base = b.mul(pi, cir.i64(nb))
-    b0 = b.sub(cir.imax(b, begin, base), base)
-    b1 = b.sub(cir.imin(b, end, b.add(base, cir.i64(nb))), base)
-    r0 = b.mul(b0, cir.i64(SPLIT_BLOCK))
-    count = b.sub(cir.imin(b, b.mul(b1, cir.i64(SPLIT_BLOCK)),
-                           cir.i64(split_size)), r0)
-    with b.if_then(b.icmp_signed(">", count, cir.i64(0))):
-      idx = cir.decompose(b, pi, [d.size for d in par])
-      sp = split if split is not None else Dim("m", 1, 0, 0, 0)
-      lo_off = cir.linear_offset(b, idx + [r0], [d.sl for d in par] + [sp.sl])
-      ro_off = cir.linear_offset(b, idx + [r0], [d.sr for d in par] + [sp.sr])
-      oo_off = cir.linear_offset(b, idx + [r0], [d.so for d in par] + [sp.so])
-      cptr = b.gep(out, [oo_off])
-      sizes = {"m": count} if split is choice.m else {"n": count}
-
-      def call(l_off, r_off, beta):
-        blas.emit_gemm_call(b, lib, et, p, b.gep(lhs, [l_off]),
-                            b.gep(rhs, [r_off]), cptr, beta, **sizes)
-
-      if red:
-        with cir.for_range(b, 0, n_red, "r") as ri:
-          ridx = cir.decompose(b, ri, [d.size for d in red])
-          call(cir.linear_offset(b, ridx, [d.sl for d in red], lo_off),
-               cir.linear_offset(b, ridx, [d.sr for d in red], ro_off),
-               b.icmp_signed("!=", ri, cir.i64(0)))
-      else:
-        call(lo_off, ro_off, False)
+  ty = ir.ArrayType(cir.I64, len(words))
+  table = ir.GlobalVariable(b.module, ty, f"{fn.name}.table")
+  table.global_constant = True
+  table.linkage = "internal"
+  table.initializer = ir.Constant(ty, words)
+  routine = runtime_library.declare(b.module, _gemm_routine(lib, et))
+  b.call(routine, [lhs, rhs, out, fn.args[1], fn.args[2],
+                   b.gep(table, [cir.i64(0), cir.i64(0)])])
   b.ret_void()
   return kernel_api.KernelSpec(fn.name, extent, 2 * macs)
 
