@@ -30,9 +30,10 @@ axes sharding dimensions come first (in dimension order), then the manual
 axes (a `manual` subgroup), then every other axis (a `replicated`
 subgroup). Open dimensions (`{"x", ?}`) convert as their axes; a
 constraint whose dimensions are all open and empty says nothing and is
-dropped, and one with some open dimensions names them in the custom
-call's `backend_config` (`unspecified_dims=[...]`, as JAX's GSPMD lowering
-does). Priorities are hints and are ignored.
+dropped, and one with some open empty dimensions (`{?}`) names them in
+the custom call's `backend_config` (`unspecified_dims=[...]`, as JAX's
+GSPMD lowering does); an open dimension with axes keeps them (it could
+only be split further). Priorities are hints and are ignored.
 
 A sharding never changes a value, only where its parts live, so shardings
 inside a manual computation's body (other than `{manual}`) and inside
@@ -349,7 +350,11 @@ def _constraint(imp, op, sharding: sdy.TensorSharding):
   if imp.drops_shardings():
     return [operand]
   dims = sharding.dim_shardings
-  open_dims = [i for i, d in enumerate(dims) if not d.is_closed]
+  # An open dimension with axes (`{"y", ?}`) keeps them (it may only be
+  # split further, which propagation here does not do): only the empty
+  # open ones (`{?}`) are left to propagation.
+  open_dims = [i for i, d in enumerate(dims) if not d.is_closed and
+               not d.axes]
   if (len(open_dims) == len(dims) and not sharding.replicated_axes and
       not any(d.axes for d in dims)):
     return [operand]  # Says nothing: left to propagation.

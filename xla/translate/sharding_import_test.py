@@ -386,7 +386,8 @@ def test_open_dimensions():
       }
     }""")
   (call,) = _by_target(module, "Sharding")  # The first says nothing.
-  assert call.backend_config == "unspecified_dims=[0,1]"
+  # {"x", ?} keeps "x"; {?} is left to propagation.
+  assert call.backend_config == "unspecified_dims=[1]"
   assert str(call.sharding) == (
       "{devices=[2,1,2]<=[4] last_tile_dim_replicate}")
 
