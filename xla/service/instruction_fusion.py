@@ -292,6 +292,10 @@ class InstructionFusion(hpi.HloModulePass):
     # One side-effect cache per run: fusing only ever adds side-effect-free
     # instructions to a fused computation, so cached answers stay valid.
     self._side_effects: Optional[hlo_dce.SideEffectCache] = None
+    # id -> (instruction, is_fusible_at_all), per run. An answer stays
+    # right while the pass runs: fusing adds no control dependencies, and
+    # a fusion only ever gains side-effect-free instructions.
+    self._fusible: dict[int, tuple[HloInstruction, bool]] = {}
 
   @property
   def name(self) -> str:
@@ -315,9 +319,7 @@ class InstructionFusion(hpi.HloModulePass):
   def can_fuse(self, consumer: HloInstruction, operand_index: int) -> bool:
     """The universal legality rules of the module docstring."""
     producer = consumer.operand(operand_index)
-    cache = self._side_effects
-    if not is_fusible_at_all(producer, cache) or not is_fusible_at_all(
-        consumer, cache):
+    if not self._is_fusible(producer) or not self._is_fusible(consumer):
       return False
     if producer.opcode == O.kFusion:
       return False  # merging fusions is FusionMerger's business
@@ -331,6 +333,17 @@ class InstructionFusion(hpi.HloModulePass):
       if not self.may_duplicate or is_expensive(producer):
         return False
     return True
+
+  def _is_fusible(self, instr: HloInstruction) -> bool:
+    """`is_fusible_at_all`, asked once per instruction and run (the fusion
+    pass asks it of both sides of every candidate pair; on the GPT
+    training step that was a third of the pass)."""
+    hit = self._fusible.get(id(instr))
+    if hit is not None and hit[0] is instr:
+      return hit[1]
+    answer = is_fusible_at_all(instr, self._side_effects)
+    self._fusible[id(instr)] = (instr, answer)
+    return answer
 
   # -- driver ------------------------------------------------------------------
 
@@ -373,6 +386,7 @@ class InstructionFusion(hpi.HloModulePass):
   def run(self, module, execution_threads=frozenset()) -> bool:
     changed = False
     self._side_effects = hlo_dce.SideEffectCache()
+    self._fusible = {}
     try:
       applied = applied_functions(module)
       for comp in hpi.computations_to_run(module, execution_threads):
@@ -383,6 +397,7 @@ class InstructionFusion(hpi.HloModulePass):
         changed |= self.run_on_computation(comp)
     finally:
       self._side_effects = None
+      self._fusible = {}
     return changed
 
 
