@@ -96,8 +96,17 @@ class HloInstruction:
       operand._users.append(self)
 
   def _drop_user_if_unused(self, operand: "HloInstruction") -> None:
-    if not any(o is operand for o in self._operands):
-      operand._users = [u for u in operand._users if u is not self]
+    # Instructions compare by identity and a user is listed once, so the
+    # list's own (C) search and removal do what loops in Python did, for
+    # fusions of many operands and producers of many users.
+    if operand not in self._operands:
+      operand._drop_user(self)
+
+  def _drop_user(self, user: "HloInstruction") -> None:
+    try:
+      self._users.remove(user)
+    except ValueError:
+      pass
 
   def replace_operand_with(self, index: int,
                            new_operand: "HloInstruction") -> None:
@@ -135,18 +144,18 @@ class HloInstruction:
     after = {id(o) for o in self._operands}
     for op in old:
       if id(op) not in after:
-        op._users = [u for u in op._users if u is not self]
+        op._drop_user(self)
         after.add(id(op))  # an operand listed twice is handled once
     for op in self._operands:
       if id(op) not in before:
         before.add(id(op))
-        if not any(u is self for u in op._users):
+        if self not in op._users:
           op._users.append(self)
 
   def detach_operands(self) -> None:
     """Removes this instruction from its operands' user lists."""
     for op in set(self._operands):
-      op._users = [u for u in op._users if u is not self]
+      op._drop_user(self)
     self._operands = []
 
   # -- control dependencies ----------------------------------------------------
