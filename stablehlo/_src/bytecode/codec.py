@@ -50,11 +50,18 @@ class DialectCodec:
   def __post_init__(self):
     self.attr_codes = {name: code for code, (name, _) in self.attrs.items()}
     self.type_codes = {name: code for code, (name, _) in self.types.items()}
+    self._field_names: dict = {}  # (Attr or Type, kind) -> field names
 
   def field_names(self, entry) -> tuple:
-    table, codes = ((self.attrs, self.attr_codes) if isinstance(entry, tree.Attr)
-                    else (self.types, self.type_codes))
-    return tuple(n for n, _ in table[codes[entry.kind]][1])
+    key = (entry.__class__, entry.kind)
+    names = self._field_names.get(key)
+    if names is None:
+      table, codes = ((self.attrs, self.attr_codes)
+                      if isinstance(entry, tree.Attr)
+                      else (self.types, self.type_codes))
+      names = self._field_names[key] = tuple(
+          n for n, _ in table[codes[entry.kind]][1])
+    return names
 
   def get(self, entry, name: str):
     """The field `name` of `entry` (an `Attr`/`Type` of this dialect)."""
@@ -315,6 +322,21 @@ def _write_field(codec, kind, value, e, ctx, done):
       e.varint(ctx.string_index(v))
   else:
     raise support.InternalError(f"unknown field kind {kind!r}")
+
+
+_REF_KINDS = frozenset(("attr", "opt_attr", "flag_attr", "type", "resource",
+                        "attrs", "types", "attr_pairs"))
+_REF_FIELDS: dict = {}
+
+
+def ref_fields(spec) -> tuple:
+  """((field index, kind), ...) of the fields of `spec` that refer to other
+  entries (what nested_refs walks), computed once per spec."""
+  hit = _REF_FIELDS.get(spec)
+  if hit is None:
+    hit = _REF_FIELDS[spec] = tuple(
+        (i, kind) for i, (_, kind) in enumerate(spec) if kind in _REF_KINDS)
+  return hit
 
 
 def nested_refs(spec, values: tuple):

@@ -41,6 +41,8 @@ class Section(enum.IntEnum):
   PROPERTIES = 8
 
 
+_MAX_SECTION = max(Section)
+
 # Operation encoding mask bits.
 HAS_ATTRS = 0x01
 HAS_RESULTS = 0x02
@@ -178,7 +180,7 @@ class Reader:
     if aligned:
       alignment = self.varint("section alignment")
       self.align(alignment)
-    if section_id > max(Section):
+    if section_id > _MAX_SECTION:
       raise self.error(f"unknown section id {section_id}", start)
     return section_id, self.sub(length, f"section {section_id}")
 

@@ -495,7 +495,11 @@ class _FileReader(codec.DecodeContext):
         kinds = ("attr",) * len(values)
       else:
         for kind in kinds:
-          values.append(codec.read_fields(None, (("", kind),), body, self)[0])
+          if kind == "attr":  # most properties
+            values.append(self.attr(body.varint("attribute reference"), body))
+          else:
+            values.append(codec.read_fields(None, (("", kind),), body,
+                                            self)[0])
       if not body.at_end():
         raise body.error(f"trailing bytes in the properties of {name}")
       result = tree.Properties(tuple(kinds), tuple(values))

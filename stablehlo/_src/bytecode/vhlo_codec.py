@@ -197,8 +197,22 @@ def _is_bool_tensor(tensor_type) -> bool:
           tensor_type.fields[1].kind == "BooleanV1Type")
 
 
+_DTYPES: dict = {}  # element kind -> dtype, for the non-complex kinds
+
+
 def _numpy_dtype(element: tree.Type):
   """The numpy dtype of a VHLO element type (ml_dtypes for the exotic)."""
+  dtype = _DTYPES.get(element.kind)
+  if dtype is not None:
+    return dtype
+  if element.kind != "ComplexV1Type":
+    dtype = _numpy_dtype_uncached(element)
+    _DTYPES[element.kind] = dtype
+    return dtype
+  return _numpy_dtype_uncached(element)
+
+
+def _numpy_dtype_uncached(element: tree.Type):
   if element.kind == "ComplexV1Type":
     inner = _numpy_dtype(element.fields[0])
     return np.dtype(np.complex64 if inner == np.float32 else np.complex128)

@@ -149,7 +149,7 @@ def dense_to_vhlo(ty: t.Type, array: np.ndarray,
 
 
 def dense_from_vhlo(attr: tree.Attr) -> a.DenseElementsAttr:
-  ty = tc.from_vhlo(attr.fields[0], encoding_from_vhlo)
+  ty = type_from_vhlo(attr.fields[0])
   if not isinstance(ty, t.RankedTensorType):
     raise ConversionError("a #vhlo.tensor_v1 needs a ranked tensor type")
   dtype = dense.numpy_dtype(ty.element_type)
@@ -179,8 +179,12 @@ def dense_from_vhlo(attr: tree.Attr) -> a.DenseElementsAttr:
         else values.astype(dtype)
   arr = np.ascontiguousarray(arr).reshape(ty.shape)
   flat = arr.reshape(-1)
-  raw = flat.view(np.uint8).reshape(flat.size, -1) if flat.size else None
-  splat = flat.size >= 1 and bool((raw == raw[0]).all())
+  # Every element holds the first one's bytes iff the bytes equal
+  # themselves shifted by one element (a memcmp that stops at the first
+  # difference, where non-splat data usually differs at once).
+  data = flat.tobytes()
+  width = flat.dtype.itemsize
+  splat = flat.size >= 1 and data[width:] == data[:-width]
   if flat.size == 0 and attr.fields[1]:
     splat = True  # An empty tensor stored as a splat.
   return a.DenseElementsAttr(ty, arr, splat=splat)
