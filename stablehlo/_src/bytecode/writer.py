@@ -92,6 +92,7 @@ class _Writer(codec.EncodeContext):
     self.properties: list = []
     self.properties_index: dict = {}
     self.resource_numbers: dict = {}
+    self._by_id: dict = {}  # id(entry) -> (entry, its _Numbering)
     self.isolated = compute_isolation(f.root)
     self._number_ir(f.root)
 
@@ -100,24 +101,41 @@ class _Writer(codec.EncodeContext):
   def _dialect(self, name: str) -> int:
     return self.dialects.setdefault(name, len(self.dialects))
 
+  # Entries are keyed by content (equal attributes share a number), but
+  # the same object is usually referenced many times: `_by_id` maps an
+  # object's id to (object, numbering) so those references skip hashing
+  # and comparing the content. The object is kept, so its id stays its own.
+
   def _number_attr(self, attr) -> None:
+    hit = self._by_id.get(id(attr))
+    if hit is not None and hit[0] is attr:
+      hit[1].refs += 1
+      return
     known = self.attrs.get(attr)
     if known is not None:
       known.refs += 1
+      self._by_id[id(attr)] = (attr, known)
       return
     numbering = _Numbering(attr, None)
     self.attrs[attr] = numbering
+    self._by_id[id(attr)] = (attr, numbering)
     self.ordered_attrs.append(numbering)
     numbering.dialect = self._dialect(_entry_dialect(attr))
     self._number_nested(attr)
 
   def _number_type(self, type_) -> None:
+    hit = self._by_id.get(id(type_))
+    if hit is not None and hit[0] is type_:
+      hit[1].refs += 1
+      return
     known = self.types.get(type_)
     if known is not None:
       known.refs += 1
+      self._by_id[id(type_)] = (type_, known)
       return
     numbering = _Numbering(type_, None)
     self.types[type_] = numbering
+    self._by_id[id(type_)] = (type_, numbering)
     self.ordered_types.append(numbering)
     numbering.dialect = self._dialect(_entry_dialect(type_))
     self._number_nested(type_)
@@ -129,13 +147,26 @@ class _Writer(codec.EncodeContext):
     if spec is None:
       raise support.InvalidArgumentError(
           f"no bytecode codec for {entry.dialect}.{entry.kind}")
-    for kind, ref in codec.nested_refs(spec[2], entry.fields):
-      if kind == "attr":
-        self._number_attr(ref)
+    fields = entry.fields
+    for i, kind in codec.ref_fields(spec[2]):  # in codec.nested_refs order
+      value = fields[i]
+      if kind == "attr" or kind == "opt_attr" or kind == "flag_attr":
+        if value is not None:
+          self._number_attr(value)
       elif kind == "type":
-        self._number_type(ref)
-      else:
-        self._dialect(ref.dialect)
+        self._number_type(value)
+      elif kind == "attrs":
+        for v in value:
+          self._number_attr(v)
+      elif kind == "types":
+        for v in value:
+          self._number_type(v)
+      elif kind == "attr_pairs":
+        for a, b in value:
+          self._number_attr(a)
+          self._number_attr(b)
+      else:  # resource
+        self._dialect(value.dialect)
 
   def _number_op_name(self, name: str) -> None:
     known = self.op_names.get(name)
@@ -216,9 +247,15 @@ class _Writer(codec.EncodeContext):
   # --- EncodeContext -------------------------------------------------------------
 
   def attr_index(self, attr) -> int:
+    hit = self._by_id.get(id(attr))
+    if hit is not None and hit[0] is attr:
+      return hit[1].number
     return self.attrs[attr].number
 
   def type_index(self, type_) -> int:
+    hit = self._by_id.get(id(type_))
+    if hit is not None and hit[0] is type_:
+      return hit[1].number
     return self.types[type_].number
 
   def string_index(self, value: str) -> int:
