@@ -39,7 +39,10 @@ import importlib
 from typing import Optional
 
 import support
+from xla.hlo.ir import hlo_attrs
+from xla.hlo.ir import hlo_instruction as hi
 from xla.hlo.ir import hlo_sharding
+from xla.hlo.ir.hlo_opcode import HloOpcode
 from xla.hlo.pass_ import hlo_pass_interface
 
 # Custom calls of a GSPMD program (jax shard_map / with_sharding_constraint)
@@ -221,5 +224,23 @@ def partition_if_sharded(module) -> bool:
         "be imported); compile a per-device program instead")
   manual_where_unsplit(module)
   propagation(num_partitions=partitions).run(module)
+  root_sharding = hlo_sharding.of(module.entry_computation.root_instruction)
   partitioner(num_partitions=partitions).run(module)
+  _keep_root_sharding(module, root_sharding)
   return True
+
+
+def _keep_root_sharding(module, sharding) -> None:
+  """The partitioned entry's root says how the outputs are split
+  (`entry_shardings`), except a root that is a parameter (a program whose
+  manual computation returns its operand's shard as it is): it keeps the
+  parameter's sharding, so a copy carries the output's."""
+  entry = module.entry_computation
+  root = entry.root_instruction
+  if (sharding is None or root.opcode != HloOpcode.kParameter or
+      hlo_sharding.of(root) == sharding):
+    return
+  copy = hi.create(HloOpcode.kCopy, root.shape, (root,))
+  copy.sharding = hlo_attrs.RawText(str(sharding))
+  entry.add_instruction(copy)
+  entry.set_root_instruction(copy)

@@ -166,3 +166,22 @@ def test_the_partitioned_executable_keeps_its_shardings():
   _, exe = cpu_testing.compile_text(_GLOBAL)
   assert exe.plan["spmd_shardings"] == {
       "parameters": ["{devices=[4]<=[4]}"], "outputs": ["{replicated}"]}
+
+
+def test_a_parameter_returned_as_it_is_reports_the_outputs_sharding():
+  # shard_map returning its operand's shard: the partitioned root is the
+  # parameter, whose sharding is not the output's.
+  if (spmd_pipeline._find("ShardingPropagation") is None or  # pylint: disable=protected-access
+      spmd_pipeline._find("SpmdPartitioner") is None):  # pylint: disable=protected-access
+    pytest.skip("the SPMD partitioner is not available")
+  module = cpu_testing.parse("""HloModule m, num_partitions=4
+ENTRY e {
+  a = f32[4,4,1] parameter(0), sharding={devices=[4,1,1]<=[4]}
+  s = f32[1,4,1] custom-call(a), custom_call_target="SPMDFullToShardShape", sharding={manual}
+  ROOT f = f32[2,4,2] custom-call(s), custom_call_target="SPMDShardToFullShape", sharding={devices=[2,1,2]<=[2,2]T(1,0)}
+}
+""")
+  assert spmd_pipeline.partition_if_sharded(module)
+  assert spmd_pipeline.entry_shardings(module) == {
+      "parameters": ["{devices=[4,1,1]<=[4]}"],
+      "outputs": ["{devices=[2,1,2]<=[2,2]T(1,0)}"]}
