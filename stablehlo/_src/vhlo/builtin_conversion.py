@@ -453,7 +453,7 @@ def _check_location(attr) -> None:
     raise ConversionError(f"{kind} with {len(f)} fields")
   if kind == "FileLineColLoc":
     _loc_string(f[0], "file location")
-    if not all(isinstance(x, int) for x in f[1:3]):
+    if not (isinstance(f[1], int) and isinstance(f[2], int)):
       raise ConversionError("file location with a non-integer line/column")
   elif kind == "FileLineColRange":
     _loc_string(f[0], "file location range")
@@ -568,8 +568,7 @@ def _location_from_builtin(attr) -> a.Location:
   _check_location(attr)
   if isinstance(attr, tree.Attr) and attr.kind == "FileLineColLoc":
     f = attr.fields
-    return a.Location("file", f[0].fields[0], f[1], f[2],
-                      text=location_text(attr))
+    return a.file_location(f[0].fields[0], f[1], f[2], location_text(attr))
   if isinstance(attr, tree.Attr) and attr.kind == "FileLineColRange":
     line, col, end_line, end_col = range_numbers(attr)
     return a.Location("file", attr.fields[0].fields[0], line, col,
