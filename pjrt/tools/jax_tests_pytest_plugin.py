@@ -3,8 +3,9 @@
 Used by `pjrt.tools.run_jax_tests`; configured through the environment so
 that the runner needs no conftest next to the (foreign) test files:
 
-  OPENXLA_JAX_TESTS_PLATFORM   "openxla_cpu" registers our plugin with JAX
-                               before any test module imports jax.
+  OPENXLA_JAX_TESTS_PLATFORM   "openxla_cpu" (or a list naming it, such as
+                               "openxla_cpu,cpu") registers our plugin with
+                               JAX before any test module imports jax.
   OPENXLA_JAX_TESTS_TIMEOUT    per-test limit in seconds (SIGALRM; 0 = none).
   OPENXLA_JAX_TESTS_SHARD      "k/n": keep every n-th collected test from k.
   OPENXLA_JAX_TESTS_RESULTS    path of a JSON-lines file that gets one record
@@ -44,7 +45,9 @@ class TestTimeoutError(Exception):
 
 
 def _register_platform() -> None:
-  if os.environ.get(_ENV_PLATFORM, "") == "openxla_cpu":
+  # "openxla_cpu,cpu": ours is the default backend, JAX's CPU one is there
+  # too (tests that move data to jax.devices("cpu") need it).
+  if "openxla_cpu" in os.environ.get(_ENV_PLATFORM, "").split(","):
     from pjrt import jax_plugin  # pylint: disable=g-import-not-at-top
     jax_plugin.register()
   dut = os.environ.get(_ENV_DUT, "")

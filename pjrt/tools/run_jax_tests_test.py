@@ -4,6 +4,8 @@ import json
 import os
 import textwrap
 
+import pytest
+
 from pjrt.tools import run_jax_tests as rjt
 
 _SYNTHETIC = textwrap.dedent('''\
@@ -151,3 +153,22 @@ def test_devices_set_for_both_platforms(tmp_path, monkeypatch):
   assert env["XLA_FLAGS"] == (
       "--x=1 --xla_force_host_platform_device_count=4")
   assert rjt.parse_args(["--jax-tests", "t", "--devices", "4"]).devices == 4
+
+
+def test_our_platform_next_to_jaxs_cpu(tmp_path):
+  # "openxla_cpu,cpu": ours is the default backend and JAX's CPU backend
+  # is there for tests that move data to jax.devices("cpu").
+  pytest.importorskip("jax")
+  tests = tmp_path / "tests"
+  tests.mkdir()
+  (tests / "platforms_test.py").write_text(textwrap.dedent("""\
+      import jax
+
+      def test_platforms():
+        assert jax.devices()[0].platform == "openxla_cpu"
+        assert jax.devices("cpu")[0].platform == "cpu"
+  """))
+  cfg = rjt.RunConfig(jax_tests=str(tests), platform="openxla_cpu,cpu",
+                      timeout=0, work_dir=str(tmp_path / "work"))
+  result = rjt.run_file(cfg, "platforms_test.py")
+  assert result.counts()["passed"] == 1, result.messages
