@@ -280,6 +280,65 @@ def _dot_bwd(ctx, instr, i, leaves):
                        dd, m, "lhs" if i == 0 else "rhs", rank))]
 
 
+def _any_manual(shardings) -> bool:
+  return any(s is not None and s.is_manual for s in shardings)
+
+
+def _conv_dims(instr) -> tuple[list[int], list[int]]:
+  """(input dims, output dims) a convolution keeps tiled alike: batch and
+  spatial dimensions (the SPMD partitioner exchanges halos along tiled
+  spatial ones)."""
+  dn = instr.convolution_dimension_numbers
+  return ([dn.input_batch_dimension] + list(dn.input_spatial_dimensions),
+          [dn.output_batch_dimension] + list(dn.output_spatial_dimensions))
+
+
+def _moved(m, src: Sequence[int], dst: Sequence[int], rank: int):
+  """A rank-`rank` map whose dim dst[i] is dim src[i] of `m`, others
+  untiled."""
+  return m.project(src).embed(rank, dst)
+
+
+@_forward(O.kConvolution)
+def _conv_fwd(ctx, instr, ops):
+  if _any_manual(o[0] for o in ops):
+    return [HloSharding.manual()]
+  if instr.batch_group_count != 1:
+    return None
+  src, dst = _conv_dims(instr)
+  return [_through(ctx, ops[0][0], instr.operand(0).shape.rank,
+                   lambda m: _moved(m, src, dst, instr.shape.rank))]
+
+
+@_backward(O.kConvolution)
+def _conv_bwd(ctx, instr, i, leaves):
+  if _any_manual(leaves):
+    return [HloSharding.manual()]
+  if i != 0 or instr.batch_group_count != 1:
+    return None
+  src, dst = _conv_dims(instr)
+  return [_through(ctx, leaves[0], instr.shape.rank,
+                   lambda m: _moved(m, dst, src, instr.operand(0).shape.rank))]
+
+
+@_forward(O.kReduceWindow)
+def _reduce_window_fwd(ctx, instr, ops):
+  if _any_manual(o[0] for o in ops):
+    return [HloSharding.manual()] * num_leaves(instr.shape)
+  if instr.operand_count != 2:
+    return None
+  return [ops[0][0]]
+
+
+@_backward(O.kReduceWindow)
+def _reduce_window_bwd(ctx, instr, i, leaves):
+  if _any_manual(leaves):
+    return [HloSharding.manual()]
+  if instr.operand_count != 2:
+    return None
+  return [leaves[0] if i == 0 else HloSharding.replicate()]
+
+
 @_forward(O.kSlice, O.kPad, O.kDynamicSlice, O.kReverse)
 def _slicing_fwd(ctx, instr, ops):
   touched = su.touched_dims(instr)

@@ -377,3 +377,31 @@ ENTRY e {
   sp.ShardingPropagation(2).run(module)
   dot = module.entry_computation.root_instruction.operand(0)
   assert str(hlo_sharding.of(dot)) == "{unreduced}"
+
+
+def test_convolution_keeps_batch_and_spatial_tiling():
+  # Forward from the input (its feature dim is contracted, so untiled),
+  # backward from a user; the kernel is left replicated.
+  sh, _ = _propagate("""
+  x = f32[4,16,3] parameter(0), sharding={devices=[2,2,1]<=[4]}
+  k = f32[3,3,5] parameter(1)
+  c = f32[4,16,5] convolution(x, k), window={size=3 pad=1_1}, dim_labels=b0f_0io->b0f
+  y = f32[4,16,3] parameter(2)
+  d = f32[4,16,5] convolution(y, k), window={size=3 pad=1_1}, dim_labels=b0f_0io->b0f
+  n = f32[4,16,5] negate(d), sharding={devices=[1,4,1]<=[4]}
+  ROOT t = (f32[4,16,5], f32[4,16,5]) tuple(c, n)""",
+      allow_spmd_sharding_propagation_to_parameters=[False, False, True])
+  assert sh["c"] == _s("{devices=[2,2,1]<=[4]}")
+  assert sh["d"] == _s("{devices=[1,4,1]<=[4]}")
+  assert sh["y"] == _s("{devices=[1,4,1]<=[4]}")
+  assert sh["k"].is_replicated
+
+
+def test_reduce_window_keeps_its_operand_tiling():
+  sh, _ = _propagate(f"""
+  x = f32[8,16] parameter(0), sharding={TILE1}
+  i = f32[] constant(0)
+  r = f32[8,8] reduce-window(x, i), window={{size=1x2 stride=1x2}}, to_apply=add
+  ROOT n = f32[8,8] negate(r)""", computations=ADD)
+  assert sh["r"] == _s(TILE1)
+  assert sh["i"].is_replicated
