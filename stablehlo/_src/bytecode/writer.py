@@ -24,6 +24,7 @@ from stablehlo._src.bytecode import tree
 
 Section = encoding.Section
 _RESOURCE_KIND_CODES = {"blob": 0, "bool": 1, "string": 2}
+_PROPERTY_SPECS: dict = {}  # property kinds -> their field spec
 
 
 def write(f: tree.BytecodeFile, version: int | None = None,
@@ -358,7 +359,10 @@ class _Writer(codec.EncodeContext):
     if isinstance(op.properties, tree.RawProperties):
       blob.raw(op.properties.data)
     else:
-      spec = tuple(("", k) for k in op.properties.kinds)
+      kinds = op.properties.kinds
+      spec = _PROPERTY_SPECS.get(kinds)
+      if spec is None:
+        spec = _PROPERTY_SPECS[kinds] = tuple(("", k) for k in kinds)
       codec.write_fields(None, spec, op.properties.values, blob, self)
     stored = encoding.Emitter()
     stored.varint(len(blob))

@@ -54,12 +54,28 @@ def va(kind: str, *fields) -> tree.Attr:
   return tree.Attr(DIALECT, kind, tuple(fields))
 
 
+_STRINGS: dict = {}
+
+
 def string(value: str) -> tree.Attr:
-  return va("StringV1Attr", value)
+  """One object per string (bounded), as builtin_conversion.string."""
+  attr = _STRINGS.get(value)
+  if attr is None:
+    if len(_STRINGS) >= 4096:
+      _STRINGS.clear()
+    attr = _STRINGS[value] = va("StringV1Attr", value)
+  return attr
+
+
+_BOOLEANS = {}
 
 
 def boolean(value: bool) -> tree.Attr:
-  return va("BooleanV1Attr", 1 if value else 0)
+  flag = 1 if value else 0
+  attr = _BOOLEANS.get(flag)
+  if attr is None:
+    attr = _BOOLEANS[flag] = va("BooleanV1Attr", flag)
+  return attr
 
 
 def integer(value: int, width: int = 64) -> tree.Attr:
@@ -131,8 +147,11 @@ def dense_blob(ty: t.Type, array: np.ndarray, splat: bool = False) -> bytes:
       return b""
     arr = np.zeros(1, dtype)
     n = 1
-  raw = np.ascontiguousarray(arr).view(np.uint8).reshape(n, -1)
-  splat = n > 1 and bool((raw == raw[0]).all())
+  # All elements bitwise equal iff the bytes equal themselves shifted by
+  # one element (see dense_from_vhlo).
+  data = np.ascontiguousarray(arr).tobytes()
+  width = arr.dtype.itemsize
+  splat = n > 1 and data[width:] == data[:-width]
   if dtype == np.bool_:
     if splat:
       return b"\xff" if arr[0] else b"\x00"
@@ -144,8 +163,7 @@ def dense_blob(ty: t.Type, array: np.ndarray, splat: bool = False) -> bytes:
 
 def dense_to_vhlo(ty: t.Type, array: np.ndarray,
                   splat: bool = False) -> tree.Attr:
-  return va("TensorV1Attr", tc.to_vhlo(ty, encoding_to_vhlo),
-            dense_blob(ty, array, splat))
+  return va("TensorV1Attr", type_to_vhlo(ty), dense_blob(ty, array, splat))
 
 
 def dense_from_vhlo(attr: tree.Attr) -> a.DenseElementsAttr:

@@ -41,8 +41,19 @@ def bt(kind: str, *fields) -> tree.Type:
   return tree.Type(DIALECT, kind, tuple(fields))
 
 
+_STRINGS: dict = {}
+
+
 def string(value: str) -> tree.Attr:
-  return ba("StringAttr", value)
+  """The builtin StringAttr of `value`, one object per string (bounded):
+  attribute names and file names repeat on every op, and the bytecode
+  writer finds an entry it has seen by identity before hashing it."""
+  attr = _STRINGS.get(value)
+  if attr is None:
+    if len(_STRINGS) >= 4096:
+      _STRINGS.clear()
+    attr = _STRINGS[value] = ba("StringAttr", value)
+  return attr
 
 
 UNKNOWN_LOC = ba("UnknownLoc")
