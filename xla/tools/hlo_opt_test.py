@@ -325,3 +325,15 @@ def test_bundled_spmd_example(tmp_path):
                          "--show-before"])
   assert code == 0, err
   assert "all-reduce(" in out.split("// after:")[1]
+
+
+def test_bundled_spmd_halo_example(tmp_path):
+  path = os.path.join(os.path.dirname(__file__), "..", "..", "examples",
+                      "spmd_conv_halo.hlo")
+  if not os.path.exists(path):
+    pytest.skip("bundled examples not found")
+  code, out, err = _run([path, "--passes=spmd-partitioning",
+                         "--show-before"])
+  assert code == 0, err
+  after = out.split("// after:")[1]
+  assert "collective-permute(" in after and "all-gather(" not in after

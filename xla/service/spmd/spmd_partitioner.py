@@ -53,6 +53,7 @@ from xla.hlo.ir.hlo_opcode import HloOpcode
 from xla.hlo.ir.hlo_sharding import HloSharding
 from xla.hlo.pass_ import hlo_pass_interface
 from xla.hlo.transforms.simplifiers import hlo_dce
+from xla.service.spmd import halo_exchange  # noqa: F401 (conv, reduce-window)
 from xla.service.spmd import partitioned_hlo as ph_lib
 from xla.service.spmd import sharding_propagation as sp
 from xla.service.spmd import sharding_util as su
