@@ -270,6 +270,36 @@ def _define():
                    out_shardings=ns(mesh1)), (normal(4, 2), normal(16, 4),
                                               normal(16, 2))
 
+  @_program("conv_spatial")
+  def _():
+    # Images split along their height: each device's convolutions read
+    # rows of its neighbours' shards (halos; the strided 5x5 one reads
+    # rows two shards away).
+    def fn(x, k3, k5):
+      dn = ("NHWC", "HWIO", "NHWC")
+      same = jax.lax.conv_general_dilated(x, k3, (1, 1), "SAME",
+                                          dimension_numbers=dn)
+      strided = jax.lax.conv_general_dilated(x, k5, (2, 2), "VALID",
+                                             dimension_numbers=dn)
+      return same, strided
+    out = ns(mesh1, None, "i", None, None)
+    return jax.jit(fn, in_shardings=(out, ns(mesh1), ns(mesh1)),
+                   out_shardings=(out, out)), (
+                       normal(2, 20, 12, 3), normal(3, 3, 3, 4),
+                       normal(5, 5, 3, 4))
+
+  @_program("pool_spatial")
+  def _():
+    def fn(x):
+      big = jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, (1, 3, 3, 1),
+                                  (1, 2, 2, 1), "SAME")
+      avg = jax.lax.reduce_window(x, 0.0, jax.lax.add, (1, 3, 3, 1),
+                                  (1, 1, 1, 1), "SAME") / 9
+      return big, avg
+    out = ns(mesh1, None, "i", None, None)
+    return jax.jit(fn, in_shardings=out, out_shardings=(out, out)), (
+        normal(2, 16, 12, 3),)
+
 
 def _hlo_shardings(shardings, ndims) -> list:
   import jax  # pylint: disable=g-import-not-at-top

@@ -2,7 +2,8 @@
 backend (4 host devices), with Shardy (JAX's default) and with GSPMD:
 jit with NamedSharding inputs and outputs on 1-D and 2-D meshes, sharding
 constraints, reductions over sharded axes, uneven shards inside a
-program, shard_map with each collective, pmap and data-parallel training
+program, convolutions and pooling split along the image height (halos),
+shard_map with each collective, pmap and data-parallel training
 (spmd_programs.py, each platform in a child interpreter).
 
 For every program: the same values, the same per-device shard shapes
