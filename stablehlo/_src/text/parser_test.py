@@ -185,3 +185,78 @@ def test_deep_nesting_is_a_parse_error():
   src = "%0 = \"t.op\"() {a = " + "[" * 5000 + "]" * 5000 + "} : () -> ()"
   with pytest.raises(text.ParseError, match="nesting is too deep"):
     text.parse_module(src)
+
+
+# --- fast paths (one regex / json / a cache) agree with the token path ---------
+
+
+@pytest.mark.parametrize("src, position, what", [
+    # A JSON-readable literal whose element is out of range, a float in an
+    # integer type, or a shape that does not match goes back to the token
+    # path, which names the offending element.
+    ("%0 = stablehlo.constant dense<[1, 300]> : tensor<2xi8>", "1:35",
+     "integer constant out of range for type"),
+    ("%0 = stablehlo.constant dense<[1.5, 2.0]> : tensor<2xi32>", "1:32",
+     "expected integer elements, but parsed floating-point"),
+    ("%0 = stablehlo.constant dense<[[1, 2], [3]]> : tensor<2x2xf32>", "1:46",
+     "tensor literal is invalid; ranks are not consistent between elements"),
+    ('%0 = stablehlo.constant dense<"0xZZ"> : tensor<1xi8>', "1:31",
+     "malformed hex blob in dense attribute"),
+])
+def test_fast_path_diagnostics(src, position, what):
+  test_diagnostics(src, position, what)
+
+
+def test_json_dense_literals_match_the_token_path():
+  f = _constant("dense<[[1.5, -2], [3.0e+00, 4.25]]> : tensor<2x2xf32>")
+  assert f.array.dtype == np.float32 and not f.splat
+  assert f.array.tolist() == [[1.5, -2.0], [3.0, 4.25]]
+  u = _constant("dense<[255, -1]> : tensor<2xui8>")
+  assert u.array.dtype == np.uint8 and u.array.tolist() == [255, 255]
+  big = _constant("dense<[18446744073709551615, 0]> : tensor<2xui64>")
+  assert big.array.tolist() == [2**64 - 1, 0]
+  # Not JSON: the token path reads them.
+  assert _constant("dense<[true, false]> : tensor<2xi1>").array.tolist() == [
+      True, False]
+  assert _constant("dense<[0x7F800000, 1.]> : tensor<2xf32>").array[0] == \
+      np.inf
+
+
+def test_cached_types_and_attribute_dictionaries_are_per_text():
+  m = text.parse_module('''
+  func.func @f(%a: tensor<2xf32> {x.k = "v"}) -> (tensor<2xf32> {x.k = "v"}) {
+    %0 = stablehlo.add %a, %a : tensor<2xf32>
+    %1 = "t.op"(%0) {d = {// }
+      k = 1 : i32}} : (tensor<2xf32>) -> tensor<2xcomplex<f32>>
+    %2 = "t.fn"() : () -> ((tensor<2xf32>) -> tensor<2xf32>)
+    return %0 : tensor<2xf32>
+  }''')
+  f = _only_func(m)
+  add, op, fn, _ = f.regions[0].entry.operations
+  assert add.results[0].type == t.RankedTensorType((2,), t.f32)
+  assert op.results[0].type == t.RankedTensorType((2,), t.ComplexType(t.f32))
+  inner = op.attributes["d"]
+  assert inner == a.DictionaryAttr((("k", a.IntegerAttr(1, t.i32)),))
+  assert isinstance(fn.results[0].type, t.FunctionType)
+  arg_attrs = f.properties["arg_attrs"].elements[0]
+  assert arg_attrs == a.DictionaryAttr((("x.k", a.StringAttr("v")),))
+
+
+def test_operand_lists_with_comments_and_op_locations():
+  m = text.parse_module(
+      "func.func @f(%a: tensor<f32>, %b: tensor<f32>) -> tensor<f32> {\n"
+      "  %0 = stablehlo.add %a, // first\n"
+      "     %b : tensor<f32>\n"
+      "\n"
+      "  %1 = stablehlo.add %0, %b : tensor<f32>\n"
+      "  return %1 : tensor<f32>\n"
+      "}", "x.mlir", line_offset=10)
+  f = _only_func(m)
+  first, second, ret = f.regions[0].entry.operations
+  args = f.regions[0].entry.arguments
+  assert first.operands == args
+  assert second.operands == [first.results[0], args[1]]
+  assert (first.location.line, first.location.col) == (12, 8)
+  assert (second.location.line, second.location.col) == (15, 8)
+  assert second.location.text == '"x.mlir":15:8'
+  assert ret.location.line == 16
