@@ -30,7 +30,9 @@ tiled dimension left runs whole (`replicated_fallback`), as before. A
 convolution runs so with its batch and spatial dimensions tiled as the
 input's, the input feature dimension and the kernel whole;
 `batch_group_count` > 1 runs whole. A reduce-window of one operand keeps
-every tiling of its operand.
+every tiling of its operand. An input that is whole along those
+dimensions while the output is split is first cut to the output's tiling
+(a local slice), as XLA aligns it, and then exchanges halos.
 """
 
 from __future__ import annotations
@@ -256,14 +258,31 @@ def plan_dims(m: su.TileMap, shape_dims: Sequence[int],
   return m.replicate_dims(whole), plans
 
 
-def _operand_map(cp, value: PartitionedHlo) -> Optional[su.TileMap]:
-  s = value.sharding
+def _map_of(cp, s, rank: int) -> Optional[su.TileMap]:
   if s.is_manual or s.is_tuple or ph_lib.has_unreduced(s):
     return None
   try:
-    return su.tile_map(s, value.rank, cp.n)
+    return su.tile_map(s, rank, cp.n)
   except support.XlaError:
     return None
+
+
+def _input_map(cp, instr, operand: PartitionedHlo, src: Sequence[int],
+               dst: Sequence[int]) -> Optional[su.TileMap]:
+  """The tiling the op runs under: the operand's on the dims `src` (the
+  others made whole), or, where that leaves the operand whole, the
+  target's on the output dims `dst` (the operand is cut to it locally,
+  as XLA aligns a replicated input with the output)."""
+  m = _map_of(cp, operand.sharding, operand.rank)
+  if m is None:
+    return None
+  rank = operand.rank
+  m = m.replicate_dims([d for d in range(rank) if d not in src])
+  if m.is_replicated:
+    tm = _map_of(cp, cp.target(instr), instr.shape.rank)
+    if tm is not None:
+      m = tm.project(dst).embed(rank, src)
+  return m
 
 
 # -- handlers ------------------------------------------------------------------
@@ -278,7 +297,8 @@ def handle_reduce_window(cp, instr) -> PartitionedHlo:
     return cp.replicated_fallback(instr)
   b = cp.b
   operand = cp.operand(0)
-  m = _operand_map(cp, operand)
+  dims = list(range(operand.rank))
+  m = _input_map(cp, instr, operand, dims, dims)
   if m is None or m.is_replicated:
     return cp.replicated_fallback(instr)
   window = instr.window
@@ -307,15 +327,15 @@ def handle_convolution(cp, instr) -> PartitionedHlo:
     return cp.replicated_fallback(instr)
   b = cp.b
   lhs = cp.operand(0)
-  m = _operand_map(cp, lhs)
-  if m is None:
-    return cp.replicated_fallback(instr)
-  # The input feature dimension is contracted: it is made whole.
-  m = m.replicate_dims([dn.input_feature_dimension])
-  if m.is_replicated:
+  spatial = list(dn.input_spatial_dimensions)
+  # Batch and spatial dims keep their tiling; the input feature dimension
+  # is contracted and made whole.
+  m = _input_map(cp, instr, lhs, [dn.input_batch_dimension] + spatial,
+                 [dn.output_batch_dimension] +
+                 list(dn.output_spatial_dimensions))
+  if m is None or m.is_replicated:
     return cp.replicated_fallback(instr)
   window = instr.window
-  spatial = list(dn.input_spatial_dimensions)
   m, plans = plan_dims(m, instr.operand(0).shape.dimensions,
                        {d: window.dimensions[i]
                         for i, d in enumerate(spatial)})

@@ -198,6 +198,27 @@ def test_conv_sharding_propagates_from_the_input():
   _assert_halo(m)
 
 
+def test_conv_replicated_input_split_output():
+  # The input is cut to the output's tiling locally, then halos move.
+  s = "{devices=[1,4,1]<=[4]}"
+  m = spmd_testing.check_partitioning(_module(f"""
+  x = f32[2,16,3] parameter(0), sharding={{replicated}}
+  k = f32[3,3,4] parameter(1)
+  ROOT c = f32[2,16,4] convolution(x, k), window={{size=3 pad=1_1}}, dim_labels=b0f_0io->b0f, sharding={s}"""),
+      4)
+  _assert_halo(m)
+
+
+def test_reduce_window_replicated_input_split_output():
+  s = "{devices=[4,1]<=[4]}"
+  m = spmd_testing.check_partitioning(_module(f"""
+  x = f32[14,3] parameter(0), sharding={{replicated}}
+  i = f32[] constant(0)
+  ROOT r = f32[7,3] reduce-window(x, i), window={{size=3x1 stride=2x1 pad=1_1x0_0}}, to_apply=add, sharding={s}"""),
+      4)
+  _assert_halo(m)
+
+
 @pytest.mark.parametrize("window", [
     "size=3 pad=2_2 rhs_dilate=2",    # window dilation
     "size=3 pad=1_1 lhs_dilate=2",    # base dilation
