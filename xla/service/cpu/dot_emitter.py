@@ -662,3 +662,16 @@ def _scalar_tiles(b, acc, types, ptrs, j: Dim, red, rws: _Rows, j_start, nr):
           cir.store_result(b, acc, cir.slot_load(b, acc, slot),
                            b.gep(out, [o2]))
       _guarded(b, rws.valid[r], store)
+
+
+def _register_gemm_routines() -> None:
+  """Registers the gemm routines of the BLAS found when this module is
+  imported, so that code loaded from a cache (which emits no dot in this
+  process) finds them too."""
+  lib = blas.library()
+  if lib is not None:
+    for et in blas.GEMM_TYPES:
+      _gemm_routine(lib, et)
+
+
+_register_gemm_routines()

@@ -1,6 +1,10 @@
 """Tests for the dot kernel emitter: BLAS and loop kernels against the HLO
 evaluator (and numpy / jax), over dimension numbers, layouts and types."""
 
+import os
+import subprocess
+import sys
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -347,3 +351,35 @@ def test_blas_row_blocks_partition(ls, rs, os_, lb, rb, lc, rc, nblocks):
                                atol=1e-3)
   # A part writes only its own rows.
   assert np.isnan(k(a, b, parts=[(0, 1)])).any()
+
+
+@pytest.mark.skipif(not HAS_BLAS, reason="no BLAS found")
+def test_blas_dot_loads_from_the_disk_cache_in_a_new_process(tmp_path):
+  # A BLAS kernel calls a library routine; a process that loads the
+  # program from the disk cache emits no dot, and must still find it.
+  code = (
+      "import sys\n"
+      "sys.path.insert(0, sys.argv[1])\n"
+      "import numpy as np\n"
+      "from xla.service.cpu import cpu_compiler\n"
+      "from xla.service.cpu import cpu_testing as ct\n"
+      "m = ct.parse('''\n"
+      "HloModule m\n"
+      "ENTRY e {\n"
+      "  a = f32[64,64] parameter(0)\n"
+      "  b = f32[64,64] parameter(1)\n"
+      "  ROOT d = f32[64,64] dot(a, b), lhs_contracting_dims={1}, "
+      "rhs_contracting_dims={0}\n"
+      "}''')\n"
+      "exe = cpu_compiler.compile(m, cpu_compiler.CpuCompileOptions(\n"
+      "    cache_dir=sys.argv[2]))\n"
+      "x = np.arange(64 * 64, dtype=np.float32).reshape(64, 64) / 4096\n"
+      "got = exe.execute([x, x.T])[0]\n"
+      "print(exe.compile_stats['cache'], np.allclose(got, x @ x.T, "
+      "rtol=1e-4))\n")
+  root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+      os.path.abspath(__file__)))))
+  outs = [subprocess.run([sys.executable, "-c", code, root, str(tmp_path)],
+                         check=True, capture_output=True,
+                         text=True).stdout.split() for _ in range(2)]
+  assert outs == [["miss", "True"], ["disk", "True"]]
