@@ -26,13 +26,21 @@ the rest of the partitioner uses; rows of it past the end are padding.
 
 Handled: windows without base or window dilation. A dimension that does
 not fit is made whole first (an all-gather along it), and an op with no
-tiled dimension left runs whole (`replicated_fallback`), as before. A
-convolution runs so with its batch and spatial dimensions tiled as the
+tiled dimension left runs whole (`replicated_fallback`), as before.
+
+A convolution runs so with its batch and spatial dimensions tiled as the
 input's, the input feature dimension and the kernel whole;
-`batch_group_count` > 1 runs whole. A reduce-window of one operand keeps
-every tiling of its operand. An input that is whole along those
-dimensions while the output is split is first cut to the output's tiling
-(a local slice), as XLA aligns it, and then exchanges halos.
+`batch_group_count` > 1 runs whole. Where the input and the kernel are
+tiled alike along spatial dimensions and nowhere else (a kernel gradient,
+whose window spans the input), each partition instead convolves its
+kernel rows with the input rows they meet (its tile and halos) into the
+whole output, and an all-reduce sums the partial outputs.
+
+A reduce-window of one operand keeps every tiling of its operand.
+
+An input that is whole along those dimensions while the output is split
+is first cut to the output's tiling (a local slice), as XLA aligns it,
+and then exchanges halos.
 """
 
 from __future__ import annotations
@@ -44,6 +52,7 @@ import support
 from xla import xla_data
 from xla.hlo.ir import hlo_instruction as hi
 from xla.hlo.ir.hlo_opcode import HloOpcode
+from xla.hlo.ir.hlo_sharding import HloSharding
 from xla.service.spmd import partitioned_hlo as ph_lib
 from xla.service.spmd import sharding_util as su
 from xla.service.spmd import spmd_handlers
@@ -100,13 +109,21 @@ def plan_dim(size: int, count: int, wd: xla_data.WindowDimension
   if size + lo_pad + hi_pad < w or s < 1 or w < 1:
     return None
   outputs = (size + lo_pad + hi_pad - w) // s + 1
-  tile = su.ceil_div(size, count)
   out_tile = su.ceil_div(outputs, count)
-  need = (out_tile - 1) * s + w
   # Tile i reads global rows [lo[i], lo[i] + need) (negative and past-the-
   # end rows are the op's padding).
   lo = [i * out_tile * s - lo_pad for i in range(count)]
   live = [i for i in range(count) if i * out_tile < outputs]
+  return plan_reads(size, count, lo, (out_tile - 1) * s + w, live,
+                    out_tile)
+
+
+def plan_reads(size: int, count: int, lo: Sequence[int], need: int,
+               live: Sequence[int], out_tile: int) -> HaloPlan:
+  """The plan by which tile i (of `count` over `size` rows) gets global
+  rows [lo[i], lo[i] + need); only the tiles in `live` must get them
+  right."""
+  tile = su.ceil_div(size, count)
   left = max([0] + [i * tile - max(lo[i], 0) for i in live])
   right = max([0] + [min(lo[i] + need, size) - (i + 1) * tile
                      for i in live])
@@ -317,6 +334,73 @@ def handle_reduce_window(cp, instr) -> PartitionedHlo:
       cp, instr, PartitionedHlo(new, instr.shape, out_sharding))
 
 
+def _partial_spatial_conv(cp, instr) -> Optional[PartitionedHlo]:
+  """A convolution whose input and kernel are tiled alike along spatial
+  dimensions (and nowhere else), as the kernel gradient of a spatially
+  split convolution is: each partition convolves its kernel rows with the
+  input rows they meet (its tile and halos) into the whole output, and an
+  all-reduce sums the partial outputs (XLA's
+  PartitionConvolutionWithSpatialDimensionHaloExchangeOnLHS). None where
+  the operands are not tiled so."""
+  dn = instr.convolution_dimension_numbers
+  if instr.feature_group_count != 1:
+    return None
+  lhs, rhs = cp.operand(0), cp.operand(1)
+  lm = _map_of(cp, lhs.sharding, lhs.rank)
+  rm = _map_of(cp, rhs.sharding, rhs.rank)
+  if lm is None or rm is None:
+    return None
+  spatial = list(dn.input_spatial_dimensions)
+  kspatial = list(dn.kernel_spatial_dimensions)
+  tiled = [j for j, kd in enumerate(kspatial) if rm.counts[kd] > 1]
+  kdims = [kspatial[j] for j in tiled]
+  if not tiled or any(rm.counts[d] > 1 for d in range(rhs.rank)
+                      if d not in kdims):
+    return None
+  if lm != rm.project(kdims).embed(lhs.rank, [spatial[j] for j in tiled]):
+    return None
+  window = instr.window
+  lshape = instr.operand(0).shape.dimensions
+  kshape = instr.operand(1).shape.dimensions
+  plans = {}
+  local_window = list(window.dimensions)
+  for j in tiled:
+    wd = window.dimensions[j]
+    if wd.base_dilation != 1 or wd.window_dilation != 1 or (
+        wd.window_reversal):
+      return None
+    k, size, ksize = rm.counts[kspatial[j]], lshape[spatial[j]], kshape[
+        kspatial[j]]
+    span = size + wd.padding_low + wd.padding_high - ksize
+    if span < 0:
+      return None
+    outputs = span // wd.stride + 1
+    r = su.ceil_div(ksize, k)
+    # Kernel rows [i * r, (i + 1) * r) meet input rows from i * r - low.
+    lo = [i * r - wd.padding_low for i in range(k)]
+    live = [i for i in range(k) if i * r < ksize]
+    plans[spatial[j]] = plan_reads(size, k, lo,
+                                   r + (outputs - 1) * wd.stride, live,
+                                   outputs)
+    local_window[j] = dataclasses.replace(wd, size=r, padding_low=0,
+                                          padding_high=0)
+  groups = su.reduction_groups(rm, kdims)
+  if groups is None:
+    return None
+  b = cp.b
+  x = window_input(b, lhs.hlo, lm, plans,
+                   b.scalar(0, instr.operand(0).shape.element_type))
+  # Kernel rows past the end (an uneven last tile) must add nothing.
+  kernel = ph_lib.mask_padding(
+      b, rhs, kdims, b.scalar(0, instr.operand(1).shape.element_type))
+  new = spmd_handlers.clone(b, instr, instr.shape, [x, kernel.hlo],
+                            window=xla_data.Window(tuple(local_window)))
+  new = ph_lib.all_reduce(b, new, groups,
+                          cp.state.sum_reducer(instr.shape.element_type))
+  return spmd_handlers.finish(
+      cp, instr, PartitionedHlo(new, instr.shape, HloSharding.replicate()))
+
+
 @register_handler(O.kConvolution)
 def handle_convolution(cp, instr) -> PartitionedHlo:
   target = cp.target(instr)
@@ -325,6 +409,9 @@ def handle_convolution(cp, instr) -> PartitionedHlo:
   dn = instr.convolution_dimension_numbers
   if instr.batch_group_count != 1 or dn is None:
     return cp.replicated_fallback(instr)
+  partial = _partial_spatial_conv(cp, instr)
+  if partial is not None:
+    return partial
   b = cp.b
   lhs = cp.operand(0)
   spatial = list(dn.input_spatial_dimensions)

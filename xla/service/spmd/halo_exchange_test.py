@@ -327,3 +327,25 @@ ENTRY e {{
 }}
 """, 4)
   _assert_halo(m)
+
+
+# -- input and kernel split alike: partial convolutions ------------------------
+
+
+@pytest.mark.parametrize("n", [2, 4])
+@pytest.mark.parametrize("size,pad", [(16, "1_1"), (14, "0_0"), (13, "2_1")])
+def test_kernel_gradient_conv_partials(n, size, pad):
+  # The kernel gradient of a convolution over rows split n ways: the
+  # activations (f01b) and the output gradient (i01o) are split alike along
+  # the rows; the window spans them all.
+  lo, hi = map(int, pad.split("_"))
+  k = size + lo + hi - 2        # 3 output rows
+  xs = _sharding(4, 1, n)
+  ks = _sharding(4, 1, n)
+  m = spmd_testing.check_partitioning(_module(f"""
+  x = f32[2,{size},5,3] parameter(0), sharding={xs}
+  dy = f32[2,{k},5,4] parameter(1), sharding={ks}
+  ROOT g = f32[3,3,3,4] convolution(x, dy), window={{size={k}x5 pad={pad}x1_1}}, dim_labels=f01b_i01o->01bf, sharding={{replicated}}"""),
+      n, propagate=False)
+  ops = _opcodes(m)
+  assert O.kAllGather not in ops and O.kAllReduce in ops
