@@ -299,6 +299,24 @@ def _moved(m, src: Sequence[int], dst: Sequence[int], rank: int):
   return m.project(src).embed(rank, dst)
 
 
+def _wide_window_dims(instr, m, dims: Sequence[int]) -> list[int]:
+  """Of a convolution's spatial dims `dims` (of the input, or the output)
+  tiled in `m`, those whose window is wider than an input tile: their
+  tiling does not carry over (a window that spans the input, as a kernel
+  gradient's does, makes partial results, not a split output)."""
+  dn = instr.convolution_dimension_numbers
+  sizes = instr.operand(0).shape.dimensions
+  out = []
+  for i, wd in enumerate(instr.window.dimensions):
+    d = dims[i]
+    if m.counts[d] > 1:
+      width = (wd.size - 1) * wd.window_dilation + 1
+      tile = -(-sizes[dn.input_spatial_dimensions[i]] // m.counts[d])
+      if width > tile:
+        out.append(d)
+  return out
+
+
 @_forward(O.kConvolution)
 def _conv_fwd(ctx, instr, ops):
   if _any_manual(o[0] for o in ops):
@@ -306,8 +324,11 @@ def _conv_fwd(ctx, instr, ops):
   if instr.batch_group_count != 1:
     return None
   src, dst = _conv_dims(instr)
+  spatial = instr.convolution_dimension_numbers.input_spatial_dimensions
   return [_through(ctx, ops[0][0], instr.operand(0).shape.rank,
-                   lambda m: _moved(m, src, dst, instr.shape.rank))]
+                   lambda m: _moved(m.replicate_dims(
+                       _wide_window_dims(instr, m, spatial)), src, dst,
+                       instr.shape.rank))]
 
 
 @_backward(O.kConvolution)
@@ -317,8 +338,11 @@ def _conv_bwd(ctx, instr, i, leaves):
   if i != 0 or instr.batch_group_count != 1:
     return None
   src, dst = _conv_dims(instr)
+  spatial = instr.convolution_dimension_numbers.output_spatial_dimensions
   return [_through(ctx, leaves[0], instr.shape.rank,
-                   lambda m: _moved(m, dst, src, instr.operand(0).shape.rank))]
+                   lambda m: _moved(m.replicate_dims(
+                       _wide_window_dims(instr, m, spatial)), dst, src,
+                       instr.operand(0).shape.rank))]
 
 
 @_forward(O.kReduceWindow)

@@ -405,3 +405,13 @@ def test_reduce_window_keeps_its_operand_tiling():
   ROOT n = f32[8,8] negate(r)""", computations=ADD)
   assert sh["r"] == _s(TILE1)
   assert sh["i"].is_replicated
+
+
+def test_convolution_window_spanning_tiles_does_not_split_output():
+  # A kernel gradient: the window (16 rows) spans the 4-row tiles.
+  sh, _ = _propagate("""
+  x = f32[2,16,3] parameter(0), sharding={devices=[1,4,1]<=[4]}
+  dy = f32[2,16,5] parameter(1), sharding={devices=[1,4,1]<=[4]}
+  g = f32[3,3,5] convolution(x, dy), window={size=16 pad=1_1}, dim_labels=f0b_i0o->0bf
+  ROOT n = f32[3,3,5] negate(g)""")
+  assert sh["g"].is_replicated
