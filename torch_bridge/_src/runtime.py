@@ -222,7 +222,7 @@ class _Lane:
   the client's Buffer object per output, tracked by the client and
   destroyed through it, cost more than the plugin's work for the small
   tensors of a step). Buffers here are raw handles: an output's is owned
-  by the _HostMemory under its tensor, an input copy's by the call.
+  by the owner under its tensor (_owner_type), an input copy's by the call.
 
   For one thread at a time: each Program owns one, under its lock.
   """
@@ -249,6 +249,7 @@ class _Lane:
         prepared("Event_Destroy"))
     self._destroy_fn = plugin.function("Buffer_Destroy")
     self._destroy_type = abi.args_type("Buffer_Destroy")
+    self._destroy_free = [self._destroy_args()]
     # One device's argument and output lists.
     self._arguments = (_Ptr * max(1, num_args))()
     self._outputs = (_Ptr * max(1, num_outputs))()
@@ -293,11 +294,22 @@ class _Lane:
         self.raise_error(error)
     return outputs
 
+  def _destroy_args(self) -> tuple[Any, Any]:
+    args = self._destroy_type(self._destroy_type.STRUCT_SIZE, None, None)
+    return args, ctypes.byref(args)
+
   def destroy(self, handle: int) -> None:
-    """Destroys a buffer handle (any thread: the struct is its own)."""
+    """Destroys a buffer handle (any thread: each call takes a struct of
+    its own from a free list, as making one costs more than the call)."""
     if handle and not self.client.closed:
-      args = self._destroy_type(self._destroy_type.STRUCT_SIZE, None, handle)
-      error = self._destroy_fn(ctypes.byref(args))
+      free = self._destroy_free
+      try:
+        args, args_p = free.pop()
+      except IndexError:
+        args, args_p = self._destroy_args()
+      args.buffer = handle
+      error = self._destroy_fn(args_p)
+      free.append((args, args_p))
       if error:
         self.plugin.take_error(error)
 
@@ -329,44 +341,62 @@ class _Lane:
     return _view(self.client, data, element_type, shape)
 
 
-class _HostMemory:
-  """The owner of an output buffer and of its memory as numpy and torch
-  see it: the buffer is destroyed when the last tensor over it goes."""
+def _owner_type(nbytes: int) -> type:
+  """The class of the objects that own output buffers of `nbytes` bytes.
 
-  __slots__ = ("__array_interface__", "handle", "lane", "dtype", "shape",
-               "__weakref__")
-
-  def __del__(self):
-    try:
-      self.lane.destroy(self.handle)
-    except Exception:  # pylint: disable=broad-except
-      pass  # Nothing sensible to do in a finalizer.
-
-
-# Output data address -> weak reference to its _HostMemory: a program
-# input that is a tensor over it is passed as the buffer itself. A live
-# entry is right (the memory is the buffer's while the _HostMemory lives);
-# dead ones are dropped when the table grows.
-_produced: dict[int, weakref.ref] = {}
-_produced_limit = [4096]
+  An owner is a ctypes array over the buffer's memory (its buffer protocol
+  is how numpy, and through it torch, see the memory: numpy's ndarray
+  constructor over it is the cheapest way to a shaped tensor we found,
+  ~1.5 us against ~4 us through __array_interface__) that destroys the
+  buffer when the last tensor over it goes. One class per size, made once.
+  """
+  cls = _owner_types.get(nbytes)
+  if cls is None:
+    cls = _owner_types[nbytes] = type(
+        f"_Owner{nbytes}", (ctypes.c_uint8 * nbytes,),
+        {"__slots__": ("handle", "lane", "pointer"),
+         "__del__": _owner_del})
+  return cls
 
 
-def _purge_produced() -> None:
-  for key in [k for k, r in list(_produced.items()) if r() is None]:
-    _produced.pop(key, None)
-  _produced_limit[0] = max(4096, 2 * len(_produced))
+_owner_types: dict[int, type] = {}
+
+
+def _owner_del(self):
+  try:
+    if _produced.get(self.pointer, (0,))[0] == self.handle:
+      del _produced[self.pointer]
+    self.lane.destroy(self.handle)
+  except Exception:  # pylint: disable=broad-except
+    pass  # Nothing sensible to do in a finalizer.
+
+
+# Output data address -> (its buffer handle, its (dtype, shape) key): a
+# program input that is a whole tensor over it is passed as the buffer
+# itself. An entry lives exactly as long as the buffer's owner (its
+# finalizer removes it), so every entry is right.
+_produced: dict[int, tuple[int, tuple]] = {}
+
+# (dtype, shape) -> the one tuple that stands for it, so that a buffer
+# and a program input of the same type compare by identity.
+_type_keys: dict[tuple, tuple] = {}
+
+
+def _type_key(dtype: torch.dtype, shape: tuple[int, ...]) -> tuple:
+  return _type_keys.setdefault((dtype, tuple(shape)), (dtype, tuple(shape)))
 
 
 class _Slot:
   """What a Program knows about one of its inputs: the type the program
   takes, and the view it made of the tensor that keeps coming back."""
 
-  __slots__ = ("shape", "dtype", "element_type", "dims", "rank",
+  __slots__ = ("shape", "dtype", "key", "element_type", "dims", "rank",
                "last", "view_of", "view_pointer", "view", "view_handle")
 
   def __init__(self, shape: tuple[int, ...], dtype: torch.dtype):
     self.shape = torch.Size(shape)
     self.dtype = dtype
+    self.key = _type_key(dtype, shape)
     self.element_type = int(_TYPES[dtype][0])
     self.rank = len(shape)
     self.dims = (ctypes.c_int64 * max(1, len(shape)))(*shape)
@@ -378,13 +408,22 @@ class _Slot:
 
 
 class _Result:
-  __slots__ = ("shape", "dtype", "typestr", "empty")
+  __slots__ = ("shape", "dtype", "np_dtype", "key", "owner", "view_dtype",
+               "empty")
 
   def __init__(self, shape: tuple[int, ...], dtype: torch.dtype):
     self.shape = tuple(shape)
     self.dtype = dtype
-    self.typestr = _TYPES[dtype][1].str
+    self.np_dtype = _TYPES[dtype][1]
+    self.key = _type_key(dtype, shape)
     self.empty = any(d == 0 for d in shape)
+    nbytes = self.np_dtype.itemsize
+    for d in shape:
+      nbytes *= d
+    self.owner = _owner_type(nbytes) if not self.empty else None
+    # numpy carries bf16 as int16: the tensor is viewed as bf16 after.
+    self.view_dtype = (dtype if torch.from_numpy(np.empty(
+        0, self.np_dtype)).dtype is not dtype else None)
 
 
 def supported_dtype(dtype: torch.dtype) -> bool:
@@ -427,13 +466,23 @@ class Program:
         raise support.InvalidArgumentError(
             f"the program takes {len(self._slots)} inputs, got {len(inputs)}")
       handles = []
+      produced = _produced
       for slot, t in zip(self._slots, inputs):
-        # Inline, the common case: the weight viewed last time.
-        if (slot.view_of is t and t.data_ptr() == slot.view_pointer and
-            t.shape == slot.shape and t.is_contiguous()):
-          handles.append(slot.view_handle)
+        # Inline, the common cases: the weight viewed last time, and an
+        # output of a program (a saved activation) whole.
+        if slot.view_of is t:
+          if (t.data_ptr() == slot.view_pointer and t.shape == slot.shape
+              and t.is_contiguous()):
+            handles.append(slot.view_handle)
+            continue
         else:
-          handles.append(self._handle(lane, slot, t, copies))
+          entry = produced.get(t.data_ptr())
+          if (entry is not None and entry[1] is slot.key and t.is_cpu and
+              t.dtype is slot.dtype and t.shape == slot.shape and
+              t.is_contiguous()):
+            handles.append(entry[0])
+            continue
+        handles.append(self._handle(lane, slot, t, copies))
       # Still under the lock: the lane's structs are shared.
       return self._tensors(lane, lane.execute(handles))
     finally:
@@ -448,38 +497,33 @@ class Program:
     tensors = []
     pointer_fn, pointer_args, pointer_p = lane.pointer_call
     produced = _produced
-    ref = weakref.ref
+    ndarray = np.ndarray
+    from_numpy = torch.from_numpy
     try:
       for handle, result in zip(outputs, self._results):
-        memory = _HostMemory()
-        memory.handle = handle
-        memory.lane = lane
         if result.empty:
-          del memory  # Destroys the buffer.
+          lane.destroy(handle)
           tensors.append(torch.empty(result.shape, dtype=result.dtype))
           continue
         pointer_args.buffer = handle
         error = pointer_fn(pointer_p)
         if error:
+          lane.destroy(handle)
           lane.raise_error(error)
         pointer = pointer_args.buffer_pointer
-        memory.dtype = result.dtype
-        memory.shape = result.shape
-        memory.__array_interface__ = {
-            "data": (pointer, False), "shape": result.shape,
-            "typestr": result.typestr, "version": 3}
-        t = torch.from_numpy(np.asarray(memory))
-        if t.dtype is not result.dtype:
-          t = t.view(result.dtype)
-        produced[pointer] = ref(memory)
+        owner = result.owner.from_address(pointer)
+        owner.handle = handle  # From here on the owner destroys it.
+        owner.lane = lane
+        owner.pointer = pointer
+        t = from_numpy(ndarray(result.shape, result.np_dtype, owner))
+        if result.view_dtype is not None:
+          t = t.view(result.view_dtype)
+        produced[pointer] = (handle, result.key)
         tensors.append(t)
     except BaseException:
-      # Each _HostMemory made owns its handle.
       for handle in outputs[len(tensors) + 1:]:
         lane.destroy(handle)
       raise
-    if len(produced) > _produced_limit[0]:
-      _purge_produced()
     return tensors
 
   def _copying(self, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
@@ -490,8 +534,7 @@ class Program:
 
   def _handle(self, lane: _Lane, slot: _Slot, t: torch.Tensor,
               copies: list[int]) -> int:
-    if (t.dtype is not slot.dtype or t.device.type != "cpu" or
-        t.shape != slot.shape):
+    if t.dtype is not slot.dtype or not t.is_cpu or t.shape != slot.shape:
       # Not what the program takes: the plugin says why.
       buffer = self._client.buffer_from_numpy(_to_numpy(t))
       copies.append(buffer)  # A Buffer object: alive until the call ends.
@@ -499,11 +542,10 @@ class Program:
     if not t.is_contiguous():
       t = t.contiguous()
     pointer = t.data_ptr()
-    ref = _produced.get(pointer)
-    memory = ref() if ref is not None else None
-    if (memory is not None and memory.dtype is slot.dtype and
-        memory.shape == slot.shape):
-      return memory.handle
+    entry = _produced.get(pointer)
+    if entry is not None and entry[1] is slot.key:
+      # The whole of a program's output (same start, type and shape).
+      return entry[0]
     last = slot.last
     if (last is not None and last() is t and pointer and
         pointer % _VIEW_ALIGNMENT == 0):
