@@ -300,6 +300,12 @@ class CpuCompiled(Compiled):
       hlo = import_hlo(program, verify=False)
       _configure(hlo, num_replicas, num_partitions, propagation)
       self._executable = compiler.compile(hlo)
+    if num_partitions == 1 and hasattr(self._executable, "module"):
+      # Only a partitioned program's optimized HLO is ever asked for
+      # (Executable.optimized_program); kept alive, the module is tens of
+      # thousands of objects that every full collection of the cyclic
+      # garbage collector walks again.
+      self._executable.module = None
     self._program = program
     self._config = (num_replicas, num_partitions, propagation)
     try:

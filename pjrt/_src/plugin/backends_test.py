@@ -46,6 +46,30 @@ def test_backend_results(backend):
   np.testing.assert_allclose(total, want.sum(axis=1), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.skipif(backends.cpu_compiler_module() is None,
+                    reason="no cpu compiler")
+def test_cpu_executable_keeps_no_hlo_module_nor_program_module():
+  # Kept alive, these are tens of thousands of objects per program that
+  # every full garbage collection walks; a one-partition program's
+  # optimized HLO is never asked for, and its text is printed from a
+  # module that is not kept.
+  import gc  # pylint: disable=g-import-not-at-top
+  from xla.hlo.ir import hlo_module  # pylint: disable=g-import-not-at-top
+  from xla.service.cpu import compilation_cache  # pylint: disable=g-import-not-at-top
+  compilation_cache.CACHE.clear()
+  gc.collect()
+  before = sum(isinstance(o, hlo_module.HloModule) for o in gc.get_objects())
+  program = programs.load(_PROGRAM.encode(), "mlir")
+  compiled = backends.compile_program(program, "cpu", fallback=False)
+  assert "func.func @main" in program.text()
+  assert program.module is None
+  gc.collect()
+  after = sum(isinstance(o, hlo_module.HloModule) for o in gc.get_objects())
+  assert after == before
+  assert compiled.run([np.ones((2, 3), np.float32),
+                       np.ones((3, 2), np.float32)])[1].shape == (2,)
+
+
 def test_resolve():
   assert backends.resolve("interpreter") == "interpreter"
   expected = ("cpu" if backends.cpu_compiler_module() is not None
