@@ -93,9 +93,10 @@ class HaloPlan:
 
   @property
   def trivial(self) -> bool:
-    """No rows move and the op runs on the tile as it is."""
+    """No rows move, no row needs masking, and the op runs on the tile as
+    it is."""
     return (self.widened == self.tile and self.need == self.tile and
-            not any(self.offsets))
+            not any(self.offsets) and self.count * self.tile == self.size)
 
 
 def plan_dim(size: int, count: int, wd: xla_data.WindowDimension

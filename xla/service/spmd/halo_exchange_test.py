@@ -349,3 +349,15 @@ def test_kernel_gradient_conv_partials(n, size, pad):
       n, propagate=False)
   ops = _opcodes(m)
   assert O.kAllGather not in ops and O.kAllReduce in ops
+
+
+def test_kernel_gradient_uneven_input_without_halo():
+  # Each partition's kernel rows meet exactly its own input rows (no
+  # halo), but the last input tile ends in junk, which must be masked.
+  s = "{devices=[1,4,1]<=[4]}"
+  m = spmd_testing.check_partitioning(_module(f"""
+  x = f32[2,19,3] parameter(0), sharding={s}
+  dy = f32[2,20,4] parameter(1), sharding={s}
+  ROOT g = f32[1,3,4] convolution(x, dy), window={{size=20 stride=2 pad=0_2}}, dim_labels=f0b_i0o->0bf, sharding={{replicated}}"""),
+      4, propagate=False)
+  assert O.kCollectivePermute not in _opcodes(m)
