@@ -9,6 +9,7 @@ still be right (they make the dimension whole).
 """
 
 import os
+import random
 
 import pytest
 
@@ -361,3 +362,51 @@ def test_kernel_gradient_uneven_input_without_halo():
   ROOT g = f32[1,3,4] convolution(x, dy), window={{size=20 stride=2 pad=0_2}}, dim_labels=f0b_i0o->0bf, sharding={{replicated}}"""),
       4, propagate=False)
   assert O.kCollectivePermute not in _opcodes(m)
+
+
+# -- a sweep of sizes, windows, strides and paddings --------------------------
+
+
+def _sweep_cases(count: int, seed: int):
+  rng = random.Random(seed)
+  cases = []
+  while len(cases) < count:
+    n = rng.choice([2, 4])
+    size, w = rng.randint(1, 20), rng.randint(1, 7)
+    stride, lo, hi = rng.randint(1, 4), rng.randint(0, 4), rng.randint(0, 4)
+    if size + lo + hi >= w:
+      cases.append((n, size, w, stride, lo, hi))
+  return cases
+
+
+@pytest.mark.parametrize("n,size,w,stride,lo,hi", _sweep_cases(40, 1))
+def test_sweep_reduce_window_and_conv(n, size, w, stride, lo, hi):
+  out = (size + lo + hi - w) // stride + 1
+  window = f"size={w} stride={stride} pad={lo}_{hi}"
+  s = f"{{devices=[{n}]<=[{n}]}}"
+  m = spmd_testing.check_partitioning(_module(f"""
+  x = f32[{size}] parameter(0), sharding={s}
+  i = f32[] constant(0.5)
+  ROOT r = f32[{out}] reduce-window(x, i), window={{{window}}}, to_apply=add, sharding={s}"""),
+      n)
+  assert O.kAllGather not in _opcodes(m)
+  s = f"{{devices=[1,{n},1]<=[{n}]}}"
+  m = spmd_testing.check_partitioning(_module(f"""
+  x = f32[1,{size},2] parameter(0), sharding={s}
+  k = f32[{w},2,3] parameter(1)
+  ROOT c = f32[1,{out},3] convolution(x, k), window={{{window}}}, dim_labels=b0f_0io->b0f, sharding={s}"""),
+      n)
+  assert O.kAllGather not in _opcodes(m)
+
+
+@pytest.mark.parametrize("n,size,w,stride,lo,hi", _sweep_cases(20, 2))
+def test_sweep_kernel_gradient(n, size, w, stride, lo, hi):
+  k = max(1, size + lo + hi - w)   # the window spans most of the input
+  out = (size + lo + hi - k) // stride + 1
+  s = f"{{devices=[1,{n},1]<=[{n}]}}"
+  m = spmd_testing.check_partitioning(_module(f"""
+  x = f32[2,{size},3] parameter(0), sharding={s}
+  dy = f32[2,{k},4] parameter(1), sharding={s}
+  ROOT g = f32[{out},3,4] convolution(x, dy), window={{size={k} stride={stride} pad={lo}_{hi}}}, dim_labels=f0b_i0o->0bf, sharding={{replicated}}"""),
+      n, propagate=False)
+  assert O.kAllGather not in _opcodes(m)
