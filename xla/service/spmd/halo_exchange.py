@@ -24,7 +24,7 @@ The output tile of partition i along a dimension holds outputs
 [i * T, (i + 1) * T) with T = ceil(outputs / tiles), the padded tile shape
 the rest of the partitioner uses; rows of it past the end are padding.
 
-Handled: windows without base or window dilation. A dimension that does
+Handled: windows without base (input) dilation. A dimension that does
 not fit is made whole first (an all-gather along it), and an op with no
 tiled dimension left runs whole (`replicated_fallback`), as before.
 
@@ -101,11 +101,12 @@ class HaloPlan:
 
 def plan_dim(size: int, count: int, wd: xla_data.WindowDimension
              ) -> Optional[HaloPlan]:
-  """The halo plan of one dimension, or None where the window is dilated
-  or has no output."""
-  if wd.base_dilation != 1 or wd.window_dilation != 1:
+  """The halo plan of one dimension, or None where the input is dilated
+  or the window has no output. A dilated window reads its first to last
+  row (the local op keeps its dilation)."""
+  if wd.base_dilation != 1 or wd.window_dilation < 1:
     return None
-  w, s = wd.size, wd.stride
+  w, s = (wd.size - 1) * wd.window_dilation + 1, wd.stride
   lo_pad, hi_pad = wd.padding_low, wd.padding_high
   if size + lo_pad + hi_pad < w or s < 1 or w < 1:
     return None
@@ -367,22 +368,23 @@ def _partial_spatial_conv(cp, instr) -> Optional[PartitionedHlo]:
   local_window = list(window.dimensions)
   for j in tiled:
     wd = window.dimensions[j]
-    if wd.base_dilation != 1 or wd.window_dilation != 1 or (
-        wd.window_reversal):
+    if wd.base_dilation != 1 or wd.window_reversal:
       return None
     k, size, ksize = rm.counts[kspatial[j]], lshape[spatial[j]], kshape[
         kspatial[j]]
-    span = size + wd.padding_low + wd.padding_high - ksize
+    dil = wd.window_dilation
+    span = size + wd.padding_low + wd.padding_high - ((ksize - 1) * dil + 1)
     if span < 0:
       return None
     outputs = span // wd.stride + 1
     r = su.ceil_div(ksize, k)
-    # Kernel rows [i * r, (i + 1) * r) meet input rows from i * r - low.
-    lo = [i * r - wd.padding_low for i in range(k)]
+    # Kernel rows [i * r, (i + 1) * r) meet input rows from
+    # i * r * dilation - low, (r - 1) * dilation + 1 of them per output.
+    lo = [i * r * dil - wd.padding_low for i in range(k)]
     live = [i for i in range(k) if i * r < ksize]
-    plans[spatial[j]] = plan_reads(size, k, lo,
-                                   r + (outputs - 1) * wd.stride, live,
-                                   outputs)
+    plans[spatial[j]] = plan_reads(
+        size, k, lo, (r - 1) * dil + 1 + (outputs - 1) * wd.stride, live,
+        outputs)
     local_window[j] = dataclasses.replace(wd, size=r, padding_low=0,
                                           padding_high=0)
   groups = su.reduction_groups(rm, kdims)

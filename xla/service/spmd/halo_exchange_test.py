@@ -95,11 +95,16 @@ def test_plan_of_strided_valid_window():
   assert plan.need == 5 and plan.out_tile == 2
 
 
-def test_no_plan_for_dilation_or_wide_halo():
-  assert halo_exchange.plan_dim(16, 4, WindowDimension(
-      size=3, window_dilation=2)) is None
+def test_no_plan_for_base_dilation():
   assert halo_exchange.plan_dim(16, 4, WindowDimension(
       size=3, base_dilation=2)) is None
+
+
+def test_plan_of_a_dilated_window():
+  # Window 3 dilated by 2 reads 5 rows: two on each side with SAME padding.
+  plan = halo_exchange.plan_dim(16, 4, WindowDimension(
+      size=3, window_dilation=2, padding_low=2, padding_high=2))
+  assert (plan.left, plan.right, plan.need) == (2, 2, 8)
 
 
 def test_plan_of_a_halo_wider_than_a_tile():
@@ -221,12 +226,10 @@ def test_reduce_window_replicated_input_split_output():
 
 
 @pytest.mark.parametrize("window", [
-    "size=3 pad=2_2 rhs_dilate=2",    # window dilation
     "size=3 pad=1_1 lhs_dilate=2",    # base dilation
 ])
 def test_conv_unhandled_windows_make_the_dim_whole(window):
-  # Output sizes: dilated windows keep 16; lhs_dilate 2 gives 31.
-  out = 31 if "lhs_dilate" in window else 16
+  out = 31
   s = "{devices=[1,4,1]<=[4]}"
   m = spmd_testing.check_partitioning(_module(f"""
   x = f32[2,16,3] parameter(0), sharding={s}
@@ -303,14 +306,45 @@ def test_reduce_window_init_value_not_identity():
   _assert_halo(m)
 
 
-def test_reduce_window_dilated_makes_the_dim_whole():
+def test_reduce_window_base_dilated_makes_the_dim_whole():
   s = "{devices=[4]<=[4]}"
   m = spmd_testing.check_partitioning(_module(f"""
   x = f32[16] parameter(0), sharding={s}
   i = f32[] constant(-inf)
-  ROOT r = f32[16] reduce-window(x, i), window={{size=3 pad=2_2 rhs_dilate=2}}, to_apply=max, sharding={s}"""),
+  ROOT r = f32[31] reduce-window(x, i), window={{size=3 pad=1_1 lhs_dilate=2}}, to_apply=max, sharding={s}"""),
       4)
   assert O.kAllGather in _opcodes(m)
+
+
+@pytest.mark.parametrize("size,n", [(16, 4), (13, 4), (9, 2)])
+def test_dilated_windows(size, n):
+  s = _sharding(3, 1, n)
+  m = spmd_testing.check_partitioning(_module(f"""
+  x = f32[2,{size},3] parameter(0), sharding={s}
+  k = f32[3,3,4] parameter(1)
+  ROOT c = f32[2,{size},4] convolution(x, k), window={{size=3 pad=2_2 rhs_dilate=2}}, dim_labels=b0f_0io->b0f, sharding={s}"""),
+      n)
+  _assert_halo(m)
+  out = (size + 1 - 5) // 2 + 1
+  m = spmd_testing.check_partitioning(_module(f"""
+  x = f32[2,{size},3] parameter(0), sharding={s}
+  i = f32[] constant(-inf)
+  ROOT r = f32[2,{out},3] reduce-window(x, i), window={{size=1x3x1 stride=1x2x1 pad=0_0x0_1x0_0 rhs_dilate=1x2x1}}, to_apply=max, sharding={s}"""),
+      n)
+  _assert_halo(m)
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_kernel_gradient_of_a_strided_conv(n):
+  # The kernel gradient of a stride-2 convolution dilates the window.
+  s = _sharding(3, 1, n)
+  m = spmd_testing.check_partitioning(_module(f"""
+  x = f32[2,16,3] parameter(0), sharding={s}
+  dy = f32[2,8,4] parameter(1), sharding={s}
+  ROOT g = f32[3,3,4] convolution(x, dy), window={{size=8 pad=1_0 rhs_dilate=2}}, dim_labels=f0b_i0o->0bf, sharding={{replicated}}"""),
+      n, propagate=False)
+  ops = _opcodes(m)
+  assert O.kAllGather not in ops and O.kAllReduce in ops
 
 
 def test_reduce_window_integer_max():
