@@ -198,6 +198,29 @@ def test_optimized_program_is_mlir_text(client):
   mlir_text.parse_module(text)  # It is valid MLIR.
 
 
+def test_optimized_program_of_bytecode_is_the_program_unparsed(client,
+                                                               monkeypatch):
+  # JAX asks for it at every compile (for the output layouts); parsing and
+  # printing a large program again cost a noticeable part of a compile.
+  module = mlir_text.parse_module(testing.ADD_F32)
+  artifact = vhlo.serialize_portable_artifact(module, "1.0.0")
+  exe = client.compile(artifact)
+  from pjrt._src.plugin import programs  # pylint: disable=g-import-not-at-top
+
+  def no_parse(*args, **kwargs):
+    raise AssertionError("the program was parsed again")
+  monkeypatch.setattr(programs, "parse", no_parse)
+  program = abi.make_args(abi.PJRT_Program)
+  _executable_call(client, exe, "Executable_OptimizedProgram",
+                   program=program)
+  code = ctypes.create_string_buffer(program.code_size)
+  program.code = ctypes.addressof(code)
+  _executable_call(client, exe, "Executable_OptimizedProgram",
+                   program=program)
+  assert testing.string(program.format, program.format_size) == "mlir"
+  assert code.raw[:program.code_size] == bytes(artifact)
+
+
 def test_compile_options_come_back(client):
   options = pjrt.compile_options(device_assignment=[[3]])
   exe = client.compile(testing.ADD_F32, compile_options=options)
