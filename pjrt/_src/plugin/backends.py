@@ -636,6 +636,12 @@ def check_option_overrides(overrides: Sequence[tuple[str, Any]]
     try:
       flag = support.flags.get_flag(key)
     except support.NotFoundError:
+      if key.startswith("xla_"):
+        # XLA takes every DebugOptions field (its GPU and dump options
+        # too); one that is not ours changes nothing here, as XLA's CPU
+        # client ignores GPU options. Other names are errors, as in XLA.
+        _warn_ignored_option(key)
+        continue
       raise support.InvalidArgumentError(
           f"No such compile option: '{key}'") from None
     try:
@@ -646,6 +652,16 @@ def check_option_overrides(overrides: Sequence[tuple[str, Any]]
           f"While setting option {key}, '{shown}' is not a valid "
           f"{flag.kind} value.") from None
   return values
+
+
+_IGNORED_OPTIONS: set[str] = set()
+
+
+def _warn_ignored_option(key: str) -> None:
+  if key not in _IGNORED_OPTIONS:
+    _IGNORED_OPTIONS.add(key)
+    from support import log  # pylint: disable=g-import-not-at-top
+    log.warning("compile option %s has no effect on this plugin", key)
 
 
 # Flags are process-wide: a compile that overrides some holds this lock, and

@@ -179,6 +179,17 @@ def test_mixed_fp8_dot_general_matches_jax():
                                   want.astype(np.float32))
 
 
+def test_xla_options_that_are_not_ours_are_ignored_not_errors():
+  # XLA accepts every DebugOptions field (JAX's own tests pass GPU and dump
+  # options to the CPU client); names that are no XLA option stay errors.
+  assert backends.check_option_overrides(
+      [("xla_dump_max_hlo_modules", "3"),
+       ("xla_gpu_auto_spmd_partitioning_memory_budget_ratio", "0.5")]) == {}
+  with pytest.raises(support.InvalidArgumentError,
+                     match="No such compile option: 'invalid_key'"):
+    backends.check_option_overrides([("invalid_key", "1")])
+
+
 def test_compile_option_overrides_are_flags():
   assert backends.check_option_overrides(()) == {}
   assert backends.check_option_overrides(
