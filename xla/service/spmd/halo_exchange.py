@@ -70,7 +70,9 @@ class HaloPlan:
   rows is widened for a window: `left` / `right` rows come from the
   neighbours, `pad_low` / `pad_high` filler rows go outside those, and
   tile i's window input starts at `offsets[i]` of the widened rows and is
-  `need` rows long, giving `out_tile` outputs."""
+  `need` rows long, giving `out_tile` outputs. With an input (base)
+  dilation > 1 those rows are dilated first and the window input is the
+  `dilated_need` positions from `dilated_offsets[i]` of them."""
 
   size: int
   count: int
@@ -82,6 +84,9 @@ class HaloPlan:
   offsets: tuple[int, ...]
   need: int
   out_tile: int
+  dilation: int = 1
+  dilated_offsets: tuple[int, ...] = ()
+  dilated_need: int = 0
 
   @property
   def widened(self) -> int:
@@ -96,28 +101,40 @@ class HaloPlan:
     """No rows move, no row needs masking, and the op runs on the tile as
     it is."""
     return (self.widened == self.tile and self.need == self.tile and
-            not any(self.offsets) and self.count * self.tile == self.size)
+            not any(self.offsets) and self.count * self.tile == self.size
+            and self.dilation == 1)
 
 
 def plan_dim(size: int, count: int, wd: xla_data.WindowDimension
              ) -> Optional[HaloPlan]:
-  """The halo plan of one dimension, or None where the input is dilated
-  or the window has no output. A dilated window reads its first to last
-  row (the local op keeps its dilation)."""
-  if wd.base_dilation != 1 or wd.window_dilation < 1:
+  """The halo plan of one dimension, or None where the window has no
+  output. A dilated window reads its first to last row (the local op
+  keeps its dilation); a dilated input is read as the rows that fall in
+  the window's span, dilated locally."""
+  if wd.base_dilation < 1 or wd.window_dilation < 1 or wd.stride < 1:
     return None
   w, s = (wd.size - 1) * wd.window_dilation + 1, wd.stride
-  lo_pad, hi_pad = wd.padding_low, wd.padding_high
-  if size + lo_pad + hi_pad < w or s < 1 or w < 1:
+  bd = wd.base_dilation
+  span = (size - 1) * bd + 1 + wd.padding_low + wd.padding_high
+  if size < 1 or span < w or w < 1:
     return None
-  outputs = (size + lo_pad + hi_pad - w) // s + 1
+  outputs = (span - w) // s + 1
   out_tile = su.ceil_div(outputs, count)
-  # Tile i reads global rows [lo[i], lo[i] + need) (negative and past-the-
-  # end rows are the op's padding).
-  lo = [i * out_tile * s - lo_pad for i in range(count)]
+  need = (out_tile - 1) * s + w
+  # Tile i reads positions [lo[i], lo[i] + need) of the (dilated) input
+  # (negative and past-the-end ones are the op's padding).
+  lo = [i * out_tile * s - wd.padding_low for i in range(count)]
   live = [i for i in range(count) if i * out_tile < outputs]
-  return plan_reads(size, count, lo, (out_tile - 1) * s + w, live,
-                    out_tile)
+  if bd == 1:
+    return plan_reads(size, count, lo, need, live, out_tile)
+  # The rows from the one at or before each span's start to the last
+  # inside it, dilated locally; the span starts `skip` positions in.
+  first = [a // bd for a in lo]
+  rows = max([1] + [(lo[i] + need - 1) // bd - first[i] + 1 for i in live])
+  plan = plan_reads(size, count, first, rows, live, out_tile)
+  skip = [lo[i] - first[i] * bd for i in range(count)]
+  return dataclasses.replace(plan, dilation=bd, dilated_offsets=tuple(skip),
+                             dilated_need=need)
 
 
 def plan_reads(size: int, count: int, lo: Sequence[int], need: int,
@@ -239,6 +256,38 @@ def window_input(b: ph_lib.Builder, x, m: su.TileMap,
     dims[dim] = plan.need
     starts[dim] = [plan.offsets[m.index[p][dim]]
                    for p in range(m.num_devices)]
+  x = _cut(b, x, dims, starts)
+  dilated = {d: p for d, p in plans.items() if p.dilation > 1}
+  if not dilated:
+    return x
+  # Input dilation, done here: the rows spread apart with filler between
+  # (and after, for the window's reach), then each partition's span.
+  dims = list(x.shape.dimensions)
+  starts = [[0] * m.num_devices for _ in dims]
+  cfg = []
+  for d, size in enumerate(dims):
+    plan = dilated.get(d)
+    if plan is None:
+      cfg.append(xla_data.PaddingDimension(0, 0, 0))
+      continue
+    spread = (size - 1) * plan.dilation + 1
+    high = max(0, max(o + plan.dilated_need for o in plan.dilated_offsets)
+               - spread)
+    cfg.append(xla_data.PaddingDimension(0, high, plan.dilation - 1))
+    dims[d] = spread + high
+  x = b.emit(O.kPad, ph_lib.array_shape(x.shape.element_type, dims),
+             (x, fill), padding=xla_data.PaddingConfig(tuple(cfg)))
+  for d, plan in dilated.items():
+    dims[d] = plan.dilated_need
+    starts[d] = [plan.dilated_offsets[m.index[p][d]]
+                 for p in range(m.num_devices)]
+  return _cut(b, x, dims, starts)
+
+
+def _cut(b: ph_lib.Builder, x, dims: Sequence[int],
+         starts: Sequence[Sequence[int]]):
+  """`x` cut to `dims` from per-device `starts` (a slice where all devices
+  agree, else a dynamic-slice)."""
   if tuple(dims) == x.shape.dimensions:
     return x
   et = x.shape.element_type
@@ -252,9 +301,10 @@ def window_input(b: ph_lib.Builder, x, m: su.TileMap,
 
 def _unpadded_window(window: xla_data.Window, dims: Sequence[int]
                      ) -> xla_data.Window:
-  """`window` with no padding along `dims` (window dimension numbers)."""
+  """`window` with no padding or input dilation along `dims` (window
+  dimension numbers): the window input holds them already."""
   return xla_data.Window(tuple(
-      dataclasses.replace(wd, padding_low=0, padding_high=0)
+      dataclasses.replace(wd, padding_low=0, padding_high=0, base_dilation=1)
       if i in dims else wd for i, wd in enumerate(window.dimensions)))
 
 

@@ -95,9 +95,18 @@ def test_plan_of_strided_valid_window():
   assert plan.need == 5 and plan.out_tile == 2
 
 
-def test_no_plan_for_base_dilation():
-  assert halo_exchange.plan_dim(16, 4, WindowDimension(
-      size=3, base_dilation=2)) is None
+def test_plan_of_a_dilated_input():
+  # 16 rows dilated by 2 (31 positions), window 3: tile i's 8 outputs read
+  # positions [8i, 8i + 10), the rows 4i .. 4i + 4: one from the right.
+  plan = halo_exchange.plan_dim(16, 4, WindowDimension(
+      size=3, base_dilation=2))
+  assert (plan.left, plan.right, plan.need) == (0, 1, 5)
+  assert plan.dilation == 2 and plan.dilated_need == 10
+  assert plan.dilated_offsets == (0, 0, 0, 0)
+
+
+def test_no_plan_without_output():
+  assert halo_exchange.plan_dim(2, 2, WindowDimension(size=5)) is None
 
 
 def test_plan_of_a_dilated_window():
@@ -225,16 +234,28 @@ def test_reduce_window_replicated_input_split_output():
   _assert_halo(m)
 
 
-@pytest.mark.parametrize("window", [
-    "size=3 pad=1_1 lhs_dilate=2",    # base dilation
+@pytest.mark.parametrize("n", [2, 4])
+@pytest.mark.parametrize("size,window,out", [
+    (16, "size=3 pad=1_1 lhs_dilate=2", 31),
+    (8, "size=3 pad=2_1 lhs_dilate=2", 16),     # input gradient, stride 2
+    (7, "size=4 stride=3 pad=1_2 lhs_dilate=3", 7),
 ])
-def test_conv_unhandled_windows_make_the_dim_whole(window):
-  out = 31
-  s = "{devices=[1,4,1]<=[4]}"
+def test_conv_dilated_input(n, size, window, out):
+  s = _sharding(3, 1, n)
   m = spmd_testing.check_partitioning(_module(f"""
-  x = f32[2,16,3] parameter(0), sharding={s}
+  x = f32[2,{size},3] parameter(0), sharding={s}
   k = f32[{window.split()[0][5:]},3,4] parameter(1)
   ROOT c = f32[2,{out},4] convolution(x, k), window={{{window}}}, dim_labels=b0f_0io->b0f, sharding={s}"""),
+      n)
+  _assert_halo(m)
+
+
+def test_conv_batch_group_count_runs_whole():
+  s = "{devices=[1,4,1]<=[4]}"
+  m = spmd_testing.check_partitioning(_module(f"""
+  x = f32[4,16,3] parameter(0), sharding={s}
+  k = f32[3,3,4] parameter(1)
+  ROOT c = f32[1,16,4] convolution(x, k), window={{size=3 pad=1_1}}, dim_labels=b0f_0io->b0f, batch_group_count=4, sharding={s}"""),
       4)
   assert O.kAllGather in _opcodes(m)
 
@@ -306,14 +327,15 @@ def test_reduce_window_init_value_not_identity():
   _assert_halo(m)
 
 
-def test_reduce_window_base_dilated_makes_the_dim_whole():
+def test_reduce_window_dilated_input():
+  # The gradient of a strided average pool pads a dilated input.
   s = "{devices=[4]<=[4]}"
   m = spmd_testing.check_partitioning(_module(f"""
-  x = f32[16] parameter(0), sharding={s}
-  i = f32[] constant(-inf)
-  ROOT r = f32[31] reduce-window(x, i), window={{size=3 pad=1_1 lhs_dilate=2}}, to_apply=max, sharding={s}"""),
+  x = f32[7] parameter(0), sharding={s}
+  i = f32[] constant(0)
+  ROOT r = f32[13] reduce-window(x, i), window={{size=3 pad=1_1 lhs_dilate=2}}, to_apply=add, sharding={s}"""),
       4)
-  assert O.kAllGather in _opcodes(m)
+  _assert_halo(m)
 
 
 @pytest.mark.parametrize("size,n", [(16, 4), (13, 4), (9, 2)])
@@ -401,22 +423,26 @@ def test_kernel_gradient_uneven_input_without_halo():
 # -- a sweep of sizes, windows, strides and paddings --------------------------
 
 
-def _sweep_cases(count: int, seed: int):
+def _sweep_cases(count: int, seed: int, dilate: bool = False):
   rng = random.Random(seed)
   cases = []
   while len(cases) < count:
     n = rng.choice([2, 4])
     size, w = rng.randint(1, 20), rng.randint(1, 7)
     stride, lo, hi = rng.randint(1, 4), rng.randint(0, 4), rng.randint(0, 4)
-    if size + lo + hi >= w:
-      cases.append((n, size, w, stride, lo, hi))
+    base, wdil = (rng.randint(1, 3), rng.randint(1, 2)) if dilate else (1, 1)
+    if (size - 1) * base + 1 + lo + hi >= (w - 1) * wdil + 1:
+      cases.append((n, size, w, stride, lo, hi, base, wdil))
   return cases
 
 
-@pytest.mark.parametrize("n,size,w,stride,lo,hi", _sweep_cases(40, 1))
-def test_sweep_reduce_window_and_conv(n, size, w, stride, lo, hi):
-  out = (size + lo + hi - w) // stride + 1
-  window = f"size={w} stride={stride} pad={lo}_{hi}"
+@pytest.mark.parametrize("n,size,w,stride,lo,hi,base,wdil",
+                         _sweep_cases(40, 1, dilate=True))
+def test_sweep_reduce_window_and_conv(n, size, w, stride, lo, hi, base,
+                                      wdil):
+  out = ((size - 1) * base + 1 + lo + hi - (w - 1) * wdil - 1) // stride + 1
+  window = (f"size={w} stride={stride} pad={lo}_{hi} lhs_dilate={base} "
+            f"rhs_dilate={wdil}")
   s = f"{{devices=[{n}]<=[{n}]}}"
   m = spmd_testing.check_partitioning(_module(f"""
   x = f32[{size}] parameter(0), sharding={s}
@@ -433,8 +459,10 @@ def test_sweep_reduce_window_and_conv(n, size, w, stride, lo, hi):
   assert O.kAllGather not in _opcodes(m)
 
 
-@pytest.mark.parametrize("n,size,w,stride,lo,hi", _sweep_cases(20, 2))
-def test_sweep_kernel_gradient(n, size, w, stride, lo, hi):
+@pytest.mark.parametrize("n,size,w,stride,lo,hi,base,wdil",
+                         _sweep_cases(20, 2))
+def test_sweep_kernel_gradient(n, size, w, stride, lo, hi, base, wdil):
+  del base, wdil
   k = max(1, size + lo + hi - w)   # the window spans most of the input
   out = (size + lo + hi - k) // stride + 1
   s = f"{{devices=[1,{n},1]<=[{n}]}}"
