@@ -16,7 +16,7 @@ handlers), each partition here
      value the op pads with (zero for a convolution, the init value for a
      reduce-window), which also stands for the op's own edge padding;
   3. slices, at a per-partition offset, exactly the rows its tile of the
-     output reads ((output tile - 1) * stride + window rows), and
+     output reads ((output tile - 1) * stride + window span), and
   4. runs the op on that with no padding along the dimension, so the
      output is tiled along the same dimension by the same devices.
 
@@ -24,9 +24,13 @@ The output tile of partition i along a dimension holds outputs
 [i * T, (i + 1) * T) with T = ceil(outputs / tiles), the padded tile shape
 the rest of the partitioner uses; rows of it past the end are padding.
 
-Handled: windows without base (input) dilation. A dimension that does
-not fit is made whole first (an all-gather along it), and an op with no
-tiled dimension left runs whole (`replicated_fallback`), as before.
+A dilated window reads its first to last row and keeps its dilation on
+the local op. A dilated input (base dilation) is read as the rows its
+span covers, spread apart locally with filler between them (a pad with
+interior padding) and cut at a per-partition offset, so the local op
+runs without it. A window with no output leaves its dimension to be made
+whole (an all-gather along it), and an op with no tiled dimension left
+runs whole (`replicated_fallback`), as before.
 
 A convolution runs so with its batch and spatial dimensions tiled as the
 input's, the input feature dimension and the kernel whole;
