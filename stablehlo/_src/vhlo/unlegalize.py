@@ -317,6 +317,23 @@ def _dense_array(op, attr, element: t.Type) -> a.DenseArrayAttr:
   return a.DenseArrayAttr(element, tuple(int(x) for x in values))
 
 
+_SPECIAL_ATTRS: dict = {}
+
+
+def _special_attrs(name: str) -> frozenset:
+  """The attribute names of op `name` that _convert_special handles."""
+  names = _SPECIAL_ATTRS.get(name)
+  if names is None:
+    found = set(_FLAG_OPS.get(name, ())) | set(_I64_ARRAYS.get(name, ())) | \
+        set(_BOOL_ARRAYS.get(name, ()))
+    if name in _CHANNEL_ID_OPS:
+      found.add("channel_id")
+    if name in _SYMBOLS:
+      found.add(_SYMBOLS[name])
+    names = _SPECIAL_ATTRS[name] = frozenset(found)
+  return names
+
+
 def _convert_special(op, name: str, attr_name: str, attr, out: dict) -> bool:
   if name in _CHANNEL_ID_OPS and attr_name == "channel_id":
     if not (isinstance(attr, tree.Attr) and attr.kind == "IntegerV1Attr"):
@@ -463,9 +480,11 @@ class _Unlegalizer:
     try:
       _remove_defaults(definition.name, named)
       _implode(op, definition.name, named, out)
+      special = _special_attrs(definition.name)
       for attr_name in list(named):
         attr = named[attr_name]
-        if _convert_special(op, definition.name, attr_name, attr, out):
+        if attr_name in special and _convert_special(
+            op, definition.name, attr_name, attr, out):
           continue
         out[attr_name] = ac.from_vhlo(attr)
       result_types = [self.type(r.type) for r in op.results]
