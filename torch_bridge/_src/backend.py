@@ -49,6 +49,9 @@ class FallbackWarning(UserWarning):
   """Part of a model runs eagerly instead of through PJRT."""
 
 
+_PARTITIONERS = ("min_cut", "default")
+
+
 @dataclasses.dataclass(frozen=True)
 class Options:
   plugin: str = runtime.DEFAULT_PLUGIN
@@ -58,6 +61,12 @@ class Options:
   eager_ops: frozenset[str] = frozenset()
   # Apply torch's core ATen decompositions in AOTAutograd.
   decompose: bool = True
+  # How AOTAutograd splits a training graph into forward and backward:
+  # "min_cut" (torch's min_cut_rematerialization_partition, as inductor)
+  # saves fewer activations and recomputes cheap elementwise ops in the
+  # backward, where they fuse into the backward's clusters; "default"
+  # saves every intermediate the backward reads.
+  partitioner: str = "min_cut"
 
   @classmethod
   def make(cls, options: dict[str, Any] | None) -> "Options":
@@ -71,6 +80,10 @@ class Options:
     if "eager_ops" in options:
       options["eager_ops"] = frozenset(options["eager_ops"])
     result = cls(**options)
+    if result.partitioner not in _PARTITIONERS:
+      raise support.InvalidArgumentError(
+          f"partitioner must be one of {sorted(_PARTITIONERS)}, got "
+          f"{result.partitioner!r}")
     if result.min_cluster_size < 1:
       raise support.InvalidArgumentError(
           f"min_cluster_size must be >= 1, got {result.min_cluster_size}")
@@ -300,9 +313,14 @@ class Backend:
     if self.options.decompose:
       from torch._decomp import core_aten_decompositions  # pylint: disable=g-import-not-at-top
       decompositions = core_aten_decompositions()
+    from torch._functorch import partitioners  # pylint: disable=g-import-not-at-top
+    partition_fn = (partitioners.min_cut_rematerialization_partition
+                    if self.options.partitioner == "min_cut"
+                    else partitioners.default_partition)
     compiler = aot_autograd(fw_compiler=self._compiler("forward"),
                             bw_compiler=self._compiler("backward"),
                             inference_compiler=self._compiler("inference"),
+                            partition_fn=partition_fn,
                             decompositions=decompositions)
     return compiler(gm, example_inputs)
 
