@@ -22,7 +22,7 @@ def test_small_run_prints_a_matching_row():
   out = io.StringIO()
   with contextlib.redirect_stdout(out):
     assert bench.main(["--models", "mlp", "--mode", "inference", "--steps",
-                       "2", "--no-inductor"]) == 0
+                       "2", "--repeat", "2", "--no-inductor"]) == 0
   lines = out.getvalue().splitlines()
   (row,) = [l for l in lines if l.startswith("mlp ")]
   fields = row.split()
@@ -30,6 +30,7 @@ def test_small_run_prints_a_matching_row():
   assert int(fields[4]) == 1          # clusters
   assert int(fields[5]) == 0          # eager nodes
   assert any(l.startswith("geomean ours/eager") for l in lines)
+  assert any("best of 2 medians of 2" in l for l in lines)
 
 
 def test_unknown_model_is_a_usage_error():
