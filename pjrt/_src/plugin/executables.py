@@ -467,6 +467,17 @@ class LoadedExecutable:
     if non_donatable:
       donatable = donatable - non_donatable
     donations: list[frozenset[int]] = []
+    for replica, arguments in enumerate(argument_lists):
+      for i in sorted(donatable):
+        others = [k for k, b in enumerate(arguments)
+                  if b is arguments[i] and k != i]
+        if others:
+          # As XLA's clients: the buffer would be read after its memory
+          # was given to a result.
+          raise support.InvalidArgumentError(
+              f"argument {i} of execution {replica} is donated, and the same "
+              f"buffer is also argument {others[0]} of this call; a donated "
+              "buffer can be passed only once")
     for arguments in argument_lists:
       # A buffer viewed from outside (numpy, dlpack) is read, not taken
       # over, as XLA's CPU client does (by a copy) rather than fail.

@@ -228,15 +228,22 @@ def test_donating_a_python_buffer_natively_deletes_it(client):
   exe.close()
 
 
-def test_a_buffer_passed_twice_is_not_donated(client):
+def test_a_donated_buffer_passed_twice_is_an_error(client):
+  # As in XLA's clients: the buffer would be read after its memory was
+  # given to the result. The native path hands the call to Python, which
+  # refuses it before anything is donated.
   exe = client.compile(_DONATING_TWO)
   warm = client.buffer_from_numpy(np.ones(4, np.float32))
-  exe.execute([warm, warm])[0].close()
-  (x,) = exe.execute([warm, warm])  # A native buffer now.
-  (y,) = exe.execute([x, x])  # Python: duplicates are never donated.
-  assert not x.is_deleted
-  np.testing.assert_array_equal(y.to_numpy(), np.full(4, 4.0))
-  for b in (warm, x, y):
+  other = client.buffer_from_numpy(np.ones(4, np.float32))
+  (x,) = exe.execute([warm, other])  # Arms the native path.
+  (y,) = exe.execute([x, other])  # A native buffer now.
+  for twice in (other, y):
+    with pytest.raises(support.InvalidArgumentError,
+                       match="donated.*passed only once"):
+      exe.execute([twice, twice])
+    assert not twice.is_deleted
+  np.testing.assert_array_equal(y.to_numpy(), np.full(4, 3.0))
+  for b in (warm, other, x, y):
     b.close()
   exe.close()
 
