@@ -342,12 +342,18 @@ class single_threaded:  # pylint: disable=invalid-name
     unpin()
 
 
+# Library routines (runtime_library.py) that call BLAS for a kernel: the
+# BLAS dot's part loop (dot_emitter.py).
+BLAS_ROUTINE_PREFIX = "__xla_cpu_lib_gemm_"
+
+
 def uses_blas(externals) -> bool:
   """Whether a program whose kernels call the external functions
   `externals` (names) calls BLAS or LAPACK (our `xla_cpu_cblas_*` and
-  `xla_cpu_lapack_*` names)."""
-  return any(n.startswith(("xla_cpu_cblas_", "xla_cpu_lapack_"))
-             for n in externals)
+  `xla_cpu_lapack_*` names, or a library routine that calls BLAS): such a
+  program holds OpenBLAS at one thread while it runs."""
+  return any(n.startswith(("xla_cpu_cblas_", "xla_cpu_lapack_",
+                           BLAS_ROUTINE_PREFIX)) for n in externals)
 
 
 # --- planning -----------------------------------------------------------------

@@ -115,6 +115,7 @@ def test_pin_single_thread_nests_and_restores():
 
 def test_uses_blas_names():
   assert blas.uses_blas(["memcpy", "xla_cpu_cblas_sgemm_i64"])
+  assert blas.uses_blas(["__xla_cpu_lib_gemm_parts_s_i64"])
   assert not blas.uses_blas(["memcpy", "malloc"])
 
 
