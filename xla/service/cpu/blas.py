@@ -447,8 +447,6 @@ def emit_gemm_call(b: ir.IRBuilder, lib: BlasLibrary,
   as the element's storage); `beta_one` is an i1 (accumulate into C) or a
   Python bool. `m` / `n` (i64 values) override the plan's sizes (of our,
   unswapped, A rows / B columns) when the caller clips them at run time."""
-  module = b.module
-  fn = _gemm_decl(module, lib, element_type)
   it = ir.IntType(lib.int_bits)
   i32 = ir.IntType(32)
   if plan.swapped:
@@ -456,34 +454,13 @@ def emit_gemm_call(b: ir.IRBuilder, lib: BlasLibrary,
     m, n = n, m
   m_val = ir.Constant(it, plan.m) if m is None else _int(b, m, it)
   n_val = ir.Constant(it, plan.n) if n is None else _int(b, n, it)
-  letter = GEMM_TYPES[element_type]
-  elem = kernel_api.llvm_storage_type(element_type)
   if isinstance(beta_one, bool):
     beta_one = ir.Constant(ir.IntType(1), int(beta_one))
-  if letter in "sd":
-    alpha = ir.Constant(elem, 1.0)
-    beta = b.select(beta_one, ir.Constant(elem, 1.0), ir.Constant(elem, 0.0))
-  else:
-    part = elem.elements[0]
-    one = ir.Constant(elem, [ir.Constant(part, 1.0), ir.Constant(part, 0.0)])
-    zero = ir.Constant(elem, [ir.Constant(part, 0.0), ir.Constant(part, 0.0)])
-    with b.goto_entry_block():
-      alpha_slot = b.alloca(elem, name="gemm_alpha")
-      beta_slot = b.alloca(elem, name="gemm_beta")
-    b.store(one, alpha_slot)
-    b.store(b.select(beta_one, one, zero), beta_slot)
-    i8p = ir.IntType(8).as_pointer()
-    alpha = b.bitcast(alpha_slot, i8p)
-    beta = b.bitcast(beta_slot, i8p)
-  b.call(fn, [
-      ir.Constant(i32, ROW_MAJOR),
-      ir.Constant(i32, plan.trans_a),
-      ir.Constant(i32, plan.trans_b), m_val, n_val,
-      ir.Constant(it, plan.k), alpha, a_ptr,
-      ir.Constant(it, plan.lda), b_ptr,
-      ir.Constant(it, plan.ldb), beta, c_ptr,
-      ir.Constant(it, plan.ldc)
-  ])
+  _call_gemm(b, lib, element_type,
+             (ir.Constant(i32, plan.trans_a), ir.Constant(i32, plan.trans_b),
+              m_val, n_val, ir.Constant(it, plan.k), ir.Constant(it, plan.lda),
+              ir.Constant(it, plan.ldb), ir.Constant(it, plan.ldc)),
+             a_ptr, b_ptr, c_ptr, beta_one)
 
 
 def emit_runtime_gemm_call(b: ir.IRBuilder, lib: BlasLibrary,
@@ -493,16 +470,29 @@ def emit_runtime_gemm_call(b: ir.IRBuilder, lib: BlasLibrary,
   of the caller's table, `fields` are the entries holding (trans_a,
   trans_b, k, lda, ldb, ldc); the operands are already swapped as the plan
   says, and m / n are i64 values."""
-  fn = _gemm_decl(b.module, lib, element_type)
   it = ir.IntType(lib.int_bits)
   i32 = ir.IntType(32)
   trans_a, trans_b, k, lda, ldb, ldc = (word(f) for f in fields)
+  _call_gemm(b, lib, element_type,
+             (b.trunc(trans_a, i32), b.trunc(trans_b, i32), _int(b, m, it),
+              _int(b, n, it), _int(b, k, it), _int(b, lda, it),
+              _int(b, ldb, it), _int(b, ldc, it)),
+             a_ptr, b_ptr, c_ptr, beta_one)
+
+
+def _call_gemm(b: ir.IRBuilder, lib: BlasLibrary, element_type: PrimitiveType,
+               sizes, a_ptr, b_ptr, c_ptr, beta_one) -> None:
+  """The row-major cblas call C = op(A) op(B) + beta C with alpha 1 and
+  beta 0 or 1 (i1 `beta_one`); `sizes` are (trans_a, trans_b) as i32 and
+  (m, n, k, lda, ldb, ldc) in the interface's integer type."""
+  fn = _gemm_decl(b.module, lib, element_type)
+  trans_a, trans_b, m, n, k, lda, ldb, ldc = sizes
   letter = GEMM_TYPES[element_type]
   elem = kernel_api.llvm_storage_type(element_type)
   if letter in "sd":
     alpha = ir.Constant(elem, 1.0)
     beta = b.select(beta_one, ir.Constant(elem, 1.0), ir.Constant(elem, 0.0))
-  else:
+  else:  # complex alpha / beta are passed by pointer
     part = elem.elements[0]
     one = ir.Constant(elem, [ir.Constant(part, 1.0), ir.Constant(part, 0.0)])
     zero = ir.Constant(elem, [ir.Constant(part, 0.0), ir.Constant(part, 0.0)])
@@ -514,12 +504,8 @@ def emit_runtime_gemm_call(b: ir.IRBuilder, lib: BlasLibrary,
     i8p = ir.IntType(8).as_pointer()
     alpha = b.bitcast(alpha_slot, i8p)
     beta = b.bitcast(beta_slot, i8p)
-  b.call(fn, [
-      ir.Constant(i32, ROW_MAJOR), b.trunc(trans_a, i32),
-      b.trunc(trans_b, i32), _int(b, m, it), _int(b, n, it), _int(b, k, it),
-      alpha, a_ptr, _int(b, lda, it), b_ptr, _int(b, ldb, it), beta, c_ptr,
-      _int(b, ldc, it)
-  ])
+  b.call(fn, [ir.Constant(ir.IntType(32), ROW_MAJOR), trans_a, trans_b, m, n,
+              k, alpha, a_ptr, lda, b_ptr, ldb, beta, c_ptr, ldc])
 
 
 def _int(b: ir.IRBuilder, v, ty: ir.IntType):
