@@ -269,24 +269,10 @@ def _axis_transform(module: ir.Module, ft: ir.Type) -> ir.Function:
 # -- run-time helpers of the routines -------------------------------------------
 
 
-def _c_function(module: ir.Module, name: str, fnty: ir.FunctionType):
-  fn = module.globals.get(name)
-  return fn if fn is not None else ir.Function(module, fnty, name)
-
-
 def _alloc(b: ir.IRBuilder, count, ft: ir.Type) -> ir.Value:
   """malloc(count * sizeof(ft)) as an ft* (count an i64 value)."""
-  malloc = _c_function(b.module, "malloc",
-                       ir.FunctionType(u.I8_PTR, [u.I64]))
   size = 4 if ft == F32 else 8
-  p = b.call(malloc, [b.mul(count, u.i64(size))])
-  return b.bitcast(p, ft.as_pointer())
-
-
-def _free(b: ir.IRBuilder, ptr: ir.Value) -> None:
-  free = _c_function(b.module, "free",
-                     ir.FunctionType(ir.VoidType(), [u.I8_PTR]))
-  b.call(free, [b.bitcast(ptr, u.I8_PTR)])
+  return b.bitcast(u.malloc(b, b.mul(count, u.i64(size))), ft.as_pointer())
 
 
 def _is_radix2(b: ir.IRBuilder, n: ir.Value) -> ir.Value:
@@ -367,7 +353,7 @@ def _build_rows(fn: ir.Function) -> None:
         with u.for_range(b, 0, out_n, "st") as t:
           re, im = cx.load(work, b.add(b.mul(t, u.i64(g)), j))
           cx.store(dst, b.add(base, t), re, im)
-  _free(b, work)
+  u.free(b, work)
   b.ret_void()
 
 
@@ -453,7 +439,7 @@ def _build_block(fn: ir.Function) -> None:
             with u.for_range(b, 0, nwork, "store") as e:
               re, im = cx.load(work, e)
               cx.store(dst, b.add(out_base, e), re, im)
-  _free(b, work)
+  u.free(b, work)
   b.ret_void()
 
 

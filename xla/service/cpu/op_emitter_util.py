@@ -176,6 +176,19 @@ def _libc(module: ir.Module, name: str, fnty: ir.FunctionType):
   return fn
 
 
+def malloc(b: ir.IRBuilder, nbytes, name: str = "") -> ir.Value:
+  """libc malloc(nbytes) (an i64 value or a Python int), as an i8*."""
+  fn = _libc(b.module, "malloc", ir.FunctionType(I8_PTR, [I64]))
+  return b.call(fn, [i64(nbytes) if isinstance(nbytes, int) else nbytes],
+                name=name)
+
+
+def free(b: ir.IRBuilder, ptr: ir.Value) -> None:
+  """libc free(ptr) of any pointer."""
+  fn = _libc(b.module, "free", ir.FunctionType(ir.VoidType(), [I8_PTR]))
+  b.call(fn, [b.bitcast(ptr, I8_PTR)])
+
+
 class Scratch:
   """A per-call scratch buffer of `nbytes` (a static size): on the stack up
   to MAX_STACK_SCRATCH_BYTES, else from malloc; `release()` frees it (call
@@ -185,8 +198,7 @@ class Scratch:
     self.nbytes = max(16, int(nbytes))
     self.heap = self.nbytes > MAX_STACK_SCRATCH_BYTES
     if self.heap:
-      malloc = _libc(b.module, "malloc", ir.FunctionType(I8_PTR, [I64]))
-      self.ptr = b.call(malloc, [i64(self.nbytes)], name=name)
+      self.ptr = malloc(b, self.nbytes, name=name)
     else:
       # i64 slots keep the buffer 8-byte aligned; align 16 for complex.
       slot = entry_alloca(b, ir.ArrayType(I64, (self.nbytes + 7) // 8),
@@ -201,9 +213,7 @@ class Scratch:
 
   def release(self, b: ir.IRBuilder) -> None:
     if self.heap:
-      free = _libc(b.module, "free", ir.FunctionType(ir.VoidType(),
-                                                     [I8_PTR]))
-      b.call(free, [self.ptr])
+      free(b, self.ptr)
 
 
 class KernelArgs:
