@@ -47,6 +47,7 @@ from xla.hlo.transforms.simplifiers import reshape_mover
 from xla.hlo.transforms.simplifiers import transpose_folding
 from xla.hlo.transforms.simplifiers import while_loop_invariant_code_motion as licm
 from xla.hlo.transforms.simplifiers import while_loop_simplifier
+from xla.service import all_reduce_combiner
 from xla.service import bitcast_convert_expander
 from xla.service import buffer_assignment as ba_lib
 from xla.service import cpu_instruction_fusion
@@ -272,6 +273,10 @@ def cpu_pipeline(options: Optional[CpuCompileOptions] = None
   add(conv_canonicalization.ConvCanonicalization())
   add(simplifier(), "algsimp")
   add(hlo_dce.HloDCE(), "dce")
+  # Independent all-reduces of the same kind become one (each collective
+  # is a rendezvous of every participant), once simplification has
+  # removed the ones it could and before fusion reads their results.
+  add(all_reduce_combiner.AllReduceCombiner())
   # Before fusion: the producers of split reductions fuse into their first
   # (large) step, and a sort's slices into a top-k before fusion would fuse
   # them into their users.

@@ -20,12 +20,16 @@ reshards.
 
 Unreduced values (`{unreduced}`, an `unreduced` subgroup: each device of a
 group holds a partial result, the value is their sum) pass through the
-SPMD custom calls, tuples and control flow as they are, and through copy,
-negate, add and subtract with an unreduced result; a contraction or sum
-whose partial results are the unreduced result keeps them; any other op
-reads them reduced (an all-reduce over each group), and an unreduced
-result of one is computed reduced, then kept on the first device of each
-group, zeros on the others (`partitioned_hlo.reshard` does both).
+SPMD custom calls, tuples and control flow as they are, through copy,
+negate, add and subtract with an unreduced result, and through the ops
+that only move or convert elements (transpose, reshape, broadcast, slices,
+dynamic-update-slice, concatenate, convert within floats or within
+integers) where operands and result are unreduced over the same groups; a
+contraction or sum whose partial results are the unreduced result keeps
+them; any other op reads them reduced (an all-reduce over each group), and
+an unreduced result of one is computed reduced, then kept on the first
+device of each group, zeros on the others (`partitioned_hlo.reshard` does
+both).
 
 An op without a handler runs whole: its operands are all-gathered, every
 partition computes the full result, and each keeps its own tile. Ops for
@@ -43,6 +47,7 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 import support
+from xla import primitive_util
 from xla import shape_util
 from xla.hlo.ir import hlo_attrs
 from xla.hlo.ir import hlo_instruction as hi
@@ -83,6 +88,43 @@ _MANUAL_AWARE = frozenset({O.kCustomCall, O.kWhile, O.kCall, O.kConditional,
 # Elementwise ops linear in their operands: with an unreduced result they
 # run on partials of their operands under the result's sharding.
 _LINEAR_ELEMENTWISE = frozenset({O.kCopy, O.kNegate, O.kAdd, O.kSubtract})
+# Ops that only move, replicate or convert the elements of some operands
+# (the others, if any, are indices): linear in those, so with those
+# operands and the result unreduced over the same groups they run on each
+# device's partials, read under the reduced sharding, and the partials they
+# give still add up to the result. The resharding their handlers do between
+# reduced shardings (all-gather, all-to-all, dynamic-slice) is linear too.
+# This keeps an unreduced gradient unreduced through the transposes,
+# converts and slice updates that autodiff and scan put between a
+# contraction and its accumulator, so it is summed once, after the loop.
+# opcode -> the indices of its linear operands (None: all of them).
+_LINEAR_MOVES: dict[HloOpcode, Optional[tuple[int, ...]]] = {
+    O.kTranspose: (0,), O.kReshape: (0,), O.kBroadcast: (0,),
+    O.kReverse: (0,), O.kSlice: (0,), O.kDynamicSlice: (0,),
+    O.kConvert: (0,), O.kDynamicUpdateSlice: (0, 1), O.kConcatenate: None,
+}
+
+
+def _linear_convert(instr) -> bool:
+  """Whether convert `instr` maps a sum of partials to the sum of their
+  converts (up to rounding): between floating types, or between integer
+  types (two's complement wrap-around is a ring homomorphism); not between
+  the two kinds."""
+  src = instr.operand(0).shape.element_type
+  dst = instr.shape.element_type
+  kinds = []
+  for et in (src, dst):
+    if primitive_util.is_floating_point(et) or primitive_util.is_complex(et):
+      kinds.append("float")
+    elif primitive_util.is_integral(et):
+      kinds.append("int")
+    else:
+      return False
+  if primitive_util.is_complex(src) and not primitive_util.is_complex(dst):
+    return False
+  return kinds[0] == kinds[1]
+
+
 _UNREDUCED_AWARE = frozenset({O.kCustomCall, O.kWhile, O.kCall,
                               O.kConditional, O.kParameter, O.kTuple,
                               O.kGetTupleElement, O.kOptimizationBarrier})
@@ -130,6 +172,10 @@ class ComputationPartitioner:
     self._computed_as: dict[int, HloSharding] = {}
     # id(instr) -> its unreduced target, while its handler runs.
     self._unreduced_goal: dict[int, HloSharding] = {}
+    # id(instr) -> its partials under the reduced sharding, read by a
+    # linear op that runs on them (see _LINEAR_MOVES), while it runs.
+    self._as_partials: dict[int, PartitionedHlo] = {}
+    self._linear: Optional[tuple[int, ...]] = None
 
   @property
   def n(self) -> int:
@@ -140,6 +186,9 @@ class ComputationPartitioner:
 
   def operand(self, i: int) -> PartitionedHlo:
     instr = self._current.operand(i)
+    if id(instr) in self._as_partials and (
+        self._linear is None or i in self._linear):
+      return self._as_partials[id(instr)]
     value = self.values[id(instr)]
     if (self._current.opcode in _UNREDUCED_AWARE or
         value.base_shape.is_tuple() or
@@ -177,6 +226,10 @@ class ComputationPartitioner:
                     for op in instr.operands]
         new = spmd_handlers.clone(self.b, instr, operands[0].shape, operands)
         return PartitionedHlo(new, instr.shape, target)
+      if instr.opcode in _LINEAR_MOVES and ph_lib.has_unreduced(target):
+        partials = self._move_partials(instr, target)
+        if partials is not None:
+          return partials
       if (instr.opcode == O.kScatter and target.is_unreduced and
           not instr.shape.is_tuple()):
         partials = self._scatter_partials(instr, target)
@@ -200,6 +253,46 @@ class ComputationPartitioner:
         raise
       raise support.UnimplementedError(
           f"{e} [partitioning {where}]") from None
+
+  def _move_partials(self, instr, target: HloSharding
+                     ) -> Optional[PartitionedHlo]:
+    """A linear data-movement op (_LINEAR_MOVES) run on the partials of
+    its linear operands, where those and the result are unreduced over the
+    same groups; else None."""
+    if instr.shape.is_tuple():
+      return None
+    if instr.opcode == O.kConvert and not _linear_convert(instr):
+      return None
+    linear = _LINEAR_MOVES[instr.opcode]
+    indices = range(instr.operand_count) if linear is None else linear
+    base, groups = ph_lib.split_unreduced(target, self.n)
+    partials = {}
+    for i in indices:
+      source = instr.operand(i)
+      value = self.values[id(source)]
+      if value.base_shape.is_tuple() or not ph_lib.has_unreduced(
+          value.sharding):
+        return None
+      source_base, source_groups = ph_lib.split_unreduced(value.sharding,
+                                                          self.n)
+      if source_groups != groups:
+        return None
+      partials[id(source)] = PartitionedHlo(value.hlo, value.base_shape,
+                                            source_base)
+    if set(partials) & {id(instr.operand(i)) for i in range(
+        instr.operand_count) if i not in indices}:
+      return None  # one value both as partials and as indices
+    self._as_partials = partials
+    self._linear = linear
+    self._computed_as[id(instr)] = base
+    try:
+      result = self._handle(instr)
+    finally:
+      self._as_partials = {}
+      self._linear = None
+      del self._computed_as[id(instr)]
+    result = ph_lib.reshard(self.b, result, base)
+    return PartitionedHlo(result.hlo, instr.shape, target)
 
   def _scatter_partials(self, instr, target: HloSharding
                         ) -> Optional[PartitionedHlo]:

@@ -8,6 +8,7 @@ the tests also check which collectives the partitioned program uses.
 
 import itertools
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -701,3 +702,45 @@ addi {
   u = np.array([1, 2, 3, 4], np.int32)
   out = spmd_testing.run_partitions(module, [[o, i[:2], u], [o, i[2:], u]])
   assert [r[0].tolist() for r in out] == [[10, 23], [3, 4]]
+
+
+def test_data_movement_runs_on_unreduced_partials():
+  # transpose, convert, reshape and a dynamic-update-slice of an unreduced
+  # accumulator with an unreduced update are linear: each device moves its
+  # own partials and nothing is summed (what keeps a scanned gradient
+  # unreduced until after the loop).
+  module = _partition_text(_module("""
+  p = f32[2,3] parameter(0), sharding={unreduced}
+  a = bf16[4,3,2] parameter(1), sharding={unreduced}
+  i = s32[] parameter(2), sharding={replicated}
+  t = f32[3,2] transpose(p), dimensions={1,0}, sharding={unreduced}
+  c = bf16[3,2] convert(t), sharding={unreduced}
+  r = bf16[1,3,2] reshape(c), sharding={unreduced}
+  z = s32[] constant(0)
+  d = bf16[4,3,2] dynamic-update-slice(a, r, i, z, z), sharding={unreduced}
+  ROOT s = bf16[2,3,2] slice(d), slice={[1:3], [0:3], [0:2]}, sharding={unreduced}
+"""), 2)
+  assert _collectives(module) == []
+  rng = np.random.default_rng(0)
+  ps = [rng.integers(-4, 5, (2, 3)).astype(np.float32) for _ in range(2)]
+  acc = [rng.integers(-4, 5, (4, 3, 2)).astype(np.float32) for _ in range(2)]
+  bf = ml_dtypes.bfloat16
+  out = spmd_testing.run_partitions(
+      module, [[ps[k], acc[k].astype(bf), np.int32(2)] for k in range(2)])
+  total = sum(o[0].astype(np.float32) for o in out)
+  want = acc[0] + acc[1]
+  want[2] = (ps[0] + ps[1]).T
+  np.testing.assert_array_equal(total, want[1:3])
+
+
+def test_convert_between_kinds_reads_the_sum():
+  # float -> int is not linear: the partials are summed first.
+  module = _partition_text(_module("""
+  p = f32[4] parameter(0), sharding={unreduced}
+  ROOT c = s32[4] convert(p), sharding={unreduced}
+"""), 2)
+  assert _collectives(module) == ["all-reduce"]
+  out = spmd_testing.run_partitions(
+      module, [[np.full(4, 0.5, np.float32)], [np.full(4, 0.5, np.float32)]])
+  assert out[0][0].tolist() == [1, 1, 1, 1]
+  assert out[1][0].tolist() == [0, 0, 0, 0]
