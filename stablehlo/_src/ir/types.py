@@ -98,7 +98,7 @@ class RankedTensorType(Type):
 
   @property
   def has_static_shape(self) -> bool:
-    return all(d is not None for d in self.shape)
+    return None not in self.shape
 
 
 @dataclasses.dataclass(frozen=True)

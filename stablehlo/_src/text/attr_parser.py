@@ -13,6 +13,7 @@ import numpy as np
 from stablehlo._src.ir import attributes as a
 from stablehlo._src.ir import types as t
 from stablehlo._src.text import dense
+from stablehlo._src.text import diagnostics
 from stablehlo._src.text import dialect_attrs
 from stablehlo._src.text import lexer as lx
 from stablehlo._src.text import type_parser
@@ -33,6 +34,7 @@ _NATIVE_INT_KINDS = frozenset("iu")
 _ATTR_DICT_RE = re.compile(r'\{(?:[^{}"#!/\n]|"[^"\\\n]*(?:\\.[^"\\\n]*)*")*\}')
 _ATTR_DICT_CACHE: dict = {}
 _ATTR_DICT_CACHE_LIMIT = 1 << 12
+cached_attr_dict = _ATTR_DICT_CACHE.get
 _FILE_LOC_RE = re.compile(r'^"((?:[^"\\]|\\.)*)":([0-9]+):([0-9]+)')
 
 
@@ -293,12 +295,33 @@ class AttrParser(type_parser.TypeParser):
     if dtype is None:
       raise self.error(f"unsupported dense element type", tpos)
     if hex_blob is not None:
-      arr = dense.decode_hex_blob(hex_blob, et, ty.shape)
-      if arr is None:
-        raise self.error("hex blob size does not match the tensor type", tpos)
-      return a.DenseElementsAttr(ty, arr, splat=arr.size > 1 and len(
-          hex_blob) == dtype.itemsize)
+      return self.dense_from_hex(ty, hex_blob, dtype, tpos)
     return self._build_dense(ty, dtype, literal, tpos)
+
+  def fast_dense(self, ty, hex_blob=None, literal=None):
+    """The `dense<...> : ty` attribute of a hex blob or a scalar literal
+    leaf (as `_parse_dense_scalar` makes) that an op fast path read; None
+    where the token path would raise (it then reports the error)."""
+    if (ty.__class__ is not t.RankedTensorType or not ty.has_static_shape or
+        math.prod(ty.shape) > MAX_DENSE_ELEMENTS):
+      return None
+    dtype = dense.numpy_dtype(ty.element_type)
+    if dtype is None:
+      return None
+    try:
+      if hex_blob is not None:
+        return self.dense_from_hex(ty, hex_blob, dtype, 0)
+      return self._build_dense(ty, dtype, literal, 0)
+    except diagnostics.ParseError:
+      return None
+
+  def dense_from_hex(self, ty, hex_blob: bytes, dtype, tpos: int
+                     ) -> a.DenseElementsAttr:
+    arr = dense.decode_hex_blob(hex_blob, ty.element_type, ty.shape)
+    if arr is None:
+      raise self.error("hex blob size does not match the tensor type", tpos)
+    return a.DenseElementsAttr(ty, arr, splat=arr.size > 1 and len(
+        hex_blob) == dtype.itemsize)
 
   def _parse_json_dense(self, start: int):
     """The dense attribute whose literal starts at `start` (a `[`), read as
@@ -315,28 +338,11 @@ class AttrParser(type_parser.TypeParser):
     self.lex.reset(m.end())
     self.expect_punct(">", "in dense attribute")
     self.expect_punct(":", "after dense attribute")
-    ty = self.parse_type()
-    arr = None
-    if isinstance(ty, t.RankedTensorType):
-      et = dense.storage_type(ty.element_type)
-      dtype = dense.numpy_dtype(et)
-      try:
-        if isinstance(et, t.FloatType) and dtype is not None:
-          arr = np.array(values, dtype=np.float64)
-        elif (isinstance(et, t.IntegerType) and et.width >= 8 and
-              dtype is not None and dtype.kind in _NATIVE_INT_KINDS and
-              "." not in body and "e" not in body and "E" not in body):
-          arr = np.array(values, dtype=np.int64)
-          if et.width < 64 and arr.size:
-            lo, hi = dense.int_range(et)
-            if int(arr.min()) < lo or int(arr.max()) > hi:
-              arr = None  # the token path names the offending element
-      except (ValueError, TypeError, OverflowError):
-        arr = None
-      if arr is not None and arr.size and arr.shape == tuple(ty.shape):
-        return a.DenseElementsAttr(ty, arr.astype(dtype))
-    self.lex.reset(start)
-    return None
+    attr = json_dense_attr(self.parse_type(), values, body)
+    if attr is None:
+      self.lex.reset(start)
+    return attr
+
 
   def _parse_dense_literal(self):
     """Nested lists of ('tok', Token) / ('cplx', tok, tok) leaves."""
@@ -371,7 +377,7 @@ class AttrParser(type_parser.TypeParser):
     if isinstance(literal, tuple):  # a splat scalar
       value = _to_array([self._convert_scalar(literal, ty.element_type)],
                         dtype)
-      arr = np.broadcast_to(value.reshape(()), shape).copy()
+      arr = np.repeat(value, math.prod(shape)).reshape(shape)
       return a.DenseElementsAttr(ty, arr, splat=True)
     flat = []
     lit_shape = self._flatten(literal, flat, 0, tpos)
@@ -509,3 +515,29 @@ def symbol_name(text: str) -> str:
   if body.startswith('"'):
     return lx.unescape_string(body[1:-1])
   return body
+
+
+def json_dense_attr(ty, values, body: str):
+  """The dense attribute of type `ty` whose literal `body` (plain decimal
+  numbers in nested lists) json read as `values`; None where that type or
+  literal is not one this path handles exactly as the token path would."""
+  arr = None
+  if isinstance(ty, t.RankedTensorType):
+    et = dense.storage_type(ty.element_type)
+    dtype = dense.numpy_dtype(et)
+    try:
+      if isinstance(et, t.FloatType) and dtype is not None:
+        arr = np.array(values, dtype=np.float64)
+      elif (isinstance(et, t.IntegerType) and et.width >= 8 and
+            dtype is not None and dtype.kind in _NATIVE_INT_KINDS and
+            "." not in body and "e" not in body and "E" not in body):
+        arr = np.array(values, dtype=np.int64)
+        if et.width < 64 and arr.size:
+          lo, hi = dense.int_range(et)
+          if int(arr.min()) < lo or int(arr.max()) > hi:
+            arr = None  # the token path names the offending element
+    except (ValueError, TypeError, OverflowError):
+      arr = None
+  if arr is not None and arr.size and arr.shape == tuple(ty.shape):
+    return a.DenseElementsAttr(ty, arr.astype(dtype))
+  return None

@@ -129,7 +129,7 @@ def decode_hex_blob(data: bytes, element_type: t.Type, shape: tuple
   dtype = numpy_dtype(element_type)
   if dtype is None:
     return None
-  count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+  count = math.prod(shape)
   itemsize = dtype.itemsize
   if len(data) == count * itemsize:
     n = count
@@ -137,14 +137,19 @@ def decode_hex_blob(data: bytes, element_type: t.Type, shape: tuple
     n = 1
   else:
     return None
-  raw = np.frombuffer(data, dtype=np.uint8)
-  if dtype == np.bool_:
-    arr = raw != 0
+  if dtype.kind == "b":
+    arr = np.frombuffer(data, dtype=np.uint8) != 0
   else:
-    arr = raw.view(dtype.newbyteorder("<")).astype(dtype)
+    le = _LITTLE_ENDIAN.get(dtype)
+    if le is None:
+      le = _LITTLE_ENDIAN[dtype] = dtype.newbyteorder("<")
+    arr = np.frombuffer(data, dtype=le).astype(dtype)
   if n == 1 and count != 1:
-    return np.broadcast_to(arr, shape).copy()
+    return np.repeat(arr, count).reshape(shape)  # copies the bytes as they are
   return arr.reshape(shape)
+
+
+_LITTLE_ENDIAN: dict = {}
 
 
 def encode_hex_blob(array: np.ndarray) -> str:

@@ -100,6 +100,25 @@ class Parser(attr_parser.AttrParser):
                        f"{len(types)}", pos)
     return [self.resolve_value(tok, ty) for tok, ty in zip(toks, types)]
 
+  def fast_values(self, names, types):
+    """The values `%a, %b` name with these types when each is defined in
+    the innermost scope with that type (no `#N`); else None, so that an op
+    fast path leaves the operands to `resolve_values`."""
+    if len(names) != len(types):
+      return None
+    values = self._scopes[-1].values
+    out = []
+    for name, ty in zip(names, types):
+      group = values.get(name[1:])
+      if group is None:
+        return None
+      v = group[0]
+      vt = v.type
+      if vt is not ty and vt != ty:
+        return None
+      out.append(v)
+    return out
+
   def define_values(self, name: str, values: list[core.Value], pos: int):
     scope = self._scopes[-1]
     if name in scope.values:
@@ -215,6 +234,11 @@ class Parser(attr_parser.AttrParser):
           break
     if form is None:
       raise self.error(f"custom op '{name}' is unknown", tok.pos)
+    fast = form.fast
+    if fast is not None:
+      op = fast(self, name, self.lex.pos)
+      if op is not None:
+        return op
     self._op_names.append(name)
     try:
       return form.parse(self, name, tok.pos)

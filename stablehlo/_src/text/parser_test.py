@@ -260,3 +260,82 @@ def test_operand_lists_with_comments_and_op_locations():
   assert (second.location.line, second.location.col) == (15, 8)
   assert second.location.text == '"x.mlir":15:8'
   assert ret.location.line == 16
+
+
+# --- op fast paths (PrettyForm.fast) agree with the token path ------------------
+
+_FAST_PATH_MODULE = '''
+func.func @inputs() -> (tensor<2xf32>, tensor<2xi32>) {
+  %0 = stablehlo.constant dense<"0x0000803F00000040"> : tensor<2xf32>
+  %1 = stablehlo.constant dense<[7, -3]> : tensor<2xi32>
+  return %0, %1 : tensor<2xf32>, tensor<2xi32>
+}
+func.func @main(%a: tensor<2xf32>, %b: tensor<2xf32>) -> tensor<2xf32> {
+  %c = stablehlo.constant dense<"0x0000C07F"> : tensor<2xf32>
+  %d = stablehlo.constant dense<-1.500000e+00> : tensor<2xf32>
+  %e = stablehlo.constant dense<0x7FC00001> : tensor<2xf32>
+  %u = stablehlo.constant dense<255> : tensor<2xui8>
+  %0:2 = call @inputs() : () -> (tensor<2xf32>, tensor<2xi32>)
+  %1 = stablehlo.add %a, %0#0 : tensor<2xf32>
+  %2 = stablehlo.add %1, %b : tensor<2xf32>
+  %3 = stablehlo.convert %2 : (tensor<2xf32>) -> tensor<2xf32>
+  stablehlo.custom_call @check.expect_close(%3, %c) {has_side_effect = true} : (tensor<2xf32>, tensor<2xf32>) -> ()
+  %4 = stablehlo.multiply %3, %d : tensor<2xf32> loc("here":3:4)
+  %5 = stablehlo.add %4, %later : tensor<2xf32>
+  %later = stablehlo.add %e, %e : tensor<2xf32>
+  return %5 : tensor<2xf32>
+}
+'''
+
+
+def _without_fast_paths(monkeypatch):
+  import dataclasses  # pylint: disable=g-import-not-at-top
+  from stablehlo._src.text import pretty_ops  # pylint: disable=g-import-not-at-top
+  for name, form in list(pretty_ops.PRETTY_FORMS.items()):
+    if form.fast is not None:
+      monkeypatch.setitem(pretty_ops.PRETTY_FORMS, name,
+                          dataclasses.replace(form, fast=None))
+
+
+def _fingerprint(module):
+  out = [text.print_module(module, generic=True, print_locations=True,
+                           keep_source_names=True)]
+  for op in module.walk():
+    out.append((op.name, op.location, [type(v.owner) for v in op.operands]))
+    for value in list(op.attributes.values()) + list(op.properties.values()):
+      arr = getattr(value, "array", None)
+      if arr is not None:
+        out.append((arr.dtype.str, arr.shape, arr.tobytes(), value.splat))
+  return out
+
+
+def test_op_fast_paths_give_what_the_token_path_gives(monkeypatch):
+  text.parse_module(_FAST_PATH_MODULE)  # the caches now hold its types
+  fast = _fingerprint(text.parse_module(_FAST_PATH_MODULE, "x.mlir"))
+  _without_fast_paths(monkeypatch)
+  slow = _fingerprint(text.parse_module(_FAST_PATH_MODULE, "x.mlir"))
+  assert fast == slow
+
+
+@pytest.mark.parametrize("line, position, what", [
+    ("%1 = stablehlo.add %a, %a : tensor<3xf32>", "3:22",
+     "use of value '%a' expects different type than prior uses"),
+    ("%1 = stablehlo.constant dense<300> : tensor<2xi8>", "3:33",
+     "integer constant out of range for type"),
+    ('%1 = stablehlo.constant dense<"0x00"> : tensor<2xf32>', "3:41",
+     "hex blob size does not match the tensor type"),
+    ("stablehlo.custom_call @f(%a) : (tensor<2xf32>, tensor<2xf32>) -> ()",
+     "3:28", "1 operands present, but expected 2"),
+])
+def test_op_fast_path_errors_come_from_the_token_path(line, position, what):
+  warm = ("func.func @w(%a: tensor<2xf32>) {\n"
+          "  %1 = stablehlo.add %a, %a : tensor<3xf32>\n}")
+  with pytest.raises(text.ParseError):
+    text.parse_module(warm)
+  src = ("func.func @f(%a: tensor<2xf32>, %b: tensor<3xf32>) {\n"
+         "  %0 = stablehlo.add %a, %a : tensor<2xf32>\n"
+         f"  {line}\n"
+         "  return\n}")
+  with pytest.raises(text.ParseError) as e:
+    text.parse_module(src)
+  assert position in str(e.value) and what in str(e.value)

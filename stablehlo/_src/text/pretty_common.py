@@ -9,13 +9,16 @@ A `PrettyForm` is one op's pair of functions:
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from typing import Callable
 
 from stablehlo._src.ir import attributes as a
 from stablehlo._src.ir import core
 from stablehlo._src.ir import types as t
+from stablehlo._src.text import attr_parser
 from stablehlo._src.text import lexer as lx
+from stablehlo._src.text import type_parser
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,6 +29,12 @@ class PrettyForm:
   # Whether `print` handles the op's regions; ops with regions (or
   # successors) the form does not print fall back to the generic form.
   has_regions: bool = False
+  # Optional fast path: fast(parser, op_name, offset after the name) ->
+  # Operation, or None with nothing moved. It matches the common spelling
+  # of the op's tail with one regex, taking types and attribute
+  # dictionaries from the parser's caches; anything else (and every error)
+  # is left to `parse`, which must give the same op.
+  fast: Callable | None = None
 
 
 def make_op(name, operands, result_types, attributes=None, properties=None,
@@ -42,7 +51,8 @@ def make_op(name, operands, result_types, attributes=None, properties=None,
 # per operand.
 _OPERAND = r"%[A-Za-z0-9_$.\-]+(?:\#[0-9]+)?"
 _OPERAND_RE = re.compile(_OPERAND)
-_OPERAND_LIST_RE = re.compile(_OPERAND + r"(?:, " + _OPERAND + r")*")
+OPERAND_LIST = _OPERAND + r"(?:, " + _OPERAND + r")*"
+_OPERAND_LIST_RE = re.compile(OPERAND_LIST)
 
 
 def parse_operand_toks(p, allow_empty: bool = True) -> list[lx.Token]:
@@ -130,6 +140,160 @@ def parse_functional_type(p, operand_toks):
   if not isinstance(fn, t.FunctionType):
     raise p.error("expected function type", pos)
   return p.resolve_values(operand_toks, fn.inputs), list(fn.results)
+
+
+# --- fast paths (PrettyForm.fast) -----------------------------------------------
+#
+# Each matches the tail of an op as the printer writes it (single spaces,
+# no comments, tensor types without encodings) in one regex from just after
+# the op name, and stops where the token path would stop; the types and
+# attribute dictionaries come from the parser's caches by their text, and
+# the operands from the innermost scope. Whatever one of these does not
+# find (a type or dictionary not yet seen, a forward reference, `%x#1`)
+# makes it return None, and the token path parses the op, reporting any
+# error, and fills the caches for the next op.
+
+_TYPE = type_parser.CACHEABLE_TYPE_TEXT
+_TENSOR = type_parser.TENSOR_TYPE_TEXT
+_FN_TYPE = type_parser.FUNCTION_TYPE_TEXT
+_NO_ARROW = r"(?![ \t\r\n]*->)"
+cached_type = type_parser.cached_type
+cached_attr_dict = attr_parser.cached_attr_dict
+
+# `op %a, %b : T` / `: (Ts) -> R`
+_SAME_TYPE_FAST_RE = re.compile(
+    r" (" + OPERAND_LIST + r") : (" + _TYPE + ")" + _NO_ARROW)
+# `op %a, %b : T1, T2` (terminators)
+_OPERANDS_TYPES_FAST_RE = re.compile(
+    r" (" + OPERAND_LIST + r") : (" + _TENSOR + r"(?:, " + _TENSOR +
+    r")*)(?![ \t\r\n]*[,\-])")
+# `op @callee(%a, %b) {attrs} : (Ts) -> Rs`
+_CALLEE_FAST_RE = re.compile(
+    r" @([A-Za-z0-9_$.\-]+)\((" + OPERAND_LIST + r")?\)"
+    r"(?: (\{[^{}\"#!/\n]*\}))? : (" + _FN_TYPE + ")" + _NO_ARROW)
+# `op dense<"0x..."> : T`, `dense<[1, 2]> : T`, `dense<-1.5> : T`
+_DENSE_HEX_TAIL_FAST_RE = re.compile(
+    r'"> : (' + _TENSOR + ")" + _NO_ARROW)
+_DENSE_JSON_FAST_RE = re.compile(
+    r" dense<(\[[\[\] ,0-9eE.+\-]*\])> : (" + _TENSOR + ")" + _NO_ARROW)
+_DENSE_SCALAR_FAST_RE = re.compile(
+    r" dense<(-)?(?:([0-9]+\.[0-9]*(?:[eE][+\-]?[0-9]+)?)|(0x[0-9a-fA-F]+|"
+    r"[0-9]+))> : (" + _TENSOR + ")" + _NO_ARROW)
+
+
+def fast_same_type(p, name, pos):
+  m = _SAME_TYPE_FAST_RE.match(p.text, pos)
+  if m is None:
+    return None
+  ty = cached_type(m.group(2))
+  if ty is None:
+    return None
+  names = m.group(1).split(", ")
+  if ty.__class__ is t.FunctionType:
+    operands = p.fast_values(names, ty.inputs)
+    results = ty.results
+  else:
+    operands = p.fast_values(names, [ty] * len(names))
+    results = (ty,)
+  if operands is None:
+    return None
+  p.lex.reset(m.end())
+  return core.Operation(name, operands, results)
+
+
+def fast_operands_types(p, name, pos):
+  m = _OPERANDS_TYPES_FAST_RE.match(p.text, pos)
+  if m is None:
+    return None
+  types = []
+  for text in m.group(2).split(", "):
+    ty = cached_type(text)
+    if ty is None:
+      return None
+    types.append(ty)
+  operands = p.fast_values(m.group(1).split(", "), types)
+  if operands is None:
+    return None
+  p.lex.reset(m.end())
+  return core.Operation(name, operands)
+
+
+def fast_callee(attr_name: str, as_string: bool):
+  def fast(p, name, pos):
+    m = _CALLEE_FAST_RE.match(p.text, pos)
+    if m is None:
+      return None
+    fn = cached_type(m.group(4))
+    if fn is None:
+      return None
+    attrs = None
+    if m.group(3) is not None:
+      d = cached_attr_dict(m.group(3))
+      if d is None:
+        return None
+      attrs = d.entries
+    ops = m.group(2)
+    operands = p.fast_values(ops.split(", ") if ops else (), fn.inputs)
+    if operands is None:
+      return None
+    p.lex.reset(m.end())
+    callee = m.group(1)
+    value = a.StringAttr(callee) if as_string else a.SymbolRefAttr(callee)
+    return core.Operation(name, operands, fn.results, attrs,
+                          {attr_name: value})
+  return fast
+
+
+def fast_constant(p, name, pos):
+  text = p.text
+  if text.startswith(' dense<"0x', pos):
+    # The closing quote by str.find, not by the regex running over the blob.
+    end = text.find('"', pos + 10)
+    if end < 0:
+      return None
+    m = _DENSE_HEX_TAIL_FAST_RE.match(text, end)
+    if m is None:
+      return None
+    ty = cached_type(m.group(1))
+    if ty is None:
+      return None
+    body = text[pos + 10:end]
+    if "\\" in body or "\n" in body:
+      return None
+    try:
+      blob = bytes.fromhex(body)
+    except ValueError:
+      return None
+    value = p.fast_dense(ty, hex_blob=blob)
+  elif text.startswith(" dense<[", pos):
+    m = _DENSE_JSON_FAST_RE.match(text, pos)
+    if m is None:
+      return None
+    ty = cached_type(m.group(2))
+    if ty is None:
+      return None
+    body = m.group(1)
+    try:
+      values = json.loads(body)
+    except ValueError:
+      return None
+    value = attr_parser.json_dense_attr(ty, values, body)
+  else:
+    m = _DENSE_SCALAR_FAST_RE.match(text, pos)
+    if m is None:
+      return None
+    ty = cached_type(m.group(4))
+    if ty is None:
+      return None
+    if m.group(2) is not None:
+      tok = lx.Token(lx.FLOAT, m.group(2), m.start(2))
+    else:
+      tok = lx.Token(lx.INTEGER, m.group(3), m.start(3))
+    value = p.fast_dense(ty, literal=("num", m.group(1) is not None, tok))
+  if value is None:
+    return None
+  p.lex.reset(m.end())
+  return core.Operation(name, (), (ty,), None, {"value": value})
 
 
 # --- printing helpers ------------------------------------------------------------

@@ -252,7 +252,8 @@ def _callee_form(attr_name: str, as_string: bool):
     return (f"{sym}({pr.vs(op.operands)}) {pr.attr_dict(op, {attr_name})}: "
             f"{pr.fn_type(op.operand_types, op.result_types)}")
 
-  return PrettyForm(parse, print_, "op @callee(%a) attr-dict : (Ts) -> Rs")
+  return PrettyForm(parse, print_, "op @callee(%a) attr-dict : (Ts) -> Rs",
+                    fast=pc.fast_callee(attr_name, as_string))
 
 
 register("stablehlo.custom_call", _callee_form("call_target_name", True))
@@ -313,7 +314,8 @@ def _print_operands_types(pr, op):
 
 
 OPERANDS_TYPES = PrettyForm(_parse_operands_types, _print_operands_types,
-                            "op %a, %b attr-dict : T1, T2")
+                            "op %a, %b attr-dict : T1, T2",
+                            fast=pc.fast_operands_types)
 for _name in ("func.return", "stablehlo.return", "scf.yield",
               "interpreter.print"):
   register(_name, OPERANDS_TYPES)

@@ -44,7 +44,8 @@ def _print_same_type(pr, op):
 
 
 SAME_TYPE = PrettyForm(_parse_same_type, _print_same_type,
-                       "op %a, %b attr-dict : T | (Ts) -> R")
+                       "op %a, %b attr-dict : T | (Ts) -> R",
+                       fast=pc.fast_same_type)
 
 _SAME_TYPE_OPS = (
     "abs", "add", "and", "atan2", "cbrt", "ceil", "clamp", "convert",
@@ -206,7 +207,8 @@ def _print_constant(pr, op):
   return f"{d}{pr.a(value)}"
 
 
-register("stablehlo.constant", PrettyForm(_parse_constant, _print_constant))
+register("stablehlo.constant", PrettyForm(_parse_constant, _print_constant,
+                                         fast=pc.fast_constant))
 
 
 def _parse_arith_constant(p, name, pos):

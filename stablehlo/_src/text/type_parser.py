@@ -36,6 +36,15 @@ _CACHED_TYPE_RE = re.compile(
     _TENSOR_TEXT + "|" + _TENSOR_LIST + r")(?![ \t\r\n]*->))")
 _TYPE_CACHE: dict[str, t.Type] = {}
 _TYPE_CACHE_LIMIT = 1 << 14
+# The text of a type that may be in the cache (no groups): for the op fast
+# paths (pretty_common), which match a whole op tail at once and take its
+# types from the cache, leaving the token path to types not seen before.
+CACHEABLE_TYPE_TEXT = (_TENSOR_TEXT + "|" + _TENSOR_LIST + " -> (?:" +
+                       _TENSOR_TEXT + "|" + _TENSOR_LIST + ")")
+TENSOR_TYPE_TEXT = _TENSOR_TEXT
+FUNCTION_TYPE_TEXT = (_TENSOR_LIST + " -> (?:" + _TENSOR_TEXT + "|" +
+                      _TENSOR_LIST + ")")
+cached_type = _TYPE_CACHE.get
 
 
 class TypeParser:
