@@ -327,18 +327,30 @@ class _Writer(codec.EncodeContext):
 
   def _write_attrs_types(self, out: encoding.Emitter) -> None:
     data = encoding.Emitter()
+    buf = data.buf
     offsets = encoding.Emitter()
     offsets.varint(len(self.ordered_attrs))
     offsets.varint(len(self.ordered_types))
-    previous = [0]
-
-    def emit_entry(numbering):
-      custom = self._write_entry(data, numbering.value)
-      offsets.varint_with_flag(len(data) - previous[0], custom)
-      previous[0] = len(data)
-
-    _write_grouped(offsets, self.ordered_attrs, emit_entry)
-    _write_grouped(offsets, self.ordered_types, emit_entry)
+    obuf = offsets.buf
+    previous = 0
+    for ordered in (self.ordered_attrs, self.ordered_types):
+      for dialect, run in _dialect_runs(ordered):
+        offsets.varint(dialect)
+        offsets.varint(len(run))
+        for numbering in run:
+          entry = numbering.value
+          if isinstance(entry, (tree.Attr, tree.Type)):
+            _entry_writer(entry)(entry.fields, buf, data, self)
+            custom = 1
+          else:
+            custom = self._write_entry(data, entry)
+          size = len(buf) - previous
+          previous += size
+          flagged = (size << 1) | custom
+          if flagged < 0x80:
+            obuf.append((flagged << 1) | 1)
+          else:
+            offsets.varint(flagged)
     out.section(Section.ATTR_TYPE_OFFSET, offsets)
     out.section(Section.ATTR_TYPE, data)
 
@@ -516,6 +528,83 @@ def _group_by_dialect_per_byte(ordered: list) -> None:
       break
   for number, numbering in enumerate(ordered):
     numbering.number = number
+
+
+def _dialect_runs(ordered: list):
+  """Yields (dialect, entries) for each run of entries of one dialect."""
+  i = 0
+  n = len(ordered)
+  while i < n:
+    dialect = ordered[i].dialect
+    j = i + 1
+    while j < n and ordered[j].dialect == dialect:
+      j += 1
+    yield dialect, ordered[i:j]
+    i = j
+
+
+# --- Entry encoders ------------------------------------------------------------
+#
+# An attribute / type entry is written as its kind code then its fields, by
+# the field spec of its codec. Rather than interpreting the spec for every
+# entry (a call per field and per varint), each spec gets a function made
+# once from its source text, which writes the code and the fields with
+# one-byte varints appended in place; references are looked up in the
+# writer's identity table as `attr_index` / `type_index` do. Field kinds
+# other than references, varints and strings go through codec._write_field
+# as before.
+
+_ENTRY_WRITERS: dict = {}  # id(spec_of result) -> (that result, function)
+
+
+def _entry_writer(entry):
+  spec = codec.spec_of(entry)
+  hit = _ENTRY_WRITERS.get(id(spec))
+  if hit is not None and hit[0] is spec:
+    return hit[1]
+  fn = _make_entry_writer(*spec)
+  _ENTRY_WRITERS[id(spec)] = (spec, fn)
+  return fn
+
+
+def _make_entry_writer(dialect_codec, code: int, spec):
+  lines = ["def write_entry(values, buf, e, w):",
+           f"  if len(values) != {len(spec)}:",
+           f"    raise support.InvalidArgumentError("
+           f"{dialect_codec.dialect + ': expected %d fields' % len(spec)!r}"
+           " + f', got {len(values)}')"]
+  if code < 0x80:
+    lines.append(f"  buf.append({(code << 1) | 1})")
+  else:
+    lines.append(f"  e.varint({code})")
+  needs = set()
+  for i, (_, kind) in enumerate(spec):
+    v = f"values[{i}]"
+    if kind == "attr" or kind == "type":
+      table = "w.attrs" if kind == "attr" else "w.types"
+      needs.add("by_id")
+      lines += [f"  v = {v}",
+                "  h = by_id(id(v))",
+                f"  x = h[1].number if h is not None and h[0] is v else "
+                f"{table}[v].number"]
+    elif kind == "varint":
+      lines.append(f"  x = {v}")
+    elif kind == "string":
+      lines += [f"  x = w.string_index({v})"]
+    else:
+      lines.append(f"  write_field(dialect_codec, {kind!r}, {v}, e, w, "
+                   f"list(values[:{i}]))")
+      continue
+    lines += ["  if 0 <= x < 0x80:",
+              "    buf.append((x << 1) | 1)",
+              "  else:",
+              "    e.varint(x)"]
+  if "by_id" in needs:
+    lines.insert(1, "  by_id = w._by_id.get")
+  scope = {"support": support, "dialect_codec": dialect_codec,
+           "write_field": codec._write_field}  # pylint: disable=protected-access
+  exec("\n".join(lines), scope)  # pylint: disable=exec-used
+  return scope["write_entry"]
 
 
 def _write_grouped(e: encoding.Emitter, ordered: list, emit_entry) -> None:
