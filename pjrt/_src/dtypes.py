@@ -3,6 +3,11 @@
 The narrow float and integer types come from ml_dtypes, as in JAX. Types
 without a numpy counterpart (TOKEN, S1/U1 and any a given ml_dtypes lacks)
 are simply absent from the table, and converting them raises.
+
+A TOKEN buffer (an ordering token a program takes or returns) holds no
+data: XLA represents it as a zero-sized buffer. A plugin stores one as a
+scalar of the zero-sized dtype TOKEN_STORAGE (`storage_dtype`), which is
+not in the table, so no host array converts to or from a token.
 """
 
 from __future__ import annotations
@@ -96,3 +101,24 @@ def numpy_dtype(element_type: int) -> np.dtype:
       return dtype
   raise support.UnimplementedError(
       f"PJRT_Buffer_Type {name} has no numpy dtype")
+
+
+# The storage of a TOKEN buffer: a scalar of zero bytes.
+TOKEN_STORAGE = np.dtype("V0")
+
+
+def storage_dtype(element_type: int) -> np.dtype:
+  """The dtype of the array that holds a buffer of `element_type`: its
+  numpy dtype, or TOKEN_STORAGE for a token.
+
+  Raises:
+    support.UnimplementedError: the type has no numpy counterpart.
+  """
+  if element_type == BufferType.TOKEN:
+    return TOKEN_STORAGE
+  return numpy_dtype(element_type)
+
+
+def token_array() -> np.ndarray:
+  """A token buffer's data: a new scalar of zero bytes."""
+  return np.empty((), TOKEN_STORAGE)

@@ -42,3 +42,15 @@ def test_errors():
     dtypes.numpy_dtype(BufferType.TOKEN)
   with pytest.raises(support.UnimplementedError, match="77"):
     dtypes.numpy_dtype(77)
+
+
+def test_a_token_is_stored_in_zero_bytes():
+  assert dtypes.storage_dtype(BufferType.TOKEN).itemsize == 0
+  assert dtypes.storage_dtype(BufferType.F32) == np.float32
+  token = dtypes.token_array()
+  assert token.shape == () and token.nbytes == 0
+  # No host array converts to a token.
+  with pytest.raises(support.InvalidArgumentError):
+    dtypes.buffer_type(dtypes.TOKEN_STORAGE)
+  with pytest.raises(support.UnimplementedError, match="S1"):
+    dtypes.storage_dtype(BufferType.S1)

@@ -198,7 +198,7 @@ class MultiOutputFusion(hpi.HloModulePass):
     operand's remaining users are looked at again."""
     changed = False
     for operand in comp.make_instruction_post_order():
-      if (operand.parent is not comp or operand.shape.is_tuple() or
+      if (operand.parent is not comp or not operand.shape.is_array() or
           shape_util.element_count(operand.shape) <= 1):
         continue
       merged = True

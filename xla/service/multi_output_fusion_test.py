@@ -251,3 +251,35 @@ ENTRY e {
     ops = [i.opcode for i in f.fused_computation.instructions]
     assert not (O.kReduce in ops and O.kAdd in ops and
                 O.kBroadcast in ops), f.fused_computation.to_string()
+
+
+def test_token_values_are_no_siblings_to_merge():
+  # A token parameter and after-all have no elements: the sibling sweep
+  # passes over them (it counted elements of every non-tuple value).
+  module = _parse("""HloModule m
+ENTRY e {
+  t = token[] parameter(1)
+  a = token[] after-all(t)
+  b = token[] after-all(t)
+  p = f32[16] parameter(0)
+  n = f32[16] negate(p)
+  ROOT r = (f32[16], token[], token[]) tuple(n, a, b)
+}""")
+  _run(module)
+
+
+def test_a_program_with_tokens_in_its_signature_compiles_and_runs():
+  # XLA CPU's convention: a token is a zero-sized buffer; the executable
+  # takes anything (or None) for it and returns None.
+  from xla.service.cpu import cpu_testing  # pylint: disable=g-import-not-at-top
+  _, exe = cpu_testing.compile_text("""HloModule m
+ENTRY e {
+  p = f32[3] parameter(0)
+  t = token[] parameter(1)
+  n = f32[3] negate(p)
+  a = token[] after-all(t)
+  ROOT r = (f32[3], token[], token[]) tuple(n, a, t)
+}""")
+  out = exe.execute([np.arange(3, dtype=np.float32), None])
+  np.testing.assert_array_equal(out[0], [0, -1, -2])
+  assert out[1] is None and out[2] is None

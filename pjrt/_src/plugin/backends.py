@@ -346,15 +346,18 @@ class CpuCompiled(Compiled):
     def leaf(spec):
       return thunk_emitter.numpy_dtype(spec["dtype"]), tuple(spec["dims"])
 
+    # A token parameter or result has no buffer in the plan (its only
+    # leaf, or the output, is None): None, for the caller to keep.
     params = []
     for p in plan["params"]:
+      if p["leaves"] == [None]:
+        params.append(None)
+        continue
       leaves = [l for l in p["leaves"] if l is not None]
       if len(leaves) != 1:
         return None
       params.append(leaf(leaves[0]))
-    if any(o is None for o in plan["outputs"]):
-      return None
-    return params, [leaf(o) for o in plan["outputs"]]
+    return params, [None if o is None else leaf(o) for o in plan["outputs"]]
 
   def shardings(self):
     plan = getattr(self._executable, "plan", None)

@@ -44,6 +44,8 @@ from typing import Collection, Optional, Sequence
 import numpy as np
 
 import support
+from pjrt._src import abi_types
+from pjrt._src import dtypes
 from pjrt._src.plugin import backends
 from pjrt._src.plugin import errors
 from pjrt._src.plugin import events
@@ -310,12 +312,29 @@ def _take_per_device_signature(program: programs.Program,
       raise support.InternalError(
           f"{program.name}: the partitioned program has {len(new)} "
           f"parameters or results where the program has {len(old)}")
-    return [dataclasses.replace(t, dtype=np.dtype(dtype), shape=tuple(shape))
-            if (t.dtype, t.shape) != (np.dtype(dtype), tuple(shape)) else t
-            for t, (dtype, shape) in zip(old, new)]
+    # None: a token, which has no per-device shape.
+    return [t if leaf is None else
+            dataclasses.replace(t, dtype=np.dtype(leaf[0]),
+                                shape=tuple(leaf[1]))
+            if (t.dtype, t.shape) != (np.dtype(leaf[0]), tuple(leaf[1]))
+            else t
+            for t, leaf in zip(old, new)]
 
+  for old, new in ((program.parameters, params), (program.results, results)):
+    if any(leaf is None and t.element_type != abi_types.BufferType.TOKEN
+           for t, leaf in zip(old, new)):
+      raise support.InternalError(
+          f"{program.name}: the partitioned program has no per-device "
+          "buffer for a parameter or result that is not a token")
   program.parameters = retyped(program.parameters, params)
   program.results = retyped(program.results, results)
+
+
+def _passes_for_token(buffer: runtime.Buffer, element_type) -> bool:
+  """Whether `buffer` may be the argument of a parameter of `element_type`
+  that is a token: any buffer of zero bytes, as XLA's CPU client checks
+  only the size (JAX passes a token as a bool[0] array)."""
+  return element_type == abi_types.BufferType.TOKEN and buffer.nbytes == 0
 
 
 class LoadedExecutable:
@@ -415,7 +434,8 @@ class LoadedExecutable:
       client = self.client
       for buffer, want in zip(arguments, types):
         if (buffer.client is not client or buffer.is_deleted or
-            buffer.element_type != want[0] or buffer.shape != want[1]):
+            (buffer.element_type != want[0] or buffer.shape != want[1]) and
+            not _passes_for_token(buffer, want[0])):
           break
       else:
         client.check_alive()
@@ -436,7 +456,8 @@ class LoadedExecutable:
             f"argument {i} belongs to another PJRT_Client")
       buffer.check_usable()
       if (buffer.element_type != param.element_type or
-          buffer.shape != param.shape):
+          buffer.shape != param.shape) and not _passes_for_token(
+              buffer, param.element_type):
         raise support.InvalidArgumentError(
             f"argument {i} of {self.program.name} must be "
             f"{param.describe()}, got {buffer.element_type.name}"
@@ -713,6 +734,11 @@ def _check_results(executable: Executable,
         f"{len(specs)}")
   checked = []
   for i, (value, spec) in enumerate(zip(results, specs)):
+    if spec.element_type == abi_types.BufferType.TOKEN:
+      # A token carries no data; backends return their own marker for it
+      # (the CPU executable None, the interpreter its Token).
+      checked.append(dtypes.token_array())
+      continue
     array = value if type(value) is np.ndarray else np.asarray(value)  # pylint: disable=unidiomatic-typecheck
     if array.dtype != spec.dtype:
       array = array.astype(spec.dtype)

@@ -1188,6 +1188,10 @@ def descriptor_for(loaded: Any) -> Optional[Descriptor]:
   if (len(loaded.devices) != 1 or loaded.assignment is None or
       executable.num_replicas != 1 or executable.num_partitions != 1):
     return None
+  token = abi_types.BufferType.TOKEN
+  if any(t == token for t, _ in executable.parameter_types) or any(
+      spec.element_type == token for spec in executable.result_specs):
+    return None  # Tokens have no buffer in the plan; Python passes them.
   donated = frozenset(executable.donatable)
   plan = executable.compiled.native_plan(donated)
   if (plan is None or plan.num_params != len(executable.parameter_types) or

@@ -377,11 +377,14 @@ def entry_function(module: core.Module) -> core.Operation:
 
 
 def array_type(ty: t.Type, what: str) -> ArrayType:
-  """The ArrayType of a tensor type of the entry's signature."""
+  """The ArrayType of a tensor or token type of the entry's signature (a
+  token is a TOKEN buffer of shape [], which holds no data)."""
+  if isinstance(ty, t.TokenType):
+    return ArrayType(abi_types.BufferType.TOKEN, dtypes.TOKEN_STORAGE, ())
   if not isinstance(ty, t.RankedTensorType):
     raise support.UnimplementedError(
         f"{what} has type {ty}; the openxla_cpu plugin supports ranked "
-        "tensors only (no tokens, tuples or unranked tensors)")
+        "tensors and tokens only (no tuples or unranked tensors)")
   if not ty.has_static_shape:
     raise support.UnimplementedError(
         f"{what} has dynamic shape {ty}; only static shapes are supported")

@@ -119,7 +119,7 @@ def test_main_is_required():
 
 @pytest.mark.parametrize("result_type,error", [
     ("tensor<?xf32>", "dynamic"),
-    ("!stablehlo.token", "ranked tensors"),
+    ("tensor<*xf32>", "tensors and tokens only"),
 ])
 def test_unsupported_signatures(result_type, error):
   text = f"""
@@ -128,6 +128,19 @@ def test_unsupported_signatures(result_type, error):
   }}"""
   with pytest.raises(support.UnimplementedError, match=error):
     programs.load(text.encode(), "mlir")
+
+
+def test_tokens_are_token_buffers_of_no_bytes():
+  text = """
+  func.func @main(%a: tensor<2xf32>, %t: !stablehlo.token)
+      -> (!stablehlo.token, tensor<2xf32>) {
+    return %t, %a : !stablehlo.token, tensor<2xf32>
+  }"""
+  program = programs.load(text.encode(), "mlir")
+  token = program.parameters[1]
+  assert token.element_type == abi.BufferType.TOKEN
+  assert token.shape == () and token.dtype.itemsize == 0
+  assert program.results[0] == token
 
 
 def test_fresh_module_is_a_new_copy():

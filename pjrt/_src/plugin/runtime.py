@@ -7,7 +7,8 @@ with three memories ("device", the default, "pinned_host" and
 worker thread (started on first use) that runs the device's work in order.
 
 A buffer's data is a C-contiguous numpy array of its element type (one byte
-per element for the sub-byte types, as numpy and ml_dtypes store them). A
+per element for the sub-byte types, as numpy and ml_dtypes store them); a
+TOKEN buffer's is a scalar of zero bytes (dtypes.TOKEN_STORAGE). A
 buffer made by an execution starts pending: its future completes when the
 execution has produced the data, or with the execution's error.
 
@@ -462,7 +463,7 @@ class Buffer:
     self.memory = memory
     self.device = memory.device
     self.element_type = abi_types.BufferType(element_type)
-    self.dtype = dtypes.numpy_dtype(self.element_type)
+    self.dtype = dtypes.storage_dtype(self.element_type)
     self.shape = tuple(int(d) for d in shape)
     # The device layout reported to callers; the data itself is logical.
     self.minor_to_major = tuple(range(len(self.shape) - 1, -1, -1))
@@ -748,7 +749,7 @@ class BufferSpec:
   def __init__(self, element_type: abi_types.BufferType,
                shape: tuple[int, ...]):
     self.element_type = abi_types.BufferType(element_type)
-    self.dtype = dtypes.numpy_dtype(self.element_type)
+    self.dtype = dtypes.storage_dtype(self.element_type)
     self.shape = tuple(int(d) for d in shape)
     self.minor_to_major = tuple(range(len(self.shape) - 1, -1, -1))
     self.nbytes = math.prod(self.shape) * self.dtype.itemsize

@@ -368,6 +368,9 @@ def _buffer_copy_to_memory(args):
 @implements("Buffer_ToHostBuffer")
 def _buffer_to_host_buffer(args):
   buffer = live_buffer_of(args.src)
+  if buffer.element_type == abi_types.BufferType.TOKEN:
+    raise support.InvalidArgumentError(
+        "a TOKEN buffer holds no data to copy to the host")
   rank = len(buffer.shape)
   if args.host_layout and args.host_layout.contents.struct_size:
     layout = layouts.read(args.host_layout.contents, rank)
