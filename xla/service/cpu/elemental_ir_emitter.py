@@ -37,6 +37,7 @@ from xla.service.cpu import elemental_complex as cx
 from xla.service.cpu import elemental_convert as ec
 from xla.service.cpu import elemental_util as u
 from xla.service.cpu import kernel_api
+from xla.service.cpu import math_routines
 from xla.service.cpu import polynomial_approximations as pa
 from xla.xla_data import PrimitiveType
 
@@ -504,10 +505,16 @@ def _float_math(fn, complex_fn=None, name=None):
     ty = args[0].type
     if isinstance(u.element_of(ty), ir.HalfType):
       wide = [b.fpext(a, u.like(ty, u.F32)) for a in args]
-      return b.fptrunc(fn(b, *wide), ty)
-    return fn(b, *args)
+      return b.fptrunc(_math_call(b, fn, wide), ty)
+    return _math_call(b, fn, args)
 
   return emit
+
+
+def _math_call(b, fn, args):
+  """fn(b, *args), through its library routine where it has one."""
+  out = math_routines.call(b, fn, *args)
+  return fn(b, *args) if out is None else out
 
 
 def _llvm_unary(name):

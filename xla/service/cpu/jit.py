@@ -192,6 +192,27 @@ def _ensure_library(code) -> None:
         f"{', '.join(missing)}")
 
 
+# Functions with vector forms (math_routines.py): a declaration carries
+# LLVM's vector-function ABI mapping in this attribute, naming the vector
+# forms the loop vectorizer may call instead. Those are declared but not
+# called before vectorisation, so LLVM would drop them first;
+# `_keep_vector_variants` lists them in `llvm.compiler.used`.
+VECTOR_VARIANT_ATTRIBUTE = "vector-function-abi-variant"
+_VARIANT_NAMES = re.compile(r"_ZGV_LLVM_N\d+\w*?_[\w.$]+\(([\w.$]+)\)")
+
+
+def _keep_vector_variants(text: str) -> str:
+  """`text` with the vector forms its declarations name kept alive."""
+  if VECTOR_VARIANT_ATTRIBUTE not in text:
+    return text
+  names = sorted(set(_VARIANT_NAMES.findall(text)))
+  if not names:
+    return text
+  refs = ", ".join(f'ptr @"{n}"' for n in names)
+  return (f"{text}\n@llvm.compiler.used = appending global "
+          f"[{len(names)} x ptr] [{refs}], section \"llvm.metadata\"\n")
+
+
 # -- a disk cache for code every process compiles the same ------------------
 #
 # Library routines (runtime_library.py) and the runtime's own native code
@@ -328,7 +349,7 @@ class CpuJit:
 
   def compile(self, module: ir.Module | str) -> "llvm.ModuleRef":
     """Parses, verifies, optimizes and loads `module` (IR object or text)."""
-    text = str(module)
+    text = _keep_vector_variants(str(module))
     try:
       mod = llvm.parse_assembly(text)
       mod.verify()
@@ -368,7 +389,7 @@ class CpuJit:
 
   def object_code(self, module: ir.Module | str) -> bytes:
     """Machine code for `module` as an object file (for the disk cache)."""
-    mod = llvm.parse_assembly(str(module))
+    mod = llvm.parse_assembly(_keep_vector_variants(str(module)))
     mod.triple = llvm.get_process_triple()
     mod.data_layout = str(self._tm.target_data)
     optimize(mod, self._opt_level)
@@ -689,7 +710,7 @@ def _compile_part(text: str, opt_level: int, unlocked: bool) -> bytes:
   mod = None
   try:
     try:
-      mod = llvm.parse_assembly(text, ctx)
+      mod = llvm.parse_assembly(_keep_vector_variants(text), ctx)
       mod.verify()
     except RuntimeError as e:
       raise support.InternalError(

@@ -15,6 +15,7 @@ import re
 import numpy as np
 import pytest
 
+import support
 from xla.service.cpu import elemental_testing as et
 from xla.service.cpu import jit
 
@@ -313,13 +314,15 @@ def test_f16_and_bf16_compute_in_f32():
 def test_f32_loop_vectorizes_without_calls():
   """A scalar loop over exp / sin is widened by LLVM (16 f32 lanes when
   512-bit vectors are preferred; 8 for the functions that compute in
-  double) and calls only LLVM intrinsics."""
-  bt = et.KernelBatch()
-  ops = {"exponential": "<16 x float>", "log": "<16 x float>",
-         "tanh": "<16 x float>", "sine": "<8 x double>",
-         "erf": "<8 x double>"}
-  names = {bt.add_elementwise(f"{op}(p0)", ["f32"], "f32", width=1): want
-           for op, want in ops.items()}
+  double) and calls only LLVM intrinsics when the approximations are
+  inlined (math_routines.INLINE_MATH)."""
+  with support.flags.override(xla_cpu_inline_math=True):
+    bt = et.KernelBatch()
+    ops = {"exponential": "<16 x float>", "log": "<16 x float>",
+           "tanh": "<16 x float>", "sine": "<8 x double>",
+           "erf": "<8 x double>"}
+    names = {bt.add_elementwise(f"{op}(p0)", ["f32"], "f32", width=1): want
+             for op, want in ops.items()}
   bt.compile({n: '"prefer-vector-width"="512"' for n in names})
   text = str(bt.llvm_module)
   calls = set(re.findall(r"call [^@]*@\"?([\w.]+)", text))

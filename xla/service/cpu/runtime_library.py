@@ -101,13 +101,16 @@ def ensure(names: Sequence[str]) -> None:
     missing = [n for n in wanted if n not in _LOADED]
     if not missing:
       return
+    # One engine for all of them: an engine costs about a millisecond.
+    objects = []
     for name in missing:
-      data = jit_lib.cached_object_code(
-          lambda name=name: routine_text(name), 3, name, by_source=True)
-      engine = jit_lib.CpuJit(3)
-      engine.load_object_code(data, library=True)
+      objects.extend(jit_lib.unpack_objects(jit_lib.cached_object_code(
+          lambda name=name: routine_text(name), 3, name, by_source=True)))
+    engine = jit_lib.CpuJit(3)
+    engine.load_object_code(jit_lib.pack_objects(objects), library=True)
+    _JITS.append(engine)
+    for name in missing:
       address = engine.address(name)
-      _JITS.append(engine)
       _LOADED[name] = address
       kernel_api.register_symbol(name, address)
 
