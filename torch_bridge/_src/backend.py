@@ -52,6 +52,14 @@ class FallbackWarning(UserWarning):
 _PARTITIONERS = ("min_cut", "default")
 
 
+def default_threads() -> int:
+  """The plugin's threads per execution when the options name none: as
+  many as torch's intra-op threads (torch.get_num_threads(), at compile
+  time), so that a program and torch's eager ops between programs use
+  the same cores, and no more of them."""
+  return max(1, torch.get_num_threads())
+
+
 @dataclasses.dataclass(frozen=True)
 class Options:
   plugin: str = runtime.DEFAULT_PLUGIN
@@ -67,6 +75,11 @@ class Options:
   # backward, where they fuse into the backward's clusters; "default"
   # saves every intermediate the backward reads.
   partitioner: str = "min_cut"
+  # Threads one execution of a compiled cluster splits its kernels across
+  # (the plugin's intra_op_parallelism_threads create option): None picks
+  # for torch (see `threads`), 0 leaves the plugin's default (ours: one per
+  # core), n uses n.
+  intra_op_parallelism_threads: int | None = None
 
   @classmethod
   def make(cls, options: dict[str, Any] | None) -> "Options":
@@ -87,7 +100,21 @@ class Options:
     if result.min_cluster_size < 1:
       raise support.InvalidArgumentError(
           f"min_cluster_size must be >= 1, got {result.min_cluster_size}")
+    threads = result.intra_op_parallelism_threads
+    if threads is not None and (isinstance(threads, bool) or
+                                not isinstance(threads, int) or threads < 0):
+      raise support.InvalidArgumentError(
+          f"intra_op_parallelism_threads must be None or an int >= 0, got "
+          f"{threads!r}")
     return result
+
+  @property
+  def threads(self) -> int:
+    """The thread count the plugin's client is created with (0: the
+    plugin's default)."""
+    if self.intra_op_parallelism_threads is not None:
+      return self.intra_op_parallelism_threads
+    return default_threads()
 
   @property
   def strict(self) -> bool:
@@ -217,8 +244,10 @@ def partition(gm: torch.fx.GraphModule, options: Options, kind: str
       text, _, structure = lowering.lower_graph(sub, name=node.target)
       info.program = text
       arg_types, result_types = lowering.signature(sub)
-      exe, seconds, hit = runtime.compile_program(text, options.plugin)
-      program = runtime.Program(exe, runtime.client(options.plugin),
+      threads = options.threads
+      exe, seconds, hit = runtime.compile_program(text, options.plugin,
+                                                  threads)
+      program = runtime.Program(exe, runtime.client(options.plugin, threads),
                                 arg_types, result_types)
     except Exception as e:  # pylint: disable=broad-except
       # Whatever goes wrong (a lowering the table lacks, a plugin that

@@ -171,7 +171,7 @@ def test_small_clusters_stay_eager():
 
 
 def test_plugin_compile_failure_falls_back(monkeypatch):
-  def broken(text, plugin=runtime.DEFAULT_PLUGIN):
+  def broken(text, plugin=runtime.DEFAULT_PLUGIN, threads=0):
     raise support.InternalError("planted compile failure")
   monkeypatch.setattr(runtime, "compile_program", broken)
   case = models.CASES["mlp"]
@@ -449,6 +449,33 @@ def test_options_are_validated():
     torch_bridge.Options.make({"min_cluster_size": 0})
   with pytest.raises(support.InvalidArgumentError, match="partitioner"):
     torch_bridge.Options.make({"partitioner": "greedy"})
+  for bad in (-1, 1.5, True, "2"):
+    with pytest.raises(support.InvalidArgumentError,
+                       match="intra_op_parallelism_threads"):
+      torch_bridge.Options.make({"intra_op_parallelism_threads": bad})
+
+
+def test_plugin_threads_follow_torch_unless_set(monkeypatch):
+  # By default a cluster runs on as many threads as torch's eager ops
+  # (torch's threads and the plugin's would otherwise compete for the
+  # cores); the option sets it, 0 leaves the plugin's own default.
+  monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
+  assert torch_bridge.Options.make({}).threads == 1
+  assert torch_bridge.Options.make(
+      {"intra_op_parallelism_threads": 3}).threads == 3
+  assert torch_bridge.Options.make(
+      {"intra_op_parallelism_threads": 0}).threads == 0
+  case = models.CASES["mlp"]
+  for threads in (None, 2):
+    torch._dynamo.reset()  # pylint: disable=protected-access
+    options = ({} if threads is None else
+               {"intra_op_parallelism_threads": threads})
+    be = torch_bridge.Backend(options)
+    cmp = models.compare_training(case.make(), case.inputs(), be, steps=1)
+    assert cmp.outputs <= 1e-4 and cmp.grads <= 1e-3
+    key = (runtime.DEFAULT_PLUGIN, threads or 1)
+    assert key in runtime._clients  # pylint: disable=protected-access
+    assert _compiled_clusters(be)
 
 
 @pytest.mark.parametrize("partitioner", ["min_cut", "default"])

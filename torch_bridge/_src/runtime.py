@@ -1,9 +1,15 @@
 """Compiling StableHLO programs through a PJRT client and running them on
 torch tensors.
 
-One client per plugin name per process. Executables are cached by (plugin,
-program text): a cluster that occurs again (another graph, a recompile of
-the same shapes) is compiled once.
+One client per (plugin name, thread count) per process. Executables are
+cached by (plugin, thread count, program text): a cluster that occurs again
+(another graph, a recompile of the same shapes) is compiled once.
+
+The thread count is the client's `intra_op_parallelism_threads` create
+option: how many threads one execution of a program splits its kernels
+across. Torch runs its eager ops (autograd, the optimizer, fallbacks) on
+threads of its own between the programs; a plugin that also keeps one
+worker per core busy oversubscribes the cores (see backend.Options).
 
 `Program` runs one compiled cluster per call. On a client whose buffers
 live in host memory (PJRT_Buffer_IsOnCpu, e.g. any CPU plugin) it moves no
@@ -45,30 +51,48 @@ from torch_bridge._src import artifact
 DEFAULT_PLUGIN = artifact.DEFAULT_PLUGIN
 
 _lock = threading.RLock()
-_clients: dict[str, pjrt.Client] = {}
-_executables: dict[tuple[str, str], pjrt.LoadedExecutable] = {}
+_clients: dict[tuple[str, int], pjrt.Client] = {}
+_executables: dict[tuple[str, int, str], pjrt.LoadedExecutable] = {}
 # id(client) -> whether its buffers can be read and viewed in host memory.
 _host_memory: dict[int, bool] = {}
 
 
-def client(plugin: str = DEFAULT_PLUGIN) -> pjrt.Client:
+THREADS_OPTION = "intra_op_parallelism_threads"
+
+
+def client(plugin: str = DEFAULT_PLUGIN, threads: int = 0) -> pjrt.Client:
   """The process-wide client of `plugin` (a registered name, a library
-  path, or `module:attribute`)."""
+  path, or `module:attribute`) whose executions use `threads` threads (0:
+  the plugin's default). A plugin that refuses the create option (not
+  ours) gets a client with its default."""
+  key = (plugin, max(0, int(threads)))
   with _lock:
-    if plugin not in _clients:
-      _clients[plugin] = pjrt.Client(artifact.load_plugin(plugin))
-    return _clients[plugin]
+    c = _clients.get(key)
+    if c is None:
+      loaded = artifact.load_plugin(plugin)
+      c = None
+      if key[1]:
+        try:
+          c = pjrt.Client(loaded, {THREADS_OPTION: key[1]})
+        except support.InvalidArgumentError:
+          pass
+      if c is None:
+        c = pjrt.Client(loaded)
+      _clients[key] = c
+    return c
 
 
-def compile_program(text: str, plugin: str = DEFAULT_PLUGIN
+def compile_program(text: str, plugin: str = DEFAULT_PLUGIN, threads: int = 0
                     ) -> tuple[pjrt.LoadedExecutable, float, bool]:
-  """(executable, seconds spent compiling, whether it came from the cache)."""
-  key = (plugin, hashlib.sha256(text.encode()).hexdigest())
+  """(executable, seconds spent compiling, whether it came from the cache)
+  for client(plugin, threads)."""
+  threads = max(0, int(threads))
+  key = (plugin, threads, hashlib.sha256(text.encode()).hexdigest())
   with _lock:
     exe = _executables.get(key)
     if exe is not None:
       return exe, 0.0, True
-    c = client(plugin)
+    c = client(plugin, threads)
     start = time.perf_counter()
     exe = c.compile(text)
     seconds = time.perf_counter() - start
