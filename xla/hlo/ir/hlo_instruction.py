@@ -138,19 +138,16 @@ class HloInstruction:
     """Replaces the whole operand list, keeping the user lists of old and
     new operands right (one pass, where removing and appending one operand
     at a time would cost a scan of the list each)."""
-    old = self._operands
+    # Instructions hash and compare by identity: these sets are identity
+    # sets built in C. Each operand's user list changes at most once.
+    before = set(self._operands)
     self._operands = list(operands)
-    before = {id(o) for o in old}
-    after = {id(o) for o in self._operands}
-    for op in old:
-      if id(op) not in after:
-        op._drop_user(self)
-        after.add(id(op))  # an operand listed twice is handled once
-    for op in self._operands:
-      if id(op) not in before:
-        before.add(id(op))
-        if self not in op._users:
-          op._users.append(self)
+    after = set(self._operands)
+    for op in before - after:
+      op._drop_user(self)
+    for op in after - before:
+      if self not in op._users:
+        op._users.append(self)
 
   def detach_operands(self) -> None:
     """Removes this instruction from its operands' user lists."""
