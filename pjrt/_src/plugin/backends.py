@@ -47,7 +47,10 @@ not fall back to the interpreter for one.
 `compile(program, ..., propagation=(parameters, outputs))` passes the
 compile options' allow_spmd_sharding_propagation_to_parameters / _output
 flags (where an unannotated parameter or output may take the sharding
-propagation finds, rather than being replicated) to backends that take it.
+propagation finds, rather than being replicated) to backends that take it,
+and `compile(program, ..., threads=N)` the client's
+intra_op_parallelism_threads (how many threads one execution splits its
+kernels across; options.py) to those that take it: the cpu backend.
 """
 
 from __future__ import annotations
@@ -290,16 +293,22 @@ class CpuCompiled(Compiled):
   backend = "cpu"
 
   def __init__(self, program: programs.Program, num_replicas: int = 1,
-               num_partitions: int = 1, propagation: Any = None):
+               num_partitions: int = 1, propagation: Any = None,
+               threads: int = 0):
     compiler = cpu_compiler_module()
     if compiler is None:
       raise support.UnimplementedError(
           f"the cpu backend needs {_CPU_COMPILER_MODULE}, which cannot be "
           "imported")
+    # threads: per execution, the caller's included (0: one per core, the
+    # compiler's default). The executable's worker pool is shared by every
+    # executable of that size; the compiled code does not depend on it.
+    options = (compiler.CpuCompileOptions(threads=int(threads))
+               if threads and threads > 0 else None)
     with support.heap.gc_paused():
       hlo = import_hlo(program, verify=False)
       _configure(hlo, num_replicas, num_partitions, propagation)
-      self._executable = compiler.compile(hlo)
+      self._executable = compiler.compile(hlo, options)
     if num_partitions == 1 and hasattr(self._executable, "module"):
       # Only a partitioned program's optimized HLO is ever asked for
       # (Executable.optimized_program); kept alive, the module is tens of
@@ -578,21 +587,29 @@ def resolve(choice: str) -> str:
   return choice
 
 
+def _parameters(compile_fn) -> Any:
+  try:
+    return inspect.signature(compile_fn).parameters
+  except (TypeError, ValueError):
+    return {}
+
+
 def _compile_with(compile_fn, program: programs.Program, backend: str,
                   num_replicas: int, num_partitions: int,
-                  propagation: Any = None) -> Compiled:
+                  propagation: Any = None, threads: int = 0) -> Compiled:
+  kwargs = {}
+  if threads:
+    parameters = _parameters(compile_fn)
+    if "threads" in parameters:
+      kwargs["threads"] = threads
   if num_replicas * num_partitions == 1:
-    return compile_fn(program)
-  try:
-    parameters = inspect.signature(compile_fn).parameters
-  except (TypeError, ValueError):
-    parameters = {}
+    return compile_fn(program, **kwargs)
+  parameters = _parameters(compile_fn)
   if "num_partitions" not in parameters:
     raise support.UnimplementedError(
         f"backend {backend!r} does not compile programs of several "
         f"participants ({num_replicas} replica(s) x {num_partitions} "
         "partition(s))")
-  kwargs = {}
   if propagation is not None and "propagation" in parameters:
     kwargs["propagation"] = propagation
   return compile_fn(program, num_replicas=num_replicas,
@@ -676,10 +693,11 @@ def compile_program(program: programs.Program, backend: str, *,
                     fallback: bool, num_replicas: int = 1,
                     num_partitions: int = 1,
                     propagation: Any = None,
-                    overrides: Sequence[tuple[str, Any]] = ()) -> Compiled:
+                    overrides: Sequence[tuple[str, Any]] = (),
+                    threads: int = 0) -> Compiled:
   """Compiles `program` with `backend` for num_replicas x num_partitions
-  participants (`propagation`: see the module docstring), with the flags
-  `overrides` names set (check_option_overrides).
+  participants (`propagation`, `threads`: see the module docstring), with
+  the flags `overrides` names set (check_option_overrides).
 
   With `fallback`, a program `backend` does not support runs on the
   interpreter instead (never a global program: the interpreter would run
@@ -691,15 +709,16 @@ def compile_program(program: programs.Program, backend: str, *,
   values = check_option_overrides(overrides)
   with _COMPILE_LOCK, support.flags.override(**values):
     return _compile_program(program, backend, compile_fn, fallback,
-                            num_replicas, num_partitions, propagation)
+                            num_replicas, num_partitions, propagation,
+                            threads)
 
 
 def _compile_program(program, backend, compile_fn, fallback, num_replicas,
-                     num_partitions, propagation) -> Compiled:
+                     num_partitions, propagation, threads=0) -> Compiled:
   check_partitionable(program, backend, num_partitions)
   try:
     return _compile_with(compile_fn, program, backend, num_replicas,
-                         num_partitions, propagation)
+                         num_partitions, propagation, threads)
   except support.UnimplementedError as e:
     if (not fallback or backend == "interpreter" or program.is_hlo or
         (num_partitions > 1 and program.shardings)):

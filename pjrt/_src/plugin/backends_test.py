@@ -1,5 +1,7 @@
 """Tests of backends.py: every backend computes the same results."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -225,3 +227,45 @@ def test_compile_sets_overridden_flags_only_while_compiling():
     backends._REGISTRY.pop("recording")
   assert seen == [True]
   assert not support.flags.get_flag("xla_embed_ir_in_executable").value
+
+
+def test_threads_reach_backends_that_take_them():
+  program = programs.load(testing.ADD_F32.encode(), "mlir")
+  seen = []
+
+  def with_threads(p, threads=0):
+    seen.append(threads)
+    return backends.InterpreterCompiled(p)
+
+  def without_threads(p):
+    seen.append("none")
+    return backends.InterpreterCompiled(p)
+
+  backends.register("test_threads", with_threads)
+  backends.register("test_no_threads", without_threads)
+  try:
+    backends.compile_program(program, "test_threads", fallback=False,
+                             threads=3)
+    # 0 (one per core) passes nothing: the backend's own default.
+    backends.compile_program(program, "test_threads", fallback=False)
+    backends.compile_program(program, "test_no_threads", fallback=False,
+                             threads=3)
+  finally:
+    backends._REGISTRY.pop("test_threads")
+    backends._REGISTRY.pop("test_no_threads")
+  assert seen == [3, 0, "none"]
+
+
+@pytest.mark.skipif(backends.cpu_compiler_module() is None,
+                    reason="no cpu compiler")
+@pytest.mark.parametrize("threads", [0, 1, 2])
+def test_cpu_backend_threads(threads):
+  program = programs.load(_PROGRAM.encode(), "mlir")
+  compiled = backends.compile_program(program, "cpu", fallback=False,
+                                      threads=threads)
+  want = threads or (os.cpu_count() or 1)
+  assert compiled._executable.threads == want
+  x = np.ones((2, 3), np.float32)
+  w = np.ones((3, 2), np.float32)
+  np.testing.assert_allclose(compiled.run([x, w])[0], np.tanh(x @ w),
+                             rtol=1e-6)

@@ -277,8 +277,10 @@ def check_options(opts: options_lib.CompileOptions,
 
 def compile_executable(code: bytes, fmt: str, options_bytes: bytes, *,
                        num_devices: int | Collection[int], backend: str,
-                       fallback: bool) -> Executable:
-  """Parses, checks and compiles a program for a topology of `num_devices`."""
+                       fallback: bool, threads: int = 0) -> Executable:
+  """Parses, checks and compiles a program for a topology of `num_devices`
+  (`threads`: a client's intra_op_parallelism_threads, 0 for the
+  default)."""
   opts = options_lib.decode_compile_options(options_bytes)
   check_options(opts, num_devices)
   # Parsing allocates many small objects that all stay alive: the cyclic
@@ -292,7 +294,7 @@ def compile_executable(code: bytes, fmt: str, options_bytes: bytes, *,
         num_replicas=opts.num_replicas, num_partitions=opts.num_partitions,
         propagation=(opts.propagation_to_parameters,
                      opts.propagation_to_output),
-        overrides=opts.option_overrides)
+        overrides=opts.option_overrides, threads=threads)
     if program.shardings and opts.num_partitions > 1:
       _take_per_device_signature(program, compiled)
   return Executable(program, opts, options_bytes, compiled)

@@ -20,6 +20,16 @@ from an environment variable, and a create option wins over the variable):
   cross_process_timeout_s  OPENXLA_CPU_CROSS_PROCESS_TIMEOUT_S
                            seconds a collective between processes waits for
                            the other processes (default 600)
+  intra_op_parallelism_threads  OPENXLA_CPU_INTRA_OP_PARALLELISM_THREADS
+                           threads one execution of the cpu backend splits
+                           its kernels across, the caller's included
+                           (XLA's LocalClientOptions field of that name;
+                           0 or -1: one per core, the default). A process
+                           that runs other parallel work beside the
+                           plugin's programs (a framework's own eager ops)
+                           sets it so that the two do not oversubscribe
+                           the cores. It applies to programs compiled, or
+                           deserialized, through the client.
 
 The distributed runtime (`jax.distributed.initialize`) adds `node_id` (this
 process's index) and `num_nodes` (how many processes), and `partition_index`
@@ -48,6 +58,7 @@ NUM_DEVICES_ENV = "OPENXLA_CPU_NUM_DEVICES"
 BACKEND_ENV = "OPENXLA_CPU_BACKEND"
 TOPOLOGY_TIMEOUT_ENV = "OPENXLA_CPU_TOPOLOGY_TIMEOUT_S"
 CROSS_PROCESS_TIMEOUT_ENV = "OPENXLA_CPU_CROSS_PROCESS_TIMEOUT_S"
+INTRA_OP_THREADS_ENV = "OPENXLA_CPU_INTRA_OP_PARALLELISM_THREADS"
 DEFAULT_NUM_DEVICES = 1
 MAX_DEVICES = 256
 # Processes of one client: device ids are process * 131072 + local index
@@ -55,9 +66,12 @@ MAX_DEVICES = 256
 MAX_PROCESSES = 16384
 DEFAULT_TOPOLOGY_TIMEOUT_S = 300.0
 DEFAULT_CROSS_PROCESS_TIMEOUT_S = 600.0
+# More worker threads than this is a mistake, not a machine.
+MAX_INTRA_OP_THREADS = 4096
 BACKENDS = ("auto", "cpu", "evaluator", "interpreter")
-_KNOWN = ("backend", "cross_process_timeout_s", "node_id", "num_devices",
-          "num_nodes", "partition_index", "topology_timeout_s")
+_KNOWN = ("backend", "cross_process_timeout_s", "intra_op_parallelism_threads",
+          "node_id", "num_devices", "num_nodes", "partition_index",
+          "topology_timeout_s")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,6 +83,8 @@ class ClientOptions:
   num_nodes: int = 1
   topology_timeout_s: float = DEFAULT_TOPOLOGY_TIMEOUT_S
   cross_process_timeout_s: float = DEFAULT_CROSS_PROCESS_TIMEOUT_S
+  # Threads per execution of the cpu backend; 0: one per core.
+  intra_op_parallelism_threads: int = 0
 
 
 def _as_int(name: str, value: Any) -> int:
@@ -144,10 +160,19 @@ def client_options(named: dict[str, Any],
       named.get("cross_process_timeout_s",
                 environ.get(CROSS_PROCESS_TIMEOUT_ENV)),
       DEFAULT_CROSS_PROCESS_TIMEOUT_S)
+  raw = named.get("intra_op_parallelism_threads",
+                  environ.get(INTRA_OP_THREADS_ENV))
+  threads = (0 if raw in (None, "") else
+             _as_int("intra_op_parallelism_threads", raw))
+  if not -1 <= threads <= MAX_INTRA_OP_THREADS:
+    raise support.InvalidArgumentError(
+        f"intra_op_parallelism_threads must be between 1 and "
+        f"{MAX_INTRA_OP_THREADS}, or 0 or -1 for one per core; got {threads}")
   return ClientOptions(num_devices=num_devices, backend=backend,
                        node_id=node_id, num_nodes=num_nodes,
                        topology_timeout_s=topology_timeout_s,
-                       cross_process_timeout_s=cross_process_timeout_s)
+                       cross_process_timeout_s=cross_process_timeout_s,
+                       intra_op_parallelism_threads=max(0, threads))
 
 
 # --------------------------------------------------------------------------

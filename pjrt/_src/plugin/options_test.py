@@ -108,3 +108,24 @@ def test_env_option_overrides():
                                    ("d", 1.5))
   assert options.decode_compile_options(
       co.compile_options()).option_overrides == ()
+
+
+def test_intra_op_parallelism_threads():
+  assert options.client_options(
+      {}, environ={}).intra_op_parallelism_threads == 0
+  environ = {options.INTRA_OP_THREADS_ENV: "3"}
+  assert options.client_options(
+      {}, environ).intra_op_parallelism_threads == 3
+  # A create option wins over the variable; strings as JAX passes them.
+  assert options.client_options(
+      {"intra_op_parallelism_threads": "1"},
+      environ).intra_op_parallelism_threads == 1
+  # -1 (XLA's LocalClientOptions default) and 0 both mean one per core.
+  assert options.client_options(
+      {"intra_op_parallelism_threads": -1},
+      environ={}).intra_op_parallelism_threads == 0
+  for bad in (-2, "two", True, options.MAX_INTRA_OP_THREADS + 1):
+    with pytest.raises(support.InvalidArgumentError,
+                       match="intra_op_parallelism_threads"):
+      options.client_options({"intra_op_parallelism_threads": bad},
+                             environ={})

@@ -69,7 +69,8 @@ def _client_compile(args):
   options = _options_bytes(args.compile_options, args.compile_options_size)
   executable = executables.compile_executable(
       code, fmt, options, num_devices=client.device_ids,
-      backend=client.backend, fallback=client.backend_fallback)
+      backend=client.backend, fallback=client.backend_fallback,
+      threads=client.options.intra_op_parallelism_threads)
   args.executable = _register_loaded(
       executables.LoadedExecutable(client, executable))
 
@@ -77,17 +78,21 @@ def _client_compile(args):
 @implements("Compile")
 def _compile(args):
   topology = topology_of(args.topology)
+  threads = 0
   if args.client:
     client = client_of(args.client)
     backend, fallback = client.backend, client.backend_fallback
+    threads = client.options.intra_op_parallelism_threads
   else:
-    choice = options_lib.client_options({}).backend
-    backend, fallback = backends.resolve(choice), choice == "auto"
+    choice = options_lib.client_options({})
+    backend, fallback = (backends.resolve(choice.backend),
+                         choice.backend == "auto")
+    threads = choice.intra_op_parallelism_threads
   code, fmt = _program(args.program)
   options = _options_bytes(args.compile_options, args.compile_options_size)
   executable = executables.compile_executable(
       code, fmt, options, num_devices=topology.num_devices, backend=backend,
-      fallback=fallback)
+      fallback=fallback, threads=threads)
   args.executable = handles.TABLE.add(executables.EXECUTABLE, executable)
 
 
@@ -118,7 +123,8 @@ def _deserialize_and_load(args):
                              args.overridden_serialized_compile_options_size)
   executable = executables.compile_executable(
       stored.code, stored.format, options, num_devices=client.device_ids,
-      backend=client.backend, fallback=client.backend_fallback)
+      backend=client.backend, fallback=client.backend_fallback,
+      threads=client.options.intra_op_parallelism_threads)
   args.loaded_executable = _register_loaded(
       executables.LoadedExecutable(client, executable))
 

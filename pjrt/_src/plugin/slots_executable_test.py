@@ -452,3 +452,52 @@ def test_a_buffer_viewed_from_outside_is_read_not_donated(client):
   np.testing.assert_array_equal(a.to_numpy(), [0, 1, 2, 3])
   testing.call(client, "Buffer_DecreaseExternalReferenceCount",
                buffer=a.handle)
+
+
+def test_intra_op_parallelism_threads_reach_the_cpu_backend(monkeypatch):
+  # A recording stand-in for the cpu backend (these tests do not import
+  # the compiler): every compile through the client gets the client's
+  # thread count, a compile without a client the environment's.
+  from pjrt._src.plugin import backends  # pylint: disable=g-import-not-at-top
+  seen = []
+
+  def cpu(program, threads=0):
+    seen.append(threads)
+    return backends.InterpreterCompiled(program)
+
+  monkeypatch.setitem(backends._REGISTRY, "cpu", cpu)
+  monkeypatch.setenv("OPENXLA_CPU_INTRA_OP_PARALLELISM_THREADS", "2")
+  c = testing.client("cpu", num_devices=1, intra_op_parallelism_threads=1)
+  try:
+    exe = c.compile(testing.ADD_F32)
+    x = testing.ones(c)
+    np.testing.assert_array_equal(exe.execute([x, x])[0].to_numpy(),
+                                  np.full(4, 2))
+    args = _executable_call(c, exe, "Executable_Serialize")
+    data = _deleted_bytes(args, "serialized_bytes", "serialized_bytes_size",
+                          "serialized_executable",
+                          "serialized_executable_deleter")
+    testing.call(c, "Executable_DeserializeAndLoad", client=c.handle,
+                 serialized_executable=data,
+                 serialized_executable_size=len(data))
+    assert seen == [1, 1]
+    named = loader.encode_named_values({"num_devices": 1})
+    topology = testing.call(c, "TopologyDescription_Create",
+                            create_options=named, num_options=1).topology
+    code = testing.ADD_F32.encode()
+    program = abi.make_args(abi.PJRT_Program, code=code, code_size=len(code),
+                            format=b"mlir", format_size=4)
+    options = pjrt.compile_options()
+    for client_handle in (c.handle, None):
+      exe = testing.call(c, "Compile", topology=topology, program=program,
+                         compile_options=options, client=client_handle,
+                         compile_options_size=len(options)).executable
+      testing.call(c, "Executable_Destroy", executable=exe)
+    testing.call(c, "TopologyDescription_Destroy", topology=topology)
+    # With the client, its option; without, OPENXLA_CPU_..._THREADS. (The
+    # compile without a client resolves "auto", which is "cpu" only where
+    # the compiler imports.)
+    assert seen[2] == 1
+    assert seen[3:] in ([2], [])
+  finally:
+    c.close()
