@@ -342,16 +342,34 @@ class Backend:
     if self.options.decompose:
       from torch._decomp import core_aten_decompositions  # pylint: disable=g-import-not-at-top
       decompositions = core_aten_decompositions()
-    from torch._functorch import partitioners  # pylint: disable=g-import-not-at-top
-    partition_fn = (partitioners.min_cut_rematerialization_partition
-                    if self.options.partitioner == "min_cut"
-                    else partitioners.default_partition)
+    partition_fn = (_min_cut_partition if self.options.partitioner == "min_cut"
+                    else _default_partition)
     compiler = aot_autograd(fw_compiler=self._compiler("forward"),
                             bw_compiler=self._compiler("backward"),
                             inference_compiler=self._compiler("inference"),
                             partition_fn=partition_fn,
                             decompositions=decompositions)
     return compiler(gm, example_inputs)
+
+
+def _min_cut_partition(joint, joint_inputs, **kwargs):
+  """torch's min-cut partition, recomputing views in the backward rather
+  than saving them. A view is free in torch, but a compiled cluster's
+  output is a dense array: a saved transpose (`permute` of an activation
+  that a weight gradient's matmul reads transposed) became a transposing
+  copy in the forward program, one more output, and in the backward an
+  input the matmul reads through a transpose anyway. Recomputed, the view
+  is a free operand layout inside the backward's cluster."""
+  from torch._functorch import config as functorch_config  # pylint: disable=g-import-not-at-top
+  from torch._functorch import partitioners  # pylint: disable=g-import-not-at-top
+  with functorch_config.patch(recompute_views=True):
+    return partitioners.min_cut_rematerialization_partition(
+        joint, joint_inputs, **kwargs)
+
+
+def _default_partition(joint, joint_inputs, **kwargs):
+  from torch._functorch import partitioners  # pylint: disable=g-import-not-at-top
+  return partitioners.default_partition(joint, joint_inputs, **kwargs)
 
 
 def backend(gm: torch.fx.GraphModule, example_inputs, options=None):

@@ -478,6 +478,23 @@ def test_plugin_threads_follow_torch_unless_set(monkeypatch):
     assert _compiled_clusters(be)
 
 
+def test_min_cut_saves_no_views_for_the_backward():
+  # A saved view (the transpose a weight gradient's matmul reads) would be
+  # a transposing copy in the forward program and one more output; the
+  # backward recomputes it, where it is free.
+  case = models.CASES["mlp"]
+  be = torch_bridge.Backend({"partitioner": "min_cut"})
+  models.compare_training(case.make(), case.inputs(), be, steps=1)
+  forward = next(r for r in be.reports if r.kind == "forward")
+  (cluster,) = forward.clusters
+  returned = cluster.program.split("return", 1)[1].split(":", 1)[0]
+  transposed = {line.split("=", 1)[0].strip()
+                for line in cluster.program.splitlines()
+                if "stablehlo.transpose" in line}
+  assert transposed and not transposed & {
+      v.strip() for v in returned.split(",")}
+
+
 @pytest.mark.parametrize("partitioner", ["min_cut", "default"])
 def test_training_matches_with_either_partitioner(partitioner):
   """The min-cut split saves fewer activations than the default one and
