@@ -8,6 +8,14 @@ clusters ran through PJRT and how many nodes stayed eager, the compile time
 (the first call, which includes Dynamo and AOTAutograd) and the steady-state
 step time, against eager and against inductor (torch.compile's default
 backend) in the same process. It prints ratios; it asserts nothing.
+
+Compiles are cold for both compilers: each model's programs are compiled
+by the bridge before its correctness check compiles them again, and
+inductor's caches are off (as for a model it has not seen). Step times
+are measured in rounds that alternate eager, the bridge and inductor, so
+that a machine shared with other work slows all three alike: per round
+the median of --steps steps; the table shows the best round, and each
+variant's range over the rounds.
 """
 
 from __future__ import annotations
@@ -44,26 +52,54 @@ def _step_fn(model, mode: str):
   return train_step
 
 
-def _time(step, inputs, steps: int, repeats: int = 1
-          ) -> tuple[float, float]:
-  """(seconds of the first call, median seconds of `steps` calls after two
-  more warm-up calls; with `repeats` > 1 the smallest of that many such
-  medians, for a machine shared with other work)."""
+def _first_call(step, inputs) -> float:
+  """Seconds of the first call (the compile), then two warm-up calls."""
   start = time.perf_counter()
   step(*inputs)
   first = time.perf_counter() - start
   for _ in range(2):
     step(*inputs)
-  medians = []
+  return first
+
+
+def _median(step, inputs, steps: int) -> float:
+  times = []
+  for _ in range(steps):
+    start = time.perf_counter()
+    step(*inputs)
+    times.append(time.perf_counter() - start)
+  times.sort()
+  return times[len(times) // 2]
+
+
+def _alternate(variant_steps: dict, inputs, steps: int, repeats: int
+               ) -> dict[str, list[float]]:
+  """{variant: its median step time of each round}; every round times each
+  variant once, in turn."""
+  medians: dict[str, list[float]] = {name: [] for name in variant_steps}
   for _ in range(max(1, repeats)):
-    times = []
-    for _ in range(steps):
-      start = time.perf_counter()
-      step(*inputs)
-      times.append(time.perf_counter() - start)
-    times.sort()
-    medians.append(times[len(times) // 2])
-  return first, min(medians)
+    for name, step in variant_steps.items():
+      medians[name].append(_median(step, inputs, steps))
+  return medians
+
+
+def warm_up(options: dict, inductor: bool) -> None:
+  """Compiles and runs a small function of its own through each backend,
+  forward and backward, so that what a process does once (imports, the
+  plugin's client, the compilers' own start-up) is not charged to the first
+  model's compile time."""
+  def f(x):
+    return torch.tanh(x * 2.0 + 1.0).sum(-1)
+
+  backends = [torch_bridge.Backend(options)]
+  if inductor:
+    backends.append("inductor")
+  for backend in backends:
+    torch._dynamo.reset()  # pylint: disable=protected-access
+    x = torch.randn(3, 5, requires_grad=True)
+    torch.compile(f, backend=backend, dynamic=False)(x).sum().backward()
+  torch._dynamo.reset()  # pylint: disable=protected-access
+  runtime.clear_cache()
 
 
 def bench_model(name: str, mode: str, steps: int, inductor: bool,
@@ -74,6 +110,30 @@ def bench_model(name: str, mode: str, steps: int, inductor: bool,
   inputs = case.inputs()
   train = mode == "train"
   row = {"model": name}
+
+  def prepare(backend):
+    """(the step of a fresh copy of the model, seconds of its first call)."""
+    torch._dynamo.reset()  # pylint: disable=protected-access
+    runtime.clear_cache()
+    model = copy.deepcopy(base).train(train)
+    if backend is not None:
+      model = torch.compile(model, backend=backend, dynamic=False)
+    step = _step_fn(model, mode)
+    return step, _first_call(step, inputs)
+
+  variants = {}
+  variants["eager"], _ = prepare(None)
+  variants["ours"], row["compile_s"] = prepare(
+      torch_bridge.Backend(options))
+  if inductor:
+    from torch._inductor import config as inductor_config  # pylint: disable=g-import-not-at-top
+    with inductor_config.patch(force_disable_caches=True):
+      variants["inductor"], row["inductor_compile_s"] = prepare("inductor")
+  medians = _alternate(variants, inputs, steps, repeats)
+  for variant, times in medians.items():
+    row[f"{variant}_s"] = min(times)
+    row[f"{variant}_range"] = (min(times), max(times))
+
   torch._dynamo.reset()  # pylint: disable=protected-access
   check = torch_bridge.Backend(options)
   if train:
@@ -89,19 +149,6 @@ def bench_model(name: str, mode: str, steps: int, inductor: bool,
   row["clusters"] = sum(c.compiled for r in check.reports for c in r.clusters)
   row["eager_nodes"] = sum(len(r.eager) for r in check.reports)
   row["graphs"] = len(check.reports)
-
-  def measure(backend):
-    torch._dynamo.reset()  # pylint: disable=protected-access
-    runtime.clear_cache()  # A cold compile, not the programs of the check.
-    model = copy.deepcopy(base).train(train)
-    if backend is not None:
-      model = torch.compile(model, backend=backend, dynamic=False)
-    return _time(_step_fn(model, mode), inputs, steps, repeats)
-
-  _, row["eager_s"] = measure(None)
-  row["compile_s"], row["ours_s"] = measure(torch_bridge.Backend(options))
-  if inductor:
-    row["inductor_compile_s"], row["inductor_s"] = measure("inductor")
   return row
 
 
@@ -138,6 +185,14 @@ def print_table(rows: list[dict], out=None) -> None:
   ge, gi = geomean(ratios_e), geomean(ratios_i)
   print(f"geomean ours/eager: {ge:.2f}" +
         (f", ours/inductor: {gi:.2f}" if gi else ""), file=out)
+  ranged = [r for r in rows if r.get("ours_range")]
+  if ranged and any(r["ours_range"][0] != r["ours_range"][1]
+                    for r in ranged):
+    print("step ms over the rounds (best - worst median): " + "; ".join(
+        f"{r['model']} " + ", ".join(
+            f"{v} {_fmt_ms(r[f'{v}_range'][0])}-{_fmt_ms(r[f'{v}_range'][1])}"
+            for v in ("eager", "ours", "inductor") if f"{v}_range" in r)
+        for r in ranged), file=out)
 
 
 def main(argv=None) -> int:
@@ -166,12 +221,18 @@ def main(argv=None) -> int:
                       "(default 4)")
   parser.add_argument("--threads", type=int, default=0,
                       help="torch intra-op threads (default: torch's own)")
+  parser.add_argument("--plugin-threads", type=int, default=None,
+                      help="threads per execution of a compiled cluster "
+                      "(the bridge's intra_op_parallelism_threads; default: "
+                      "torch's intra-op threads; 0: the plugin's default)")
   args = parser.parse_args(argv)
   if args.threads:
     torch.set_num_threads(args.threads)
   os.environ.setdefault("HF_HUB_OFFLINE", "1")
   warnings.simplefilter("ignore", torch_bridge.FallbackWarning)
   options = {"min_cluster_size": args.min_cluster_size}
+  if args.plugin_threads is not None:
+    options["intra_op_parallelism_threads"] = args.plugin_threads
   if args.plugin:
     options["plugin"] = args.plugin
   names = [n.strip() for n in args.models.split(",") if n.strip()]
@@ -179,6 +240,7 @@ def main(argv=None) -> int:
   if unknown:
     parser.error(f"unknown model(s) {unknown}")
   modes = ["inference", "train"] if args.mode == "both" else [args.mode]
+  warm_up(options, not args.no_inductor)
   for mode in modes:
     rows = []
     for name in names:
@@ -191,10 +253,15 @@ def main(argv=None) -> int:
           continue
       rows.append(bench_model(name, mode, args.steps, not args.no_inductor,
                               options, args.repeat))
+    plugin_threads = torch_bridge.Options.make(options).threads
+    load = (" load %.2f %.2f %.2f," % os.getloadavg()
+            if hasattr(os, "getloadavg") else "")
     print(f"\n== {mode} (torch {torch.__version__}, "
-          f"{torch.get_num_threads()} threads, step time: "
-          + (f"best of {args.repeat} medians of {args.steps}"
-             if args.repeat > 1 else f"median of {args.steps}") + ")")
+          f"{torch.get_num_threads()} threads, plugin "
+          f"{plugin_threads or 'default'} threads,{load} step time: "
+          + (f"best of {args.repeat} alternating rounds, median of "
+             f"{args.steps} each" if args.repeat > 1
+             else f"median of {args.steps}") + ")")
     print_table(rows)
   return 0
 

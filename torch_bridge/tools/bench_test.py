@@ -30,7 +30,8 @@ def test_small_run_prints_a_matching_row():
   assert int(fields[4]) == 1          # clusters
   assert int(fields[5]) == 0          # eager nodes
   assert any(l.startswith("geomean ours/eager") for l in lines)
-  assert any("best of 2 medians of 2" in l for l in lines)
+  assert any("best of 2 alternating rounds, median of 2" in l
+             for l in lines)
 
 
 def test_unknown_model_is_a_usage_error():
