@@ -164,13 +164,34 @@ class Flag(Generic[T]):
     """The current value: override > command line > environment > default."""
     if self._overrides:
       return self._overrides[-1]
-    if not self._registry._env_loaded:  # pylint: disable=protected-access
-      self._registry._load_env()  # pylint: disable=protected-access
+    self._registry.ensure_environment_loaded()
     if self._cli is not _UNSET:
       return self._cli
     if self._env is not _UNSET:
       return self._env
     return self.default
+
+  # -- Sources, set by the registry -------------------------------------------
+
+  def set_environment_value(self, value: Any) -> None:
+    """Sets the (already converted) value from the environment variable."""
+    self._env = value
+
+  def clear_environment_value(self) -> None:
+    """Forgets the environment's value: the variable does not set this flag."""
+    self._env = _UNSET
+
+  def set_command_line_value(self, value: Any) -> None:
+    """Sets the (already converted) value from a tool's command line."""
+    self._cli = value
+
+  def push_override(self, value: Any) -> None:
+    """Makes the (already converted) `value` win until `pop_override()`."""
+    self._overrides.append(value)
+
+  def pop_override(self) -> None:
+    """Removes the innermost `push_override()` value."""
+    self._overrides.pop()
 
   def __repr__(self) -> str:
     return f"Flag(--{self.name}, {self.kind}, default={self.default!r})"
@@ -209,7 +230,7 @@ class FlagRegistry:
         values = self._resolve(self._env_raw, {name: flag}, self.env_var,
                                allow_unknown=True)
         if name in values:
-          flag._env = values[name]  # pylint: disable=protected-access
+          flag.set_environment_value(values[name])
       self._flags[name] = flag
     return flag
 
@@ -339,7 +360,10 @@ class FlagRegistry:
     values = self._resolve(raw, self._flags, self.env_var, undefok=undefok)
     return values, raw
 
-  def _load_env(self) -> None:
+  def ensure_environment_loaded(self) -> None:
+    """Parses the environment variable unless it has been parsed already."""
+    if self._env_loaded:
+      return
     with self._lock:
       if self._env_loaded:
         return
@@ -348,7 +372,10 @@ class FlagRegistry:
   def _apply_env(self) -> None:
     values, raw = self._parse_env()  # Raises before changing any state.
     for name, flag in self._flags.items():
-      flag._env = values.get(name, _UNSET)  # pylint: disable=protected-access
+      if name in values:
+        flag.set_environment_value(values[name])
+      else:
+        flag.clear_environment_value()
     self._env_raw = raw
     self._env_loaded = True
 
@@ -389,7 +416,7 @@ class FlagRegistry:
         parsed.update(self._resolve({name: value}, self._flags,
                                     "command line"))
       for name, value in parsed.items():
-        self._flags[name]._cli = value  # pylint: disable=protected-access
+        self._flags[name].set_command_line_value(value)
     return rest
 
   # -- Tests -------------------------------------------------------------------
@@ -410,12 +437,12 @@ class FlagRegistry:
             f"override: unknown flag --{name}{self._suggest(name)}")
       converted.append((flag, flag.convert(raw, "override")))
     for flag, value in converted:
-      flag._overrides.append(value)  # pylint: disable=protected-access
+      flag.push_override(value)
     try:
       yield
     finally:
       for flag, _ in reversed(converted):
-        flag._overrides.pop()  # pylint: disable=protected-access
+        flag.pop_override()
 
   # -- Help --------------------------------------------------------------------
 

@@ -105,6 +105,8 @@ def _is_on(level: int, depth: int) -> bool:
   v, vmodule = V.value, VMODULE.value
   if not vmodule:
     return level <= v
+  # sys._getframe is CPython's documented frame access; inspect.stack() is
+  # the public one but builds every frame's source context, far too slow.
   frame = sys._getframe(depth + 1)  # pylint: disable=protected-access
   filename = frame.f_code.co_filename
   return level <= _verbosity(filename, v, vmodule)
