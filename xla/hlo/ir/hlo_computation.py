@@ -180,14 +180,13 @@ class HloComputation:
     """Operands (and control predecessors) before users, every instruction
     once; XLA's order: a DFS from each user-less instruction in turn,
     visiting control predecessors, then operands first to last."""
-    # Instructions hash by identity; the private operand / user lists are
-    # read directly (the public properties copy them): every pass asks for
-    # this order, once per computation.
-    # pylint: disable=protected-access
+    # Instructions hash by identity; operands are walked without copying
+    # them (`operands` would copy): every pass asks for this order, once per
+    # computation.
     order: list[HloInstruction] = []
     done: set[HloInstruction] = set()
     for start in self._instructions.values():
-      if start._users or start in done:
+      if start.user_count or start in done:
         continue
       stack = [(start, False)]
       push = stack.append
@@ -200,7 +199,7 @@ class HloComputation:
           order.append(instr)
           continue
         push((instr, True))
-        for op in reversed(instr._operands):
+        for op in instr.operands_reversed():
           if op not in done:
             push((op, False))
         for p in instr.control_predecessors:
@@ -211,7 +210,6 @@ class HloComputation:
   def instructions_in_stable_order(self) -> list[HloInstruction]:
     """The insertion order, minimally changed so that every instruction
     comes after its operands and control predecessors."""
-    # pylint: disable=protected-access
     order: list[HloInstruction] = []
     placed: set[HloInstruction] = set()  # instructions hash by identity
     visiting: set[HloInstruction] = set()
@@ -236,7 +234,7 @@ class HloComputation:
         for dep in reversed(instr.control_predecessors):
           if dep not in placed:
             stack.append((dep, False))
-        for dep in reversed(instr._operands):
+        for dep in instr.operands_reversed():
           if dep not in placed:
             stack.append((dep, False))
     return order

@@ -14,7 +14,7 @@ and placed with `HloComputation.add_instruction`.
 from __future__ import annotations
 
 import itertools
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Iterable, Iterator, Optional, Sequence
 
 import support
 from xla import xla_data
@@ -77,6 +77,11 @@ class HloInstruction:
   @property
   def operand_count(self) -> int:
     return len(self._operands)
+
+  def operands_reversed(self) -> Iterator["HloInstruction"]:
+    """The operands last to first without copying them (unlike `operands`);
+    the operands must not change while the iterator is in use."""
+    return reversed(self._operands)
 
   @property
   def users(self) -> tuple["HloInstruction", ...]:
