@@ -425,9 +425,10 @@ class CollectiveThunk(thunk_lib.Thunk):
                      if combiner_address else None)
     self._run = getattr(self, "_" + op.replace("-", "_"))
 
-  # -- helpers -----------------------------------------------------------------
+  # -- helpers (the cross-process path uses them too) --------------------------
 
-  def _views(self, specs, state) -> list[np.ndarray]:
+  def buffer_views(self, specs, state) -> list[np.ndarray]:
+    """Arrays over the buffers of `specs` (operands or results) in `state`."""
     return [thunk_lib.array_view(state.address(s.slot), s.dtype, s.dims)
             for s in specs]
 
@@ -449,7 +450,7 @@ class CollectiveThunk(thunk_lib.Thunk):
     gi, rank = member
     return gi, self.groups[gi], rank
 
-  def _reduce(self, arrays: Sequence[np.ndarray]) -> np.ndarray:
+  def reduce(self, arrays: Sequence[np.ndarray]) -> np.ndarray:
     """The reduction of same-shaped 1-D arrays, in their order."""
     acc = np.array(arrays[0], copy=True)
     if len(arrays) == 1 or not acc.size:
@@ -466,8 +467,8 @@ class CollectiveThunk(thunk_lib.Thunk):
       self.combiner(ctypes.addressof(table), 0, acc.size)
     return acc
 
-  def _reduce_into(self, arrays: Sequence[np.ndarray],
-                   dests: Sequence[np.ndarray]) -> None:
+  def reduce_into(self, arrays: Sequence[np.ndarray],
+                  dests: Sequence[np.ndarray]) -> None:
     """Writes the reduction of same-shaped 1-D `arrays` (in their order)
     into every array of `dests`. A dest may be the array of its own index
     (an in-place member), no other.
@@ -481,7 +482,7 @@ class CollectiveThunk(thunk_lib.Thunk):
     if not arrays[0].size:
       return
     if self.ufunc is None:
-      acc = self._reduce(arrays)
+      acc = self.reduce(arrays)
       for d in dests:
         d[...] = acc
       return
@@ -508,8 +509,8 @@ class CollectiveThunk(thunk_lib.Thunk):
       p = self._participant(state)
       gi, group, rank = self._group(p)
     ex = p.execution
-    ins = self._views(self.operands, state)
-    outs = self._views(self.results, state)
+    ins = self.buffer_views(self.operands, state)
+    outs = self.buffer_views(self.results, state)
     key = p.next_key(self.call_key + (gi,))
     where = self._where(group)
     slot, values = ex.arrive(p.flat, key, group, rank, ins, where)
@@ -545,18 +546,18 @@ class CollectiveThunk(thunk_lib.Thunk):
 
   def _replica_id(self, state) -> None:
     p = self._participant(state)
-    self._views(self.results, state)[0][...] = p.replica
+    self.buffer_views(self.results, state)[0][...] = p.replica
 
   def _partition_id(self, state) -> None:
     p = self._participant(state)
-    self._views(self.results, state)[0][...] = p.partition
+    self.buffer_views(self.results, state)[0][...] = p.partition
 
   def _all_reduce(self, state) -> None:
     p = self._participant(state)
     ex = p.execution
     gi, group, rank = self._group(p)
-    ins = self._views(self.operands, state)
-    outs = self._views(self.results, state)
+    ins = self.buffer_views(self.operands, state)
+    outs = self.buffer_views(self.results, state)
     key = p.next_key(self.call_key + (gi,))
     where = self._where(group)
     slot, values = ex.arrive(p.flat, key, group, rank,
@@ -570,10 +571,10 @@ class CollectiveThunk(thunk_lib.Thunk):
         for i, x in enumerate(ins):
           b, e = _slice_bounds(x.size, x.dtype.itemsize, n, rank)
           if b < e:
-            self._reduce_into([v[0][i].reshape(-1)[b:e] for v in values],
-                              [v[1][i].reshape(-1)[b:e] for v in values])
+            self.reduce_into([v[0][i].reshape(-1)[b:e] for v in values],
+                             [v[1][i].reshape(-1)[b:e] for v in values])
       else:
-        staged = [self._reduce([v[0][i].reshape(-1) for v in values])
+        staged = [self.reduce([v[0][i].reshape(-1) for v in values])
                   for i in range(len(ins))]
     finally:
       ex.depart(p.flat, key, slot, group, rank, where)
@@ -602,7 +603,7 @@ class CollectiveThunk(thunk_lib.Thunk):
         index = tuple(index)
         parts = [np.ascontiguousarray(v[i][index]).reshape(-1)
                  for v in values]
-        out.append(self._reduce(parts).reshape(spec.dims))
+        out.append(self.reduce(parts).reshape(spec.dims))
       return out
 
     self._exchange(state, compute)
@@ -628,7 +629,7 @@ class CollectiveThunk(thunk_lib.Thunk):
   def _collective_broadcast(self, state) -> None:
     p = self._participant(state)
     if p.flat not in self.member_of:  # in no group: zeros (spec)
-      for out in self._views(self.results, state):
+      for out in self.buffer_views(self.results, state):
         out[...] = 0
       return
 

@@ -243,8 +243,8 @@ class CrossProcess:
   def run(self, thunk, state, participant) -> None:
     """Runs `thunk` for `participant` (a local one) hierarchically."""
     ex = self.execution
-    ins = thunk._views(thunk.operands, state)  # pylint: disable=protected-access
-    outs = thunk._views(thunk.results, state)  # pylint: disable=protected-access
+    ins = thunk.buffer_views(thunk.operands, state)
+    outs = thunk.buffer_views(thunk.results, state)
     key = participant.next_key(thunk.call_key + ("processes",))
     rank = self.local_rank[participant.flat]
     where = (f"{thunk.what} across processes {list(self.processes)} "
@@ -363,7 +363,7 @@ def _all_reduce(thunk, cx: CrossProcess, views, deadline, what) -> None:
       dest = views[local[0]][1][i].reshape(-1)
       if not _writable_early(dest, parts[0], inputs):
         dest = temporary(parts[0])
-      thunk._reduce_into(parts, [dest])  # pylint: disable=protected-access
+      thunk.reduce_into(parts, [dest])
       spare = (views[local[1]][1][i].reshape(-1) if len(local) > 1 else
                None)
       if spare is not None and not _writable_early(spare, None, inputs):
@@ -459,7 +459,7 @@ def _reduce_across(thunk, cx: CrossProcess, procs, arrays, deadline,
                   for k in fallback] for q in peers}
     for j, k in enumerate(fallback):
       parts = [arrays[k] if q == cx.me else theirs[q][j] for q in procs]
-      out[k] = thunk._reduce(parts)  # pylint: disable=protected-access
+      out[k] = thunk.reduce(parts)
   return out
 
 
@@ -517,7 +517,7 @@ def _reduce_scatter(thunk, cx: CrossProcess, views, deadline, what) -> None:
       continue
     partial = []
     for i, spec in enumerate(thunk.results):
-      full = thunk._reduce([views[m][0][i].reshape(-1) for m in local])  # pylint: disable=protected-access
+      full = thunk.reduce([views[m][0][i].reshape(-1) for m in local])
       partial.append(full.reshape(views[local[0]][0][i].shape))
     blocks[gi] = {r: [block(partial[i], thunk.results[i], r)
                       for i in range(n_res)] for r in range(len(group))}
@@ -551,7 +551,7 @@ def _reduce_scatter(thunk, cx: CrossProcess, views, deadline, what) -> None:
       for i, spec in enumerate(thunk.results):
         parts = [blocks[gi][r][i].reshape(-1) if q == cx.me else
                  theirs[gi, q][k][i].reshape(-1) for q in procs]
-        values.append(thunk._reduce(parts).reshape(spec.dims))  # pylint: disable=protected-access
+        values.append(thunk.reduce(parts).reshape(spec.dims))
       results[m] = values
   _zeros_for_the_rest(thunk, cx, results)
   _store_all(views, results)
