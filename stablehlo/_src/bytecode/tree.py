@@ -203,8 +203,9 @@ class Op:
     while stack:
       op = stack.pop()
       yield op
-      nested = [o for r in op.regions for b in r.blocks for o in b.ops]
-      stack.extend(reversed(nested))
+      if op.regions:  # most ops have none
+        nested = [o for r in op.regions for b in r.blocks for o in b.ops]
+        stack.extend(reversed(nested))
 
 
 @dataclasses.dataclass(frozen=True)

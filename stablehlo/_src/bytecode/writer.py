@@ -24,7 +24,7 @@ from stablehlo._src.bytecode import tree
 
 Section = encoding.Section
 _RESOURCE_KIND_CODES = {"blob": 0, "bool": 1, "string": 2}
-_PROPERTY_SPECS: dict = {}  # property kinds -> their field spec
+_PROPERTY_WRITERS: dict = {}  # property kinds -> their write function
 
 
 def write(f: tree.BytecodeFile, version: int | None = None,
@@ -39,10 +39,11 @@ def write(f: tree.BytecodeFile, version: int | None = None,
 
 
 class _Numbering:
-  __slots__ = ("value", "dialect", "refs", "number")
+  __slots__ = ("value", "dialect", "refs", "number", "write")
 
   def __init__(self, value, dialect):
     self.value, self.dialect, self.refs, self.number = value, dialect, 1, -1
+    self.write = None  # the entry's write function (Attr / Type entries)
 
 
 def _entry_dialect(entry) -> str:
@@ -62,7 +63,8 @@ def compute_isolation(root: tree.Op) -> dict:
         for inner in block.ops:
           used.update(inner.operands)
           defined.update(inner.results)
-          used.update(free_values(inner))
+          if inner.regions:  # an op without regions uses nothing inside
+            used.update(free_values(inner))
     free = used - defined
     if op.regions:
       isolated[id(op)] = not free
@@ -122,7 +124,7 @@ class _Writer(codec.EncodeContext):
     self._by_id[id(attr)] = (attr, numbering)
     self.ordered_attrs.append(numbering)
     numbering.dialect = self._dialect(_entry_dialect(attr))
-    self._number_nested(attr)
+    self._number_nested(attr, numbering)
 
   def _number_type(self, type_) -> None:
     hit = self._by_id.get(id(type_))
@@ -139,35 +141,14 @@ class _Writer(codec.EncodeContext):
     self._by_id[id(type_)] = (type_, numbering)
     self.ordered_types.append(numbering)
     numbering.dialect = self._dialect(_entry_dialect(type_))
-    self._number_nested(type_)
+    self._number_nested(type_, numbering)
 
-  def _number_nested(self, entry) -> None:
+  def _number_nested(self, entry, numbering) -> None:
     if not isinstance(entry, (tree.Attr, tree.Type)):
       return
-    spec = codec.spec_of(entry)
-    if spec is None:
-      raise support.InvalidArgumentError(
-          f"no bytecode codec for {entry.dialect}.{entry.kind}")
-    fields = entry.fields
-    for i, kind in codec.ref_fields(spec[2]):  # in codec.nested_refs order
-      value = fields[i]
-      if kind == "attr" or kind == "opt_attr" or kind == "flag_attr":
-        if value is not None:
-          self._number_attr(value)
-      elif kind == "type":
-        self._number_type(value)
-      elif kind == "attrs":
-        for v in value:
-          self._number_attr(v)
-      elif kind == "types":
-        for v in value:
-          self._number_type(v)
-      elif kind == "attr_pairs":
-        for a, b in value:
-          self._number_attr(a)
-          self._number_attr(b)
-      else:  # resource
-        self._dialect(value.dialect)
+    write, number_nested = _entry_functions(entry)
+    numbering.write = write
+    number_nested(entry.fields, self)
 
   def _number_op_name(self, name: str) -> None:
     known = self.op_names.get(name)
@@ -338,12 +319,12 @@ class _Writer(codec.EncodeContext):
         offsets.varint(dialect)
         offsets.varint(len(run))
         for numbering in run:
-          entry = numbering.value
-          if isinstance(entry, (tree.Attr, tree.Type)):
-            _entry_writer(entry)(entry.fields, buf, data, self)
+          write = numbering.write
+          if write is not None:
+            write(numbering.value.fields, buf, data, self)
             custom = 1
           else:
-            custom = self._write_entry(data, entry)
+            custom = self._write_entry(data, numbering.value)
           size = len(buf) - previous
           previous += size
           flagged = (size << 1) | custom
@@ -372,44 +353,58 @@ class _Writer(codec.EncodeContext):
       blob.raw(op.properties.data)
     else:
       kinds = op.properties.kinds
-      spec = _PROPERTY_SPECS.get(kinds)
-      if spec is None:
-        spec = _PROPERTY_SPECS[kinds] = tuple(("", k) for k in kinds)
-      codec.write_fields(None, spec, op.properties.values, blob, self)
-    stored = encoding.Emitter()
-    stored.varint(len(blob))
-    stored.raw(bytes(blob.buf))
-    key = bytes(stored.buf)
+      write = _PROPERTY_WRITERS.get(kinds)
+      if write is None:
+        spec = tuple(("", k) for k in kinds)
+        write = _PROPERTY_WRITERS[kinds] = _make_entry_writer(None, None, spec)
+      write(op.properties.values, blob.buf, blob, self)
+    size = len(blob.buf)
+    if size < 0x80:
+      key = bytes(((size << 1) | 1,)) + blob.buf
+    else:
+      stored = encoding.Emitter()
+      stored.varint(size)
+      stored.raw(blob.buf)
+      key = bytes(stored.buf)
     if key not in self.properties_index:
       self.properties_index[key] = len(self.properties)
       self.properties.append(key)
     return self.properties_index[key]
 
   def _write_op(self, e: encoding.Emitter, op: tree.Op) -> None:
-    e.varint(self.op_names[op.name].number)
-    mask_at = len(e)
-    e.byte(0)
+    # Varints below 0x80 (nearly all here) are appended in place.
+    buf = e.buf
+    x = self.op_names[op.name].number
+    buf.append((x << 1) | 1) if x < 0x80 else e.varint(x)
+    mask_at = len(buf)
+    buf.append(0)
     mask = 0
-    e.varint(self.attr_index(op.location))
+    x = self.attr_index(op.location)
+    buf.append((x << 1) | 1) if x < 0x80 else e.varint(x)
     if op.attrs is not None:
       mask |= encoding.HAS_ATTRS
-      e.varint(self.attr_index(op.attrs))
+      x = self.attr_index(op.attrs)
+      buf.append((x << 1) | 1) if x < 0x80 else e.varint(x)
     if op.properties is not None:
       mask |= encoding.HAS_PROPERTIES
       e.varint(self._properties_id(op))
-    if op.results:
+    results = op.results
+    if results:
       mask |= encoding.HAS_RESULTS
-      e.varint(len(op.results))
-      for result in op.results:
-        e.varint(self.type_index(result.type))
+      e.varint(len(results))
+      for result in results:
+        x = self.type_index(result.type)
+        buf.append((x << 1) | 1) if x < 0x80 else e.varint(x)
     if op.operands:
       mask |= encoding.HAS_OPERANDS
       e.varint(len(op.operands))
+      value_ids = self.value_ids
       for operand in op.operands:
-        if operand not in self.value_ids:
+        x = value_ids.get(operand)
+        if x is None:
           raise support.InvalidArgumentError(
               f"{op.name} uses a value that is defined nowhere in the IR")
-        e.varint(self.value_ids[operand])
+        buf.append((x << 1) | 1) if x < 0x80 else e.varint(x)
     if op.successors:
       mask |= encoding.HAS_SUCCESSORS
       e.varint(len(op.successors))
@@ -554,26 +549,76 @@ def _dialect_runs(ordered: list):
 # other than references, varints and strings go through codec._write_field
 # as before.
 
-_ENTRY_WRITERS: dict = {}  # id(spec_of result) -> (that result, function)
+# (entry class, dialect, kind) -> (the dialect's codec, (writer, numberer))
+_ENTRY_FUNCTIONS: dict = {}
 
 
-def _entry_writer(entry):
-  spec = codec.spec_of(entry)
-  hit = _ENTRY_WRITERS.get(id(spec))
-  if hit is not None and hit[0] is spec:
+def _entry_functions(entry):
+  """(write function, numbering function) of an Attr / Type, made for the
+  codec registered for its dialect now (as codec.spec_of checks)."""
+  key = (entry.__class__, entry.dialect, entry.kind)
+  hit = _ENTRY_FUNCTIONS.get(key)
+  if hit is not None and codec.lookup(entry.dialect) is hit[0]:
     return hit[1]
-  fn = _make_entry_writer(*spec)
-  _ENTRY_WRITERS[id(spec)] = (spec, fn)
-  return fn
+  spec = codec.spec_of(entry)
+  if spec is None:
+    raise support.InvalidArgumentError(
+        f"no bytecode codec for {entry.dialect}.{entry.kind}")
+  fns = (_make_entry_writer(*spec), _make_entry_numberer(spec[2]))
+  _ENTRY_FUNCTIONS[key] = (spec[0], fns)
+  return fns
 
 
-def _make_entry_writer(dialect_codec, code: int, spec):
+def _make_entry_numberer(spec):
+  """The function numbering the entries an entry of `spec` refers to, in
+  codec.nested_refs order; a reference already numbered by identity only
+  counts the use, without a call."""
+  lines = ["def number_nested(values, w):"]
+
+  def ref(indent, v, method):
+    return [f"{indent}h = by_id(id({v}))",
+            f"{indent}if h is not None and h[0] is {v}:",
+            f"{indent}  h[1].refs += 1",
+            f"{indent}else:",
+            f"{indent}  w.{method}({v})"]
+
+  for i, kind in codec.ref_fields(spec):
+    v = f"values[{i}]"
+    if kind == "attr" or kind == "opt_attr" or kind == "flag_attr":
+      lines += [f"  v = {v}", "  if v is not None:"]
+      lines += ref("    ", "v", "_number_attr")
+    elif kind == "type":
+      lines += [f"  v = {v}"] + ref("  ", "v", "_number_type")
+    elif kind == "attrs" or kind == "types":
+      method = "_number_attr" if kind == "attrs" else "_number_type"
+      lines += [f"  for v in {v}:"] + ref("    ", "v", method)
+    elif kind == "attr_pairs":
+      lines += [f"  for a, b in {v}:"]
+      lines += ref("    ", "a", "_number_attr") + ref("    ", "b",
+                                                       "_number_attr")
+    else:  # resource
+      lines.append(f"  w._dialect({v}.dialect)")
+  if len(lines) == 1:
+    lines.append("  return")
+  else:
+    lines.insert(1, "  by_id = w._by_id.get")
+  scope = {}
+  exec("\n".join(lines), scope)  # pylint: disable=exec-used
+  return scope["number_nested"]
+
+
+def _make_entry_writer(dialect_codec, code, spec):
+  """The function writing `code` (unless None) and fields of `spec`;
+  `dialect_codec` None for the fields of an op's properties."""
+  dialect = "properties" if dialect_codec is None else dialect_codec.dialect
   lines = ["def write_entry(values, buf, e, w):",
            f"  if len(values) != {len(spec)}:",
            f"    raise support.InvalidArgumentError("
-           f"{dialect_codec.dialect + ': expected %d fields' % len(spec)!r}"
+           f"{dialect + ': expected %d fields' % len(spec)!r}"
            " + f', got {len(values)}')"]
-  if code < 0x80:
+  if code is None:
+    pass
+  elif code < 0x80:
     lines.append(f"  buf.append({(code << 1) | 1})")
   else:
     lines.append(f"  e.varint({code})")
@@ -587,6 +632,15 @@ def _make_entry_writer(dialect_codec, code: int, spec):
                 "  h = by_id(id(v))",
                 f"  x = h[1].number if h is not None and h[0] is v else "
                 f"{table}[v].number"]
+    elif kind == "opt_attr":
+      needs.add("by_id")
+      lines += [f"  v = {v}",
+                "  if v is None:",
+                "    x = 0",
+                "  else:",
+                "    h = by_id(id(v))",
+                "    x = ((h[1].number if h is not None and h[0] is v else "
+                "w.attrs[v].number) << 1) | 1"]
     elif kind == "varint":
       lines.append(f"  x = {v}")
     elif kind == "string":

@@ -275,6 +275,55 @@ def _width(ty: t.Type) -> int:
   raise ConversionError(f"integer attribute of non-integer type {ty!r}")
 
 
+# Our attributes are immutable except for the numpy arrays of dense
+# elements; the parser shares one object among equal attributes it has seen
+# (attribute dictionaries, strings, types), so a conversion is kept by the
+# identity of the attribute converted (which it keeps alive, so the id stays
+# its own). The converted entries are then shared as well, and the writer
+# finds them by identity too. Bounded, as the type caches are.
+_TO_VHLO_BY_ID: dict = {}
+_SCALAR_ATTRS = (a.StringAttr, a.IntegerAttr, a.BoolAttr, a.FloatAttr,
+                 a.TypeAttr, a.SymbolRefAttr, a.UnitAttr, a.DenseArrayAttr)
+
+
+_PLAIN_VALUES = (str, int, float, bool, type(None))
+
+
+def _immutable(attr) -> bool:
+  cls = attr.__class__
+  if cls in _SCALAR_ATTRS:
+    return True
+  if cls is a.DictionaryAttr:
+    return all(_immutable(v) for _, v in attr.entries)
+  if cls is a.ArrayAttr:
+    return all(_immutable(v) for v in attr.elements)
+  if cls is a.DialectAttr:
+    return all(_immutable_param(v) for _, v in attr.params)
+  return False
+
+
+def _immutable_param(value) -> bool:
+  if isinstance(value, _PLAIN_VALUES):
+    return True
+  if value.__class__ is tuple:
+    return all(_immutable_param(v) for v in value)
+  return isinstance(value, a.Attribute) and _immutable(value)
+
+
+def to_vhlo_shared(attr) -> tree.Attr:
+  """`to_vhlo(attr)`, kept for the next conversion of the same object when
+  that object cannot change."""
+  hit = _TO_VHLO_BY_ID.get(id(attr))
+  if hit is not None and hit[0] is attr:
+    return hit[1]
+  converted = to_vhlo(attr)
+  if _immutable(attr):
+    if len(_TO_VHLO_BY_ID) >= _TYPE_CACHE_LIMIT:
+      _TO_VHLO_BY_ID.clear()
+    _TO_VHLO_BY_ID[id(attr)] = (attr, converted)
+  return converted
+
+
 def to_vhlo(attr) -> tree.Attr:
   """The VHLO attribute for one of our attributes (generic rules). Shardy
   attributes keep their own encoding (mixed serialization)."""

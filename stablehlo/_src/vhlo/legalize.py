@@ -223,10 +223,25 @@ def _num_window_dims(op, attrs) -> int:
   return len(dims.values)
 
 
+# Every op name _defaults below acts on; the others (most ops) skip its
+# chain of tests.
+_OPS_WITH_DEFAULTS = frozenset((
+    "func.func", "stablehlo.cholesky", "stablehlo.compare",
+    "stablehlo.composite", "stablehlo.convolution", "stablehlo.dynamic_conv",
+    "stablehlo.custom_call", "stablehlo.dot_general", "stablehlo.dot",
+    "stablehlo.dynamic_broadcast_in_dim", "stablehlo.gather",
+    "stablehlo.dynamic_gather", "stablehlo.infeed", "stablehlo.outfeed",
+    "stablehlo.send", "stablehlo.recv", "stablehlo.reduce_window",
+    "stablehlo.scatter", "stablehlo.select_and_scatter", "stablehlo.sort") +
+                               _COLLECTIVES + RESULT_ACCURACY_OPS)
+
+
 def _defaults(op: core.Operation, attrs: dict) -> dict:
   """The VHLO attributes that stand for absent StableHLO attributes."""
   kind = op.name
   d = {}
+  if kind not in _OPS_WITH_DEFAULTS:
+    return d
 
   def missing(name):
     return name not in attrs
@@ -412,11 +427,17 @@ class _Legalizer:
     self.values: dict = {}
     self.blocks: dict = {}
     self.type_cache: dict = {}
+    self.type_ids: dict = {}  # id(type) -> (type, its conversion)
     self.casts = _Casts()
     # id(tree value) -> (its IR value's location, index) for source casts.
     self.origin: dict = {}
 
   def type(self, ty: t.Type) -> tree.Type:
+    # By identity first: the parser shares one object per type text, and
+    # hashing a type walks its fields.
+    hit = self.type_ids.get(id(ty))
+    if hit is not None and hit[0] is ty:
+      return hit[1]
     try:
       cached = self.type_cache.get(ty)
     except TypeError:
@@ -427,6 +448,7 @@ class _Legalizer:
         self.type_cache[ty] = cached
       except TypeError:
         pass
+    self.type_ids[id(ty)] = (ty, cached)
     return cached
 
   def loc(self, loc) -> tree.Attr:
@@ -504,7 +526,7 @@ class _Legalizer:
         attr = attrs[name]
         if _special(op, name, attr, named):
           continue
-        named[name] = ac.to_vhlo(attr)
+        named[name] = ac.to_vhlo_shared(attr)
     except tc.ConversionError as e:
       raise _fail(op, str(e)) from e
     try:

@@ -283,7 +283,7 @@ _UPSTREAM_NAMES = {"func": "func.func", "call": "func.call"}
 def lookup(name: str) -> OpDef | None:
   """The definition of `vhlo.<name>` (the prefix is optional)."""
   if name.startswith("vhlo."):
-    name = name[5:]
+    return OPS.get(name[5:])
   return OPS.get(name)
 
 
@@ -306,8 +306,20 @@ def stablehlo_name(base: str) -> str:
   return _UPSTREAM_NAMES.get(base, "stablehlo." + base)
 
 
+_VHLO_BASES: dict = {}
+
+
 def vhlo_base(stablehlo_op_name: str) -> str | None:
   """The VHLO base name of a StableHLO / func op name, None if it has none."""
+  base = _VHLO_BASES.get(stablehlo_op_name)
+  if base is None:
+    base = _vhlo_base(stablehlo_op_name)
+    if base is not None and len(_VHLO_BASES) < 4096:
+      _VHLO_BASES[stablehlo_op_name] = base
+  return base
+
+
+def _vhlo_base(stablehlo_op_name: str) -> str | None:
   if stablehlo_op_name in ("func.return", "stablehlo.return"):
     return "return"
   for base, name in _UPSTREAM_NAMES.items():

@@ -37,14 +37,7 @@ def _is_vhlo(ty) -> bool:
 
 
 def _preorder(root: tree.Op) -> list:
-  order = []
-  stack = [root]
-  while stack:
-    op = stack.pop()
-    order.append(op)
-    nested = [o for r in op.regions for b in r.blocks for o in b.ops]
-    stack.extend(reversed(nested))
-  return order
+  return list(root.walk())
 
 
 def _record(uses: list, number: dict):
