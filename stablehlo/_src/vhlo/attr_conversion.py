@@ -103,8 +103,22 @@ def none_type_attr() -> tree.Attr:
   return va("TypeV1Attr", tc.vt("NoneV1Type"))
 
 
+_ATTR_TEXTS: dict = {}  # text -> the immutable attribute it parses to
+
+
 def parse_attr_text(text: str) -> a.Attribute:
   """Parses an attribute spelled as MLIR text (the whole string)."""
+  attr = _ATTR_TEXTS.get(text)
+  if attr is None:
+    attr = _parse_attr_text(text)
+    if _immutable(attr):
+      if len(_ATTR_TEXTS) >= 4096:
+        _ATTR_TEXTS.clear()
+      _ATTR_TEXTS[text] = attr
+  return attr
+
+
+def _parse_attr_text(text: str) -> a.Attribute:
   p = attr_parser.AttrParser(text, "<attribute>")
   try:
     attr = p.parse_attribute()
@@ -465,6 +479,25 @@ def _signed(value: int, width: int) -> int:
   if width > 1 and value >> (width - 1):
     value -= 1 << width
   return value
+
+
+_FROM_VHLO_BY_ID: dict = {}
+
+
+def from_vhlo_shared(attr) -> a.Attribute:
+  """`from_vhlo(attr)`, kept (by the identity of `attr`, which it keeps
+  alive) when the result cannot change: the reader makes one object per
+  entry of a file, which ops of that file share, and so do their
+  conversions then."""
+  hit = _FROM_VHLO_BY_ID.get(id(attr))
+  if hit is not None and hit[0] is attr:
+    return hit[1]
+  converted = from_vhlo(attr)
+  if _immutable(converted):
+    if len(_FROM_VHLO_BY_ID) >= _TYPE_CACHE_LIMIT:
+      _FROM_VHLO_BY_ID.clear()
+    _FROM_VHLO_BY_ID[id(attr)] = (attr, converted)
+  return converted
 
 
 def from_vhlo(attr) -> a.Attribute:

@@ -486,7 +486,7 @@ class _Unlegalizer:
         if attr_name in special and _convert_special(
             op, definition.name, attr_name, attr, out):
           continue
-        out[attr_name] = ac.from_vhlo(attr)
+        out[attr_name] = ac.from_vhlo_shared(attr)
       result_types = [self.type(r.type) for r in op.results]
     except tc.ConversionError as e:
       raise _fail(op, str(e)) from e
