@@ -285,6 +285,12 @@ func.func @main(%a: tensor<2xf32>, %b: tensor<2xf32>) -> tensor<2xf32> {
   %later = stablehlo.add %e, %e : tensor<2xf32>
   return %5 : tensor<2xf32>
 }
+func.func private @g(%x: tensor<2xf32> {x.k = "v"}, %y: tensor<2xi32>) -> (tensor<2xf32> {x.r = 1 : i32}, tensor<2xi32>) attributes {x.f = true} {
+  return %x, %y : tensor<2xf32>, tensor<2xi32>
+}
+func.func public @h() -> () {
+  return
+}
 '''
 
 

@@ -154,7 +154,7 @@ def parse_functional_type(p, operand_toks):
 # error, and fills the caches for the next op.
 
 _TYPE = type_parser.CACHEABLE_TYPE_TEXT
-_TENSOR = type_parser.TENSOR_TYPE_TEXT
+_TENSOR = TENSOR = type_parser.TENSOR_TYPE_TEXT
 _FN_TYPE = type_parser.FUNCTION_TYPE_TEXT
 _NO_ARROW = r"(?![ \t\r\n]*->)"
 cached_type = type_parser.cached_type

@@ -9,6 +9,7 @@ from stablehlo._src.ir import attributes as a
 from stablehlo._src.ir import core
 from stablehlo._src.ir import types as t
 from stablehlo._src.text import attr_parser
+from stablehlo._src.text import lexer as lx
 from stablehlo._src.text import pretty_common as pc
 from stablehlo._src.text.pretty_common import PrettyForm
 from stablehlo._src.text import pretty_registry
@@ -118,6 +119,87 @@ def _parse_func(p, name, pos):
   return pc.make_op(name, [], [], attrs, ordered, [region])
 
 
+# The header of a function with a body as the printer writes it, in one
+# match (see pretty_common's fast paths): named arguments of tensor types
+# with optional attribute dictionaries, results likewise, `attributes`.
+_ID = r"[A-Za-z0-9_$.\-]+"
+_DICT = r'\{(?:[^{}"#!/\n]|"[^"\\\n]*(?:\\.[^"\\\n]*)*")*\}'
+_FUNC_ARG = "%" + _ID + ": " + pc.TENSOR + "(?: " + _DICT + ")?"
+_FUNC_RES = pc.TENSOR + "(?: " + _DICT + ")?"
+_FUNC_HEAD_FAST_RE = re.compile(
+    r" (?:(public|private|nested) )?@(" + _ID + r")\((" + _FUNC_ARG +
+    "(?:, " + _FUNC_ARG + r")*)?\)(?: -> (?:(" + pc.TENSOR + r")|\((" +
+    _FUNC_RES + "(?:, " + _FUNC_RES + r")*)?\)))?(?: attributes (" + _DICT +
+    r"))? (?=\{)")
+_FUNC_ARG_RE = re.compile(
+    "(%" + _ID + "): (" + pc.TENSOR + ")(?: (" + _DICT + "))?(?:, )?")
+_FUNC_RES_RE = re.compile(
+    "(" + pc.TENSOR + ")(?: (" + _DICT + "))?(?:, )?")
+
+
+def _fast_func(p, name, pos):
+  m = _FUNC_HEAD_FAST_RE.match(p.text, pos)
+  if m is None:
+    return None
+  text = p.text
+  no_attrs = a.DictionaryAttr(())
+  args = []  # (name token, type, attributes)
+  if m.group(3) is not None:
+    at, end = m.span(3)
+    while at < end:
+      item = _FUNC_ARG_RE.match(text, at, end)
+      ty = pc.cached_type(item.group(2))
+      attrs = no_attrs
+      if item.group(3) is not None:
+        attrs = pc.cached_attr_dict(item.group(3))
+      if ty is None or attrs is None:
+        return None
+      args.append((lx.Token(lx.PERCENT_ID, item.group(1), at), ty, attrs))
+      at = item.end()
+  results = []  # (type, attributes)
+  if m.group(4) is not None:
+    ty = pc.cached_type(m.group(4))
+    if ty is None:
+      return None
+    results.append((ty, no_attrs))
+  elif m.group(5) is not None:
+    at, end = m.span(5)
+    while at < end:
+      item = _FUNC_RES_RE.match(text, at, end)
+      ty = pc.cached_type(item.group(1))
+      attrs = no_attrs
+      if item.group(2) is not None:
+        attrs = pc.cached_attr_dict(item.group(2))
+      if ty is None or attrs is None:
+        return None
+      results.append((ty, attrs))
+      at = item.end()
+  attrs = {}
+  if m.group(6) is not None:
+    d = pc.cached_attr_dict(m.group(6))
+    if d is None:
+      return None
+    attrs = dict(d.entries)
+  props = {"sym_name": a.StringAttr(m.group(2)),
+           "function_type": a.TypeAttr(t.FunctionType(
+               tuple(x[1] for x in args), tuple(r[0] for r in results)))}
+  if m.group(1) is not None:
+    props["sym_visibility"] = a.StringAttr(m.group(1))
+  if any(x[2].entries for x in args):
+    props["arg_attrs"] = a.ArrayAttr(tuple(x[2] for x in args))
+  if any(r[1].entries for r in results):
+    props["res_attrs"] = a.ArrayAttr(tuple(r[1] for r in results))
+  p.lex.reset(m.end())
+  p._op_names.append(name)  # pylint: disable=protected-access
+  try:
+    region = p.parse_region(entry_args=[(x[0], x[1], None) for x in args],
+                            default_dialect="func")
+  finally:
+    p._op_names.pop()  # pylint: disable=protected-access
+  ordered = {k: props[k] for k in _FUNC_PROPS if k in props}
+  return pc.make_op(name, [], [], attrs, ordered, [region])
+
+
 # A parenthesized result list without nested parentheses (strings may hold
 # any), and the arrow that would follow it if it were a function type.
 _FLAT_PARENS_RE = re.compile(
@@ -195,7 +277,8 @@ def _dict_list(attr, n):
   return list(attr.elements)
 
 
-register("func.func", PrettyForm(_parse_func, _print_func, has_regions=True))
+register("func.func", PrettyForm(_parse_func, _print_func, has_regions=True,
+                                 fast=_fast_func))
 
 # --- stablehlo.reduce ------------------------------------------------------------
 
