@@ -3,7 +3,7 @@
 The definitions live in four modules:
   * abi_types: scalar aliases, enums, shared structs (PJRT_NamedValue,
     PJRT_Program, PJRT_Buffer_MemoryLayout, PJRT_ExecuteOptions, ...),
-    `struct_size`, `make_args`.
+    `struct_size`, `make_args`, `keep_alive`.
   * abi_args: every `PJRT_*_Args` struct, by function name (`args_type`).
   * abi_api: `PJRT_Api`, its slot order, version negotiation (`api_version`,
     `has_slot`, `slot_function`).
@@ -38,8 +38,11 @@ from pjrt._src.abi_types import ERROR_PAYLOAD_VISITOR
 from pjrt._src.abi_types import ErrorCode
 from pjrt._src.abi_types import EVENT_ON_READY_CALLBACK
 from pjrt._src.abi_types import ExtensionType
+from pjrt._src.abi_types import field_names
 from pjrt._src.abi_types import HostBufferSemantics
 from pjrt._src.abi_types import INT64_P
+from pjrt._src.abi_types import keep_alive
+from pjrt._src.abi_types import kept_alive
 from pjrt._src.abi_types import make_args
 from pjrt._src.abi_types import MemoryLayoutType
 from pjrt._src.abi_types import NAMED_VALUE_P

@@ -177,6 +177,8 @@ ARGS_HEADER: tuple[tuple[str, Any], ...] = (
 
 def struct_size(struct_type: type[ctypes.Structure]) -> int:
   """Offset of the last field plus its size (the header's PJRT_STRUCT_SIZE)."""
+  # `_fields_` is how ctypes declares and lists a struct's fields; it has no
+  # public accessor.
   name, ctype = struct_type._fields_[-1][:2]  # pylint: disable=protected-access
   return getattr(struct_type, name).offset + ctypes.sizeof(ctype)
 
@@ -221,6 +223,35 @@ def _is_pointer_type(field_type: Any) -> bool:
 
 _FIELD_TYPES: dict[type, dict[str, Any]] = {}
 
+# The attribute of a ctypes object that holds the Python objects it points
+# at (see `keep_alive`).
+_KEEPALIVE = "_keepalive"
+
+
+def keep_alive(obj: Any, *refs: Any) -> list[Any]:
+  """Makes `refs` live as long as the ctypes object `obj` (which points at
+  them, so they must not be freed first); returns `obj`'s keep-alive list.
+
+  Structs made by `make_args` / `set_fields` already keep what they were
+  given; this is for memory a caller points them at by hand.
+  """
+  keep = getattr(obj, _KEEPALIVE, None)
+  if keep is None:
+    keep = []
+    setattr(obj, _KEEPALIVE, keep)
+  keep.extend(refs)
+  return keep
+
+
+def kept_alive(obj: Any) -> tuple[Any, ...]:
+  """What the ctypes object `obj` keeps alive (see `keep_alive`)."""
+  return tuple(getattr(obj, _KEEPALIVE, ()))
+
+
+def field_names(struct_type: type[ctypes.Structure]) -> tuple[str, ...]:
+  """The names of `struct_type`'s fields, in order."""
+  return tuple(_field_types(struct_type))
+
 
 def _field_types(struct_type: type[ctypes.Structure]) -> dict[str, Any]:
   """name -> ctypes type of `struct_type`'s fields (built once per type:
@@ -238,7 +269,7 @@ def _convert(struct: ctypes.Structure, field_type: Any, value: Any) -> Any:
   Returns the value to assign. Whatever the struct points at is appended to
   `struct._keepalive`, so it lives as long as the struct does.
   """
-  keep = struct._keepalive  # pylint: disable=protected-access
+  keep = getattr(struct, _KEEPALIVE)
   if value is None:
     return None
   if field_type is ctypes.c_void_p:
@@ -273,8 +304,8 @@ def _convert(struct: ctypes.Structure, field_type: Any, value: Any) -> Any:
 
 def set_fields(struct: ctypes.Structure, **fields: Any) -> ctypes.Structure:
   """Sets fields of `struct`, converting Python values (see `make_args`)."""
-  if not hasattr(struct, "_keepalive"):
-    struct._keepalive = []  # pylint: disable=protected-access
+  if not hasattr(struct, _KEEPALIVE):
+    setattr(struct, _KEEPALIVE, [])
   types = _field_types(type(struct))
   for name, value in fields.items():
     if name not in types:
@@ -302,7 +333,7 @@ def make_args(struct_type: type[ctypes.Structure],
     AttributeError: for a name that is not a field of `struct_type`.
   """
   struct = struct_type()
-  struct._keepalive = []  # pylint: disable=protected-access
+  setattr(struct, _KEEPALIVE, [])
   if "struct_size" in _field_types(struct_type):
     struct.struct_size = struct_type.STRUCT_SIZE
   return set_fields(struct, **fields)

@@ -54,6 +54,13 @@ class _Owned:
           f"{type(self).__name__} was already destroyed")
     return self._handle
 
+  def release(self) -> int:
+    """Gives up ownership: returns the handle, which this object will no
+    longer destroy (the caller must)."""
+    handle = self.handle
+    self._handle = None
+    return handle
+
   def close(self) -> None:
     """Destroys the underlying PJRT object (idempotent)."""
     handle, self._handle = self._handle, None

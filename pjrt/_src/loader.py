@@ -102,7 +102,7 @@ def encode_named_values(options: dict[str, Any] | None) -> Any:
   for slot, (name, value) in zip(array, options.items()):
     abi.set_fields(slot, struct_size=abi.PJRT_NamedValue.STRUCT_SIZE,
                    name=name, name_size=len(name.encode("utf-8")))
-    keep.extend(slot._keepalive)  # pylint: disable=protected-access
+    keep.extend(abi.kept_alive(slot))
     if isinstance(value, bool):
       slot.type, slot.bool_value, slot.value_size = (
           abi.NamedValueType.BOOL, value, 1)
@@ -128,7 +128,7 @@ def encode_named_values(options: dict[str, Any] | None) -> Any:
       raise support.InvalidArgumentError(
           f"option {name!r}: cannot pass a {type(value).__name__} as a "
           "PJRT_NamedValue (use str, int, float, bool or a list of ints)")
-  array._keepalive = keep  # pylint: disable=protected-access
+  abi.keep_alive(array, *keep)
   return array
 
 
@@ -416,6 +416,7 @@ def load_plugin(source: Any, name: str | None = None, *,
   default_name = name or "plugin"
   if isinstance(source, abi.PJRT_Api):
     plugin = Plugin(ctypes.addressof(source), name=default_name, owner=source)
+  # ctypes exports no public base class of its pointer types.
   elif isinstance(source, ctypes._Pointer):  # pylint: disable=protected-access
     address = ctypes.cast(source, ctypes.c_void_p).value or 0
     plugin = Plugin(address, name=default_name, owner=source)

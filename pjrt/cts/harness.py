@@ -110,7 +110,7 @@ def raw_api(choice: str) -> Any:
   if not address:
     raise AssertionError(f"GetPjrtApi() of {choice} returned NULL")
   api = pjrt.abi.PJRT_Api.from_address(address)
-  api._cts_library = library  # pylint: disable=protected-access
+  pjrt.abi.keep_alive(api, library)  # The table lives in the library.
   return api
 
 

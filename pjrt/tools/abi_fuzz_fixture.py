@@ -170,7 +170,7 @@ class Fixture:
     if options:
       fields["options"] = abi.make_args(abi.PJRT_ExecuteOptions)
     args = self.args("LoadedExecutable_Execute", **fields)
-    args._keep = (inner, outs, event_array)  # pylint: disable=protected-access
+    abi.keep_alive(args, inner, outs, event_array)
     self.call("LoadedExecutable_Execute", args)
     outputs = [[o[i] for i in range(4) if o[i]] for o in outs]
     try:
@@ -195,9 +195,7 @@ class Fixture:
 def disown(obj: Any) -> int:
   """The handle of a client-owned Buffer / LoadedExecutable, which will no
   longer destroy it: for cases that destroy the handle themselves."""
-  handle = obj.handle
-  obj._handle = None  # pylint: disable=protected-access
-  return handle
+  return obj.release()
 
 
 # --------------------------------------------------------------------------
@@ -262,7 +260,7 @@ def host_args(fx, **overrides):
       device=fx.device.handle)
   fields.update(overrides)
   args = fx.args("Client_BufferFromHostBuffer", **fields)
-  args._keepalive.append(data)  # pylint: disable=protected-access
+  abi.keep_alive(args, data)
   return args
 
 
@@ -349,7 +347,7 @@ def _(fx, slot):
 def _(fx, slot):
   buffer = fx.new_buffer()
   args = fx.args(slot, buffer=buffer.handle)
-  args._keepalive.append(buffer)  # pylint: disable=protected-access
+  abi.keep_alive(args, buffer)
   return args, None
 
 
@@ -358,7 +356,7 @@ def _(fx, slot):
   out = np.zeros(64, np.float32)  # 16x the bytes an f32[4] needs.
   args = fx.args(slot, src=fx.buffer.handle, dst=out.ctypes.data,
                  dst_size=16)
-  args._keepalive.append(out)  # pylint: disable=protected-access
+  abi.keep_alive(args, out)
   return args, lambda args: fx.finish_event(args.event)
 
 
@@ -418,7 +416,7 @@ def _(fx, slot):
                  options=abi.make_args(abi.PJRT_ExecuteOptions),
                  argument_lists=outer, num_devices=1, num_args=2,
                  output_lists=out_outer, device_complete_events=events)
-  args._keepalive += [inner, outs]  # pylint: disable=protected-access
+  abi.keep_alive(args, inner, outs)
 
   def cleanup(args):
     del args
@@ -463,8 +461,7 @@ MUTABLE_SLOTS = tuple(sorted(s for s in BUILDERS if s not in abi.VOID_SLOTS))
 
 def handle_field(slot: str) -> str | None:
   """The field of `slot`'s args that holds the object acted on."""
-  # pylint: disable-next=protected-access
-  names = [f[0] for f in abi.args_type(slot)._fields_]
+  names = abi.field_names(abi.args_type(slot))
   for name in HANDLE_FIELDS:
     if name in names:
       return name

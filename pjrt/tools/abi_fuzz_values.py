@@ -120,7 +120,7 @@ def tiled_layout(minor_to_major):
   layout.tiled.struct_size = abi.PJRT_Buffer_MemoryLayout_Tiled.STRUCT_SIZE
   layout.tiled.minor_to_major = ctypes.cast(m2m, abi.INT64_P)
   layout.tiled.minor_to_major_size = len(minor_to_major)
-  layout._keepalive.append(m2m)  # pylint: disable=protected-access
+  abi.keep_alive(layout, m2m)
   return layout
 
 
@@ -132,7 +132,7 @@ def strides_layout(strides):
       abi.PJRT_Buffer_MemoryLayout_Strides.STRUCT_SIZE)
   layout.strides.byte_strides = ctypes.cast(arr, abi.INT64_P)
   layout.strides.num_byte_strides = len(strides)
-  layout._keepalive.append(arr)  # pylint: disable=protected-access
+  abi.keep_alive(layout, arr)
   return layout
 
 

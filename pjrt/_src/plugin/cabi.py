@@ -75,7 +75,7 @@ def named_value_array(values: dict[str, Any]) -> Any:
   array = loader.encode_named_values(values)
   if array is None:
     array = (abi.PJRT_NamedValue * 1)()
-    array._keepalive = []  # pylint: disable=protected-access
+    abi.keep_alive(array)
   return array
 
 
