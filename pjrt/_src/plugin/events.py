@@ -82,6 +82,10 @@ class Future:
   def is_ready(self) -> bool:
     return self._done
 
+  def succeeded(self) -> bool:
+    """Whether the future is complete without error (never blocks)."""
+    return self._done and self._status is None
+
   def wait(self, timeout: float | None = None) -> Status:
     """Blocks until complete; returns the status (None: success)."""
     if self._done:
@@ -187,7 +191,7 @@ def ready_event() -> int:
 def new_event(future: Future) -> int:
   """A PJRT_Event* for `future` (the caller destroys it): the shared ready
   event when the future already completed without error."""
-  if future._done and future._status is None:  # pylint: disable=protected-access
+  if future.succeeded():
     return _ready_event[0] if _ready_event else ready_event()
   return handles.TABLE.add(KIND, EventRef(future))
 
