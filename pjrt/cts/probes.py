@@ -110,9 +110,9 @@ def _raw_assignment(client, replicas: int, partitions: int):
   """Asks the plugin directly: the client rejects zero counts itself, and
   the suite is about what the plugin does with them."""
   out = (ctypes.c_int * 1)()
-  client._call("Client_DefaultDeviceAssignment", num_replicas=replicas,  # pylint: disable=protected-access
-               num_partitions=partitions, default_assignment_size=0,
-               default_assignment=out)
+  client.plugin.call("Client_DefaultDeviceAssignment", client=client.handle,
+                     num_replicas=replicas, num_partitions=partitions,
+                     default_assignment_size=0, default_assignment=out)
   return list(out)
 
 
