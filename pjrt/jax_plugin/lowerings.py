@@ -54,6 +54,7 @@ def copy_cpu_lowerings(platform: str, names) -> list[str]:
   # The modules that register these primitives' lowerings.
   from jax._src.random import threefry2x32 as _  # pylint: disable=g-import-not-at-top,unused-import
   from jax._src.lax import linalg as _  # pylint: disable=g-import-not-at-top,unused-import,reimported
+  # JAX exposes no public read of its per-platform lowering table.
   cpu = mlir._platform_specific_lowerings["cpu"]  # pylint: disable=protected-access
   copied = []
   for prim, entry in list(cpu.items()):

@@ -303,6 +303,7 @@ def _define():
 
 def _hlo_shardings(shardings, ndims) -> list:
   import jax  # pylint: disable=g-import-not-at-top
+  # A jax.sharding.Sharding has no public HLO-sharding conversion.
   return [str(s._to_xla_hlo_sharding(n))  # pylint: disable=protected-access
           for s, n in zip(jax.tree.leaves(shardings), ndims)]
 

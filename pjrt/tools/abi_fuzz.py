@@ -59,6 +59,7 @@ def _child(conn, choice: str, case_records: list[dict], log_path: str):
     conn.send({"fatal": f"cannot set up the plugin: {type(e).__name__}: "
                         f"{e}"})
     conn.close()
+    # os._exit is the documented exit without teardown; no public alias.
     os._exit(3)  # pylint: disable=protected-access
   for record in case_records:
     case = cases_lib.Case(**record)
@@ -69,7 +70,8 @@ def _child(conn, choice: str, case_records: list[dict], log_path: str):
   conn.send({"done": True})
   conn.close()
   # Skip interpreter teardown: what the cases left behind is not the
-  # plugin's next caller's business, and a crash there is no case's.
+  # plugin's next caller's business, and a crash there is no case's
+  # (os._exit is the documented way; there is no public alias).
   os._exit(0)  # pylint: disable=protected-access
 
 

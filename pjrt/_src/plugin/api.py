@@ -138,6 +138,8 @@ def threads_in_slots() -> set[int]:
   """Threads (but the calling one) that entered Python through a slot."""
   me = threading.get_ident()
   found = set()
+  # sys._current_frames is CPython's documented (and only) way to see other
+  # threads' stacks.
   for ident, frame in sys._current_frames().items():  # pylint: disable=protected-access
     if ident == me:
       continue

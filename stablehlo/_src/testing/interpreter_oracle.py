@@ -145,6 +145,8 @@ def jaxlib_eval(text: str, timeout_s: float = 600.0):
       payload = ("error", f"{type(e).__name__}: {e}")
     with os.fdopen(wfd, "wb") as f:
       pickle.dump(payload, f)
+    # A forked child must skip the parent's teardown: os._exit is the
+    # documented way (there is no public alias).
     os._exit(0)  # pylint: disable=protected-access
   os.close(wfd)
   with os.fdopen(rfd, "rb") as f:
