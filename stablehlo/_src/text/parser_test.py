@@ -283,6 +283,10 @@ func.func @main(%a: tensor<2xf32>, %b: tensor<2xf32>) -> tensor<2xf32> {
   %4 = stablehlo.multiply %3, %d : tensor<2xf32> loc("here":3:4)
   %5 = stablehlo.add %4, %later : tensor<2xf32>
   %later = stablehlo.add %e, %e : tensor<2xf32>
+  %bc = stablehlo.broadcast_in_dim %later, dims = [0] : (tensor<2xf32>) -> tensor<2xf32>
+  %i = stablehlo.iota dim = 0 : tensor<2xi32>
+  %r = stablehlo.reshape %i : (tensor<2xi32>) -> tensor<2xi32>
+  %v = stablehlo.reverse %bc, dims = [0] : tensor<2xf32>
   return %5 : tensor<2xf32>
 }
 func.func private @g(%x: tensor<2xf32> {x.k = "v"}, %y: tensor<2xi32>) -> (tensor<2xf32> {x.r = 1 : i32}, tensor<2xi32>) attributes {x.f = true} {

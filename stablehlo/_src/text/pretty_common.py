@@ -296,6 +296,69 @@ def fast_constant(p, name, pos):
   return core.Operation(name, (), (ty,), None, {"value": value})
 
 
+_KEYWORD_VALUE = {
+    "i64list": r"\[((?:-?[0-9]+(?:, -?[0-9]+)*)?)\]",
+    "i64": r"(-?[0-9]+)",
+}
+_ENUM_VALUE = r"([A-Za-z_][A-Za-z0-9_$.]*)"
+
+
+def fast_keyword(keywords, types: str, result_only: bool):
+  """The fast path of `op %a, kw = v, ... : types` (pretty_simple_ops'
+  keyword_form), for i64 lists, i64s and enums, without an attr-dict."""
+  parts = []
+  for i, (word, _, kind) in enumerate(keywords):
+    value = _ENUM_VALUE if kind.startswith("enum:") else _KEYWORD_VALUE[kind]
+    parts.append((", " if i else "") + re.escape(word) + " = " + value)
+  tail = "".join(parts)
+  if result_only:
+    # No operands: the token path rejects any.
+    if not keywords:
+      return None
+    pattern = " ()" + tail + " : (" + _TYPE + ")"
+  else:
+    sep = ", " if keywords else ""
+    type_text = _TYPE if types == "same" else _FN_TYPE
+    pattern = " (" + OPERAND_LIST + ")" + sep + tail + " : (" + type_text + ")"
+  regex = re.compile(pattern + _NO_ARROW)
+  last = len(keywords) + 1
+
+  def fast(p, name, pos):
+    m = regex.match(p.text, pos)
+    if m is None:
+      return None
+    ty = cached_type(m.group(last + 1))
+    if ty is None:
+      return None
+    props = {}
+    for i, (_, attr_name, kind) in enumerate(keywords):
+      text = m.group(i + 2)
+      if kind == "i64list":
+        props[attr_name] = a.DenseArrayAttr(t.i64, tuple(
+            int(v) for v in text.split(", ")) if text else ())
+      elif kind == "i64":
+        props[attr_name] = a.IntegerAttr(int(text), t.i64)
+      else:
+        props[attr_name] = a.DialectAttr(kind[5:], (("value", text),),
+                                         short_form=True)
+    if result_only:
+      p.lex.reset(m.end())
+      return core.Operation(name, (), (ty,), None, props)
+    names = m.group(1).split(", ")
+    if ty.__class__ is t.FunctionType:
+      operands = p.fast_values(names, ty.inputs)
+      results = ty.results
+    else:  # `same` types
+      operands = p.fast_values(names, [ty] * len(names))
+      results = (ty,)
+    if operands is None:
+      return None
+    p.lex.reset(m.end())
+    return core.Operation(name, operands, results, None, props)
+
+  return fast
+
+
 # --- printing helpers ------------------------------------------------------------
 
 

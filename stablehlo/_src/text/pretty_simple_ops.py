@@ -144,7 +144,8 @@ def keyword_form(keywords, types="functional", result_only=False):
     head = ", ".join(([pr.vs(op.operands)] if op.operands else []) + parts)
     return f"{head} {pr.attr_dict(op, elide)}: {ty}"
 
-  return PrettyForm(parse, print_, "op %a, kw = v attr-dict : types")
+  return PrettyForm(parse, print_, "op %a, kw = v attr-dict : types",
+                    fast=pc.fast_keyword(keywords, types, result_only))
 
 
 def _reg_kw(op, keywords, **kwargs):
