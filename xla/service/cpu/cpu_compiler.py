@@ -106,8 +106,13 @@ class CpuCompileOptions:
     return self.threads if self.threads else thunk.default_threads()
 
   def cache_key(self) -> str:
+    # Flags of the compiler (xla_*) set to other than their defaults change
+    # the code too (e.g. --xla_cpu_inline_math).
+    flags = {f.name: repr(f.value) for f in support.flags.all_flags()
+             if f.name.startswith("xla_") and f.value != f.default}
     return json.dumps({"opt": self.opt_level,
-                       "disable": sorted(self.disable_passes)})
+                       "disable": sorted(self.disable_passes),
+                       "flags": flags}, sort_keys=True)
 
 
 # -- HLO passes ----------------------------------------------------------------
@@ -550,8 +555,22 @@ def _compile(hlo_module, options: Optional[CpuCompileOptions]
   stats: dict = {}
   key = cc.fingerprint(cache_key_text(hlo_module), options.cache_key(),
                        _host())
-  art = cc.CACHE.get(key)
+  art = _cached_artifact(key, options, stats)
   module = None
+  if art is None:
+    cc.CACHE.count_miss()
+    art, module = compile_artifact(hlo_module, options, stats)
+    cc.CACHE.put(key, art)
+    if options.cache_dir and all(t is not None for t in art.custom_calls):
+      cc.CACHE.store(options.cache_dir, key, art)
+  return _executable(art, key, options, stats, module, t0)
+
+
+def _cached_artifact(key: str, options: CpuCompileOptions,
+                     stats: dict) -> Optional[cc.Artifact]:
+  """The artifact cached under `key`, in memory or in options.cache_dir
+  (loaded), or None; stats["cache"] says where it was found."""
+  art = cc.CACHE.get(key)
   stats["cache"] = "memory" if art is not None else "miss"
   if art is None and options.cache_dir:
     loaded = cc.CACHE.load(options.cache_dir, key)
@@ -560,12 +579,28 @@ def _compile(hlo_module, options: Optional[CpuCompileOptions]
       if art is not None:
         stats["cache"] = "disk"
         cc.CACHE.put(key, art)
-  if art is None:
-    cc.CACHE.count_miss()
-    art, module = compile_artifact(hlo_module, options, stats)
-    cc.CACHE.put(key, art)
-    if options.cache_dir and all(t is not None for t in art.custom_calls):
-      cc.CACHE.store(options.cache_dir, key, art)
+  return art
+
+
+def load_cached(key: str, options: Optional[CpuCompileOptions] = None
+                ) -> Optional[cpu_executable.CpuExecutable]:
+  """The executable of an earlier compile whose cache key (its
+  compile_stats["cache_key"]) is `key`, from the memory cache or
+  options.cache_dir, without the module: for callers that know the key
+  from a fingerprint of their own input (the plugin's program cache). None
+  where neither cache holds it."""
+  options = options or CpuCompileOptions()
+  t0 = time.perf_counter()
+  stats: dict = {}
+  with support.heap.gc_paused():
+    art = _cached_artifact(key, options, stats)
+    if art is None:
+      return None
+    return _executable(art, key, options, stats, None, t0)
+
+
+def _executable(art: cc.Artifact, key: str, options: CpuCompileOptions,
+                stats: dict, module, t0: float) -> cpu_executable.CpuExecutable:
   t = time.perf_counter()
   builtins = None
   if art.custom_call_instrs:
