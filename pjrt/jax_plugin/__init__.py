@@ -75,7 +75,27 @@ def register(priority: int | None = None) -> None:
   from pjrt.jax_plugin import lowerings  # pylint: disable=g-import-not-at-top
   lowerings.register(PLATFORM)
   _enable_donation()
+  _follow_compilation_cache_dir()
   _registered = True
+
+
+def _follow_compilation_cache_dir() -> None:
+  """Makes JAX's `jax_compilation_cache_dir` the plugin's persistent cache
+  of compiled programs.
+
+  JAX uses its own persistent cache only for its built-in platforms (a
+  fixed list in jax/_src/compilation_cache.py), so a user who enables it
+  would otherwise recompile every program of every run on ours. The
+  plugin keeps its own cache (program_cache) in that directory instead.
+  JAX's thresholds for what to cache (minimum compile time, entry size)
+  do not apply: every program of one device is kept."""
+  import jax  # pylint: disable=g-import-not-at-top
+  from pjrt._src.plugin import program_cache  # pylint: disable=g-import-not-at-top
+
+  def directory():
+    return getattr(jax.config, "jax_compilation_cache_dir", None)
+
+  program_cache.set_directory_provider(directory)
 
 
 def _enable_donation() -> None:

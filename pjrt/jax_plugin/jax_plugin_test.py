@@ -240,3 +240,42 @@ def test_donation_is_honoured(site):
   assert report == {"platform": "openxla_cpu", "deleted": [True, True],
                     "in_place": True, "values": [-1.0, 0.0, 1.0],
                     "total": 65536.0}
+
+
+_PERSISTENT_CACHE = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import jax, jax.numpy as jnp
+    from pjrt._src.plugin import programs
+    jax.config.update("jax_compilation_cache_dir", sys.argv[1])
+    parsed = []
+    real = programs.load
+    programs.load = lambda *a, **k: parsed.append(1) or real(*a, **k)
+
+    @jax.jit
+    def f(x):
+      return jax.nn.softmax(jnp.tanh(x) @ x.T, axis=-1)
+
+    x = np.linspace(-1, 1, 64, dtype=np.float32).reshape(8, 8)
+    got = np.asarray(f(x))
+    want = np.asarray(jax.jit(f.__wrapped__, backend="cpu")(x))
+    print("REPORT " + json.dumps({
+        "platform": jax.default_backend(), "parsed": len(parsed),
+        "close": bool(np.allclose(got, want, rtol=1e-5, atol=1e-6))}))
+""")
+
+
+@pytest.mark.skipif(backends.cpu_compiler_module() is None,
+                    reason="the cpu backend is not available")
+def test_jax_compilation_cache_dir_is_the_plugins_persistent_cache(
+    site, tmp_path):
+  # JAX uses its own persistent cache only for its built-in platforms; on
+  # ours, setting it makes the plugin keep compiled programs there, and a
+  # second process runs them without parsing (or compiling) them again.
+  runs = [_report(_child(site, "openxla_cpu,cpu", str(tmp_path),
+                         script=_PERSISTENT_CACHE, backend="cpu"))
+          for _ in range(2)]
+  assert runs == [
+      {"platform": "openxla_cpu", "parsed": 1, "close": True},
+      {"platform": "openxla_cpu", "parsed": 0, "close": True}]
+  assert os.listdir(tmp_path / "openxla_cpu")

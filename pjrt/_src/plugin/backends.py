@@ -287,6 +287,44 @@ def _configure(hlo, num_replicas: int, num_partitions: int,
         bool(x) for x in to_output) or (False,)
 
 
+def _cpu_compiler():
+  compiler = cpu_compiler_module()
+  if compiler is None:
+    raise support.UnimplementedError(
+        f"the cpu backend needs {_CPU_COMPILER_MODULE}, which cannot be "
+        "imported")
+  return compiler
+
+
+def _cpu_options(compiler, threads: int, cacheable: bool):
+  """The compile options: `threads` per execution, the caller's included
+  (0: one per core, the compiler's default; the executable's worker pool
+  is shared by every executable of that size, and the compiled code does
+  not depend on it), and the persistent cache's directory for a program
+  of one device (`cacheable`)."""
+  from pjrt._src.plugin import program_cache  # pylint: disable=g-import-not-at-top
+  cache_dir = program_cache.directory() if cacheable else None
+  if not (threads and threads > 0) and not cache_dir:
+    return None
+  return compiler.CpuCompileOptions(
+      threads=int(threads) if threads and threads > 0 else None,
+      cache_dir=cache_dir)
+
+
+def load_cached_cpu(program: programs.Program, compiler_key: str,
+                    threads: int = 0) -> Optional["CpuCompiled"]:
+  """The cpu backend's compiled `program` of one device from the
+  compiler's cache entry `compiler_key` (see program_cache), or None."""
+  compiler = _cpu_compiler()
+  options = _cpu_options(compiler, threads, True)
+  if options is None:
+    return None
+  executable = compiler.load_cached(compiler_key, options)
+  if executable is None:
+    return None
+  return CpuCompiled(program, threads=threads, executable=executable)
+
+
 class CpuCompiled(Compiled):
   """Native code from our XLA CPU compiler."""
 
@@ -294,21 +332,16 @@ class CpuCompiled(Compiled):
 
   def __init__(self, program: programs.Program, num_replicas: int = 1,
                num_partitions: int = 1, propagation: Any = None,
-               threads: int = 0):
-    compiler = cpu_compiler_module()
-    if compiler is None:
-      raise support.UnimplementedError(
-          f"the cpu backend needs {_CPU_COMPILER_MODULE}, which cannot be "
-          "imported")
-    # threads: per execution, the caller's included (0: one per core, the
-    # compiler's default). The executable's worker pool is shared by every
-    # executable of that size; the compiled code does not depend on it.
-    options = (compiler.CpuCompileOptions(threads=int(threads))
-               if threads and threads > 0 else None)
-    with support.heap.gc_paused():
-      hlo = import_hlo(program, verify=False)
-      _configure(hlo, num_replicas, num_partitions, propagation)
-      self._executable = compiler.compile(hlo, options)
+               threads: int = 0, executable: Any = None):
+    if executable is None:
+      compiler = _cpu_compiler()
+      options = _cpu_options(compiler, threads,
+                             num_replicas * num_partitions == 1)
+      with support.heap.gc_paused():
+        hlo = import_hlo(program, verify=False)
+        _configure(hlo, num_replicas, num_partitions, propagation)
+        executable = compiler.compile(hlo, options)
+    self._executable = executable
     if num_partitions == 1 and hasattr(self._executable, "module"):
       # Only a partitioned program's optimized HLO is ever asked for
       # (Executable.optimized_program); kept alive, the module is tens of
@@ -317,6 +350,9 @@ class CpuCompiled(Compiled):
       self._executable.module = None
     self._program = program
     self._config = (num_replicas, num_partitions, propagation)
+    # The compiler's cache key (load_cached finds the executable by it).
+    self.compiler_key = getattr(executable, "compile_stats", {}).get(
+        "cache_key")
     try:
       parameters = inspect.signature(self._executable.execute).parameters
     except (TypeError, ValueError):

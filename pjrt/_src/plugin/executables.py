@@ -52,6 +52,7 @@ from pjrt._src.plugin import events
 from pjrt._src.plugin import handles
 from pjrt._src.plugin import native_execute
 from pjrt._src.plugin import options as options_lib
+from pjrt._src.plugin import program_cache
 from pjrt._src.plugin import programs
 from pjrt._src.plugin import runtime
 
@@ -283,6 +284,19 @@ def compile_executable(code: bytes, fmt: str, options_bytes: bytes, *,
   default)."""
   opts = options_lib.decode_compile_options(options_bytes)
   check_options(opts, num_devices)
+  # The persistent cache (program_cache) holds programs of one device for
+  # the cpu backend; a hit does not parse the program.
+  cache_dir = cache_key = None
+  if (backend == "cpu" and opts.num_replicas == 1 and
+      opts.num_partitions == 1 and fmt not in programs.HLO_FORMATS):
+    cache_dir = program_cache.directory()
+  if cache_dir:
+    cache_key = program_cache.key(code, fmt, opts, backend, fallback)
+    found = program_cache.lookup(cache_dir, cache_key, code, fmt)
+    if found is not None:
+      compiled = backends.load_cached_cpu(found[0], found[1], threads)
+      if compiled is not None:
+        return Executable(found[0], opts, options_bytes, compiled)
   # Parsing allocates many small objects that all stay alive: the cyclic
   # collector's passes over them find nothing (as in the compiler).
   with support.heap.gc_paused():
@@ -297,6 +311,9 @@ def compile_executable(code: bytes, fmt: str, options_bytes: bytes, *,
         overrides=opts.option_overrides, threads=threads)
     if program.shardings and opts.num_partitions > 1:
       _take_per_device_signature(program, compiled)
+  compiler_key = getattr(compiled, "compiler_key", None)
+  if cache_key and compiled.backend == "cpu" and compiler_key:
+    program_cache.store(cache_dir, cache_key, program, compiler_key)
   return Executable(program, opts, options_bytes, compiled)
 
 
