@@ -31,7 +31,11 @@ _NATIVE_INT_KINDS = frozenset("iu")
 # most function results). One without nested braces, aliases (`#`, `!`:
 # their meaning is the module's), comments or dense elements (numpy arrays
 # are not immutable) is kept by its text, as types are (type_parser).
-_ATTR_DICT_RE = re.compile(r'\{(?:[^{}"#!/\n]|"[^"\\\n]*(?:\\.[^"\\\n]*)*")*\}')
+# `#stablehlo.name<` / `#stablehlo<` with the `<` adjacent always starts a
+# StableHLO attribute (never an alias; made of tuples), so those may appear.
+_ATTR_DICT_RE = re.compile(
+    r'\{(?:[^{}"#!/\n]|"[^"\\\n]*(?:\\.[^"\\\n]*)*"|'
+    r'#stablehlo(?:\.[A-Za-z_][A-Za-z0-9_]*)?<)*\}')
 _ATTR_DICT_CACHE: dict = {}
 _ATTR_DICT_CACHE_LIMIT = 1 << 12
 cached_attr_dict = _ATTR_DICT_CACHE.get
