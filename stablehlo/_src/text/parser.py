@@ -14,6 +14,7 @@ from stablehlo._src.text import attr_parser
 from stablehlo._src.text import attr_printer
 from stablehlo._src.text import lexer as lx
 from stablehlo._src.text import op_defaults
+from stablehlo._src.text import type_parser
 
 # Ops whose regions open a new default dialect for un-prefixed op names.
 DEFAULT_DIALECT = op_defaults.DEFAULT_DIALECT
@@ -172,6 +173,9 @@ class Parser(attr_parser.AttrParser):
         num_results = sum(c for _, c, _ in defs)
       tok = lex.peek()
     name_pos = tok.pos
+    # The line and column of the name are counted now, while ops still come
+    # in text order (after the op's regions the count would go back).
+    line, col = self._line_col(name_pos)
     if tok.kind == lx.STRING:
       op = self.parse_generic_operation()
     elif tok.kind == lx.BARE_ID:
@@ -181,7 +185,7 @@ class Parser(attr_parser.AttrParser):
     loc = self.parse_optional_location()
     # As in MLIR, an op without an explicit loc(...) is located where its
     # name appears in the source, so verifier errors can point at it.
-    op.location = loc if loc is not None else self._source_location(name_pos)
+    op.location = loc if loc is not None else self._file_location(line, col)
     results = op.results
     if defs is not None and num_results != len(results):
       raise self.error(f"operation defines {len(results)} results but was "
@@ -392,13 +396,26 @@ class Parser(attr_parser.AttrParser):
     return block
 
   def _parse_block_ops(self, block: core.Block) -> None:
+    lex = self.lex
+    ops = block.operations
     while True:
-      tok = self.peek()
+      tok = lex._peeked  # pylint: disable=protected-access
+      if tok is None:
+        tok = lex.peek()
       if tok.kind == lx.CARET_ID or (tok.kind == lx.PUNCT and tok.text == "}"):
         return
       if tok.kind == lx.EOF:
         raise self.error("expected '}' to end region", tok.pos)
-      block.append(self.parse_operation())
+      # parse_operation and Block.append, inlined: this runs once per op.
+      self._depth += 1
+      if self._depth > type_parser.MAX_NESTING:
+        raise self.error("nesting is too deep")
+      try:
+        op = self._parse_operation()
+      finally:
+        self._depth -= 1
+      op.parent = block
+      ops.append(op)
 
   # --- top level -------------------------------------------------------------------
 
@@ -496,6 +513,9 @@ class Parser(attr_parser.AttrParser):
     self.expect_punct("#-}", "to end resource block")
 
   def _source_location(self, pos: int) -> a.Location:
+    return self._file_location(*self._line_col(pos))
+
+  def _line_col(self, pos: int) -> tuple[int, int]:
     # Ops come in text order: count the newlines since the previous op's
     # name rather than searching a table of line starts.
     last_pos, line, line_start = self._loc_cursor
@@ -506,10 +526,10 @@ class Parser(attr_parser.AttrParser):
         line += newlines
         line_start = text.rfind("\n", last_pos, pos) + 1
       self._loc_cursor = (pos, line, line_start)
-      col = pos - line_start + 1
-      line += self.source.line_offset
-    else:
-      line, col = self.source.line_col(pos)
+      return line + self.source.line_offset, pos - line_start + 1
+    return self.source.line_col(pos)
+
+  def _file_location(self, line: int, col: int) -> a.Location:
     quoted = self._quoted_filename
     if quoted is None:
       quoted = self._quoted_filename = self.source.filename.replace(
