@@ -68,7 +68,16 @@ def directory() -> Optional[str]:
       base = None
   if not base:
     return None
-  return os.path.join(os.path.expanduser(str(base)), _SUBDIRECTORY)
+  base = str(base)
+  if "://" in base:
+    # A remote store (JAX's cache takes gs:// paths): only local
+    # directories are supported here.
+    support.log.log_first_n(
+        support.log.WARNING,
+        "openxla_cpu program cache: %s is not a local directory; not "
+        "caching", 1, base)
+    return None
+  return os.path.join(os.path.expanduser(base), _SUBDIRECTORY)
 
 
 def _source_digest() -> str:

@@ -95,6 +95,9 @@ def test_no_directory_no_cache():
   assert program_cache.directory() is None
   with support.flags.override(openxla_cpu_compilation_cache_dir="/x"):
     assert program_cache.directory() == os.path.join("/x", "openxla_cpu")
+  # A remote store (JAX's cache accepts gs:// paths) is not used.
+  with support.flags.override(openxla_cpu_compilation_cache_dir="gs://b/c"):
+    assert program_cache.directory() is None
 
 
 def test_a_damaged_entry_is_ignored(tmp_path):
