@@ -183,7 +183,17 @@ class Shape:
       return dataclasses.replace(self, tuple_shapes=shapes)
     if self.layout is None:
       return self
-    return dataclasses.replace(self, layout=None)
+    # Asked for again and again of the same shape (CSE keys, shape
+    # comparisons in passes): made once, without validating again what
+    # this shape's construction validated.
+    found = self.__dict__.get("_without_layout")
+    if found is None:
+      found = object.__new__(Shape)
+      fields = found.__dict__
+      fields.update(self.__dict__)
+      fields["layout"] = None
+      object.__setattr__(self, "_without_layout", found)
+    return found
 
   def with_element_type(self, element_type: PrimitiveType) -> "Shape":
     return dataclasses.replace(self, element_type=element_type)
