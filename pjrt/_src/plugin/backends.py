@@ -296,19 +296,24 @@ def _cpu_compiler():
   return compiler
 
 
-def _cpu_options(compiler, threads: int, cacheable: bool):
+def _cpu_options(compiler, threads: int, program: programs.Program = None,
+                 config: Any = (1, 1, None)):
   """The compile options: `threads` per execution, the caller's included
   (0: one per core, the compiler's default; the executable's worker pool
   is shared by every executable of that size, and the compiled code does
-  not depend on it), and the persistent cache's directory for a program
-  of one device (`cacheable`)."""
+  not depend on it), the persistent cache's directory for a program of
+  one device, and the key of `program` compiled with `config`
+  (num_replicas, num_partitions, propagation) for the compiler's cache."""
   from pjrt._src.plugin import program_cache  # pylint: disable=g-import-not-at-top
-  cache_dir = program_cache.directory() if cacheable else None
-  if not (threads and threads > 0) and not cache_dir:
-    return None
+  cache_dir = (program_cache.directory() if config[0] * config[1] == 1
+               else None)
+  input_key = None
+  if program is not None:
+    input_key = program_cache.compile_key(program.code, program.format,
+                                          config, bool(cache_dir))
   return compiler.CpuCompileOptions(
       threads=int(threads) if threads and threads > 0 else None,
-      cache_dir=cache_dir)
+      cache_dir=cache_dir, input_key=input_key)
 
 
 def load_cached_cpu(program: programs.Program, compiler_key: str,
@@ -316,8 +321,8 @@ def load_cached_cpu(program: programs.Program, compiler_key: str,
   """The cpu backend's compiled `program` of one device from the
   compiler's cache entry `compiler_key` (see program_cache), or None."""
   compiler = _cpu_compiler()
-  options = _cpu_options(compiler, threads, True)
-  if options is None:
+  options = _cpu_options(compiler, threads)
+  if options.cache_dir is None:
     return None
   executable = compiler.load_cached(compiler_key, options)
   if executable is None:
@@ -335,8 +340,8 @@ class CpuCompiled(Compiled):
                threads: int = 0, executable: Any = None):
     if executable is None:
       compiler = _cpu_compiler()
-      options = _cpu_options(compiler, threads,
-                             num_replicas * num_partitions == 1)
+      options = _cpu_options(compiler, threads, program,
+                             (num_replicas, num_partitions, propagation))
       with support.heap.gc_paused():
         hlo = import_hlo(program, verify=False)
         _configure(hlo, num_replicas, num_partitions, propagation)

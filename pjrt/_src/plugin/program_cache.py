@@ -101,21 +101,44 @@ def _source_digest() -> str:
     return _sources
 
 
+def _non_default_flags() -> str:
+  return repr(sorted((f.name, repr(f.value))
+                     for f in support.flags.all_flags()
+                     if f.value != f.default and f.name != CACHE_DIR.name))
+
+
+def _digest(parts) -> str:
+  digest = hashlib.sha256()
+  for part in parts:
+    digest.update(len(part).to_bytes(8, "little"))
+    digest.update(part)
+  return digest.hexdigest()
+
+
 def key(code: bytes, fmt: str, options: object, backend: str,
         fallback: bool) -> str:
   """The cache key of compiling `code` with the decoded compile options
   `options`. Not their bytes: JAX's serialized options hold maps whose
   entries come in a different order in every process."""
-  flags = sorted((f.name, repr(f.value)) for f in support.flags.all_flags()
-                 if f.value != f.default and f.name != CACHE_DIR.name)
-  digest = hashlib.sha256()
-  for part in (b"openxla_cpu program cache", str(_FORMAT).encode(),
-               _source_digest().encode(), fmt.encode(), repr(options).encode(),
-               backend.encode(), str(bool(fallback)).encode(),
-               repr(flags).encode(), bytes(code)):
-    digest.update(len(part).to_bytes(8, "little"))
-    digest.update(part)
-  return digest.hexdigest()
+  return _digest([b"openxla_cpu program cache", str(_FORMAT).encode(),
+                  _source_digest().encode(), fmt.encode(),
+                  repr(options).encode(), backend.encode(),
+                  str(bool(fallback)).encode(),
+                  _non_default_flags().encode(), bytes(code)])
+
+
+def compile_key(code: bytes, fmt: str, config: object,
+                with_sources: bool) -> str:
+  """A digest of what the HLO module the cpu backend compiles for `code`
+  is built from (the program, the partitioning `config`, the flags), which
+  the compiler uses in place of the module's text in its cache key
+  (CpuCompileOptions.input_key). `with_sources`: also the sources that
+  build it, for keys that outlive the process (a disk cache)."""
+  parts = [b"openxla_cpu compile key", fmt.encode(), repr(config).encode(),
+           _non_default_flags().encode(), bytes(code)]
+  if with_sources:
+    parts.append(_source_digest().encode())
+  return _digest(parts)
 
 
 def _path(cache_dir: str, program_key: str) -> str:

@@ -120,3 +120,18 @@ def test_an_entry_restores_the_signature(tmp_path):
   assert found.module is None
   # The module is parsed again when asked for.
   assert found.stablehlo().op.name == program.stablehlo().op.name
+
+
+def test_the_compile_key_follows_the_program_and_its_configuration():
+  base = program_cache.compile_key(b"code", "mlir", (1, 1, None), False)
+  assert base == program_cache.compile_key(b"code", "mlir", (1, 1, None),
+                                           False)
+  assert base != program_cache.compile_key(b"code2", "mlir", (1, 1, None),
+                                           False)
+  assert base != program_cache.compile_key(b"code", "mlir", (1, 2, None),
+                                           False)
+  assert base != program_cache.compile_key(b"code", "mlir", (1, 1, None),
+                                           True)
+  with support.flags.override(xla_cpu_inline_math=True):
+    assert base != program_cache.compile_key(b"code", "mlir", (1, 1, None),
+                                             False)

@@ -89,7 +89,12 @@ class CpuCompileOptions:
   cache (None: memory only); disable_passes: HLO pass names to skip (pass
   names, or the short names hlo_opt uses; see `cpu_pipeline`); dump_to:
   directory that receives the optimised HLO, buffer assignment, LLVM IR
-  and thunk plan."""
+  and thunk plan; input_key: a digest, made by the caller, of everything
+  the module was built from (its source program, configuration, flags
+  and, with a cache_dir, the sources of the code that built it), which
+  then stands for the module's text in the cache key: printing the module
+  for the key cost 17-42 ms per compile of programs of a few thousand
+  ops."""
   threads: Optional[int] = None
   # LLVM's O2 pipeline (loop and SLP vectorization on, see jit.py). O3
   # spent up to 10x the time on some kernels (it grew a rolled threefry
@@ -101,6 +106,7 @@ class CpuCompileOptions:
   cache_dir: Optional[str] = None
   disable_passes: Sequence[str] = ()
   dump_to: Optional[str] = None
+  input_key: Optional[str] = None
 
   def resolved_threads(self) -> int:
     return self.threads if self.threads else thunk.default_threads()
@@ -553,8 +559,9 @@ def _compile(hlo_module, options: Optional[CpuCompileOptions]
   options = options or CpuCompileOptions()
   t0 = time.perf_counter()
   stats: dict = {}
-  key = cc.fingerprint(cache_key_text(hlo_module), options.cache_key(),
-                       _host())
+  key = cc.fingerprint(
+      ("input " + options.input_key) if options.input_key
+      else cache_key_text(hlo_module), options.cache_key(), _host())
   art = _cached_artifact(key, options, stats)
   module = None
   if art is None:

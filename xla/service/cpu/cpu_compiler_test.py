@@ -743,6 +743,27 @@ def test_cache_key_sees_every_element_of_large_constants():
   np.testing.assert_array_equal(got[1], x + np.float32(changed))
 
 
+def test_an_input_key_stands_for_the_module_in_the_cache_key(monkeypatch):
+  # A caller that fingerprints what it built the module from (the plugin:
+  # the program's bytes) spares the compiler printing the module for the
+  # key; equal input keys then share an entry, different ones do not.
+  printed = []
+  real = cpu_compiler.cache_key_text
+  monkeypatch.setattr(cpu_compiler, "cache_key_text",
+                      lambda m: printed.append(1) or real(m))
+  values = [float(i) for i in range(64)]
+  compile_with = lambda key: cpu_compiler.compile(
+      ct.parse(_constant_module(values)),
+      cpu_compiler.CpuCompileOptions(input_key=key))
+  first = compile_with("input-a")
+  assert not printed
+  assert compile_with("input-a").compile_stats["cache"] == "memory"
+  assert compile_with("input-b").compile_stats["cache"] == "miss"
+  assert first.compile_stats["cache_key"] != compile_with(
+      None).compile_stats["cache_key"]
+  assert printed == [1]
+
+
 def test_conditional_operand_with_one_value_twice():
   # A branch's tuple argument holding the same value at two leaves (JAX's
   # spence in f64 passes one): buffer assignment needs a buffer per leaf of
