@@ -103,7 +103,8 @@ def warm_up(options: dict, inductor: bool) -> None:
 
 
 def bench_model(name: str, mode: str, steps: int, inductor: bool,
-                options: dict, repeats: int = 1) -> dict:
+                options: dict, repeats: int = 1, dump: str | None = None
+                ) -> dict:
   case = models.CASES[name]
   torch.manual_seed(0)
   base = case.make()
@@ -149,6 +150,15 @@ def bench_model(name: str, mode: str, steps: int, inductor: bool,
   row["clusters"] = sum(c.compiled for r in check.reports for c in r.clusters)
   row["eager_nodes"] = sum(len(r.eager) for r in check.reports)
   row["graphs"] = len(check.reports)
+  if dump:
+    os.makedirs(dump, exist_ok=True)
+    for report in check.reports:
+      for cluster in report.clusters:
+        if cluster.program:
+          path = os.path.join(
+              dump, f"{name}_{mode}_{report.kind}_{cluster.name}.mlir")
+          with open(path, "w") as f:
+            f.write(cluster.program)
   return row
 
 
@@ -221,6 +231,11 @@ def main(argv=None) -> int:
                       "(default 4)")
   parser.add_argument("--threads", type=int, default=0,
                       help="torch intra-op threads (default: torch's own)")
+  parser.add_argument("--dump-programs", metavar="DIR", default=None,
+                      help="write each cluster's StableHLO program to "
+                      "DIR/<model>_<mode>_<graph>_<cluster>.mlir (for the "
+                      "compiler's tools: python -m xla.tools.run_hlo_module "
+                      "--threads 1 --iterations 20 FILE)")
   parser.add_argument("--plugin-threads", type=int, default=None,
                       help="threads per execution of a compiled cluster "
                       "(the bridge's intra_op_parallelism_threads; default: "
@@ -252,7 +267,7 @@ def main(argv=None) -> int:
           print(f"{name}: skipped ({needs} is not installed)")
           continue
       rows.append(bench_model(name, mode, args.steps, not args.no_inductor,
-                              options, args.repeat))
+                              options, args.repeat, args.dump_programs))
     plugin_threads = torch_bridge.Options.make(options).threads
     load = (" load %.2f %.2f %.2f," % os.getloadavg()
             if hasattr(os, "getloadavg") else "")

@@ -18,11 +18,15 @@ def test_help_exits_cleanly(capsys):
   assert "inductor" in capsys.readouterr().out
 
 
-def test_small_run_prints_a_matching_row():
+def test_small_run_prints_a_matching_row(tmp_path):
   out = io.StringIO()
   with contextlib.redirect_stdout(out):
     assert bench.main(["--models", "mlp", "--mode", "inference", "--steps",
-                       "2", "--repeat", "2", "--no-inductor"]) == 0
+                       "2", "--repeat", "2", "--no-inductor",
+                       "--dump-programs", str(tmp_path)]) == 0
+  (program,) = tmp_path.iterdir()
+  assert program.name == "mlp_inference_inference_fused_0.mlir"
+  assert "func.func" in program.read_text()
   lines = out.getvalue().splitlines()
   (row,) = [l for l in lines if l.startswith("mlp ")]
   fields = row.split()
