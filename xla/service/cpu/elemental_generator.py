@@ -392,6 +392,11 @@ class ElementGenerator:
       if size:
         pieces.append((o, offset, size))
       offset += size
+    if not pieces:
+      # Every piece is empty, so the result has no elements and this value
+      # is never read (a loop over the result does not run).
+      return ir.Constant(eie.compute_type(instr.shape.element_type),
+                         ir.Undefined)
     at = multi[dim]
     if isinstance(at, ir.Constant):
       # A known position (an element taken by a slice, or a scalar chain

@@ -35,3 +35,23 @@ def test_zero_size_transpose_and_add():
   _, outs = cpu_testing.run_and_compare(
       _TRANSPOSE_ADD, [np.ones((0, 5), np.float32)])
   assert np.asarray(outs[0]).shape == (5, 0)
+
+
+# jnp.concatenate of the two empty halves of threefry's output (JAX's
+# random_test, testThreefry2x32Empty): every piece of the concatenation is
+# empty, so its elemental value has no piece to read.
+_CONCATENATE_EMPTY = """
+HloModule m
+ENTRY e {
+  a = u32[0]{0} parameter(0)
+  b = u32[0]{0} parameter(1)
+  c = u32[0]{0} concatenate(a, b), dimensions={0}
+  ROOT r = u32[0]{0} add(c, c)
+}
+"""
+
+
+def test_concatenate_of_empty_pieces():
+  empty = np.zeros((0,), np.uint32)
+  _, outs = cpu_testing.run_and_compare(_CONCATENATE_EMPTY, [empty, empty])
+  assert np.asarray(outs[0]).shape == (0,)
