@@ -550,6 +550,7 @@ def partition_module(module: ir.Module, exported: Sequence[str],
   in every layer of a model is emitted once per layer; LLVM's time is the
   largest part of a compile)."""
   header = _module_header(module)
+  # llvmlite prints a module's metadata only as part of the whole module.
   metadata = module._get_metadata_lines()  # pylint: disable=protected-access
   exported = set(exported)
   texts: dict[str, str] = {}
@@ -955,6 +956,7 @@ class StreamingCompile:
         body.append(self._external_text(name))
       else:
         body.append(self._internal_text(name))
+    # llvmlite prints a module's metadata only as part of the whole module.
     metadata = module._get_metadata_lines()  # pylint: disable=protected-access
     return "\n".join(header + declarations + extern + body + metadata)
 
