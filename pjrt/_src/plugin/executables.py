@@ -415,7 +415,7 @@ class LoadedExecutable:
     if self.native is not None:
       self.native.arm(False)
 
-  def _arm_native(self) -> None:
+  def arm_native(self) -> None:
     """Lets the native Execute run the next calls if they may run inline
     (the latest run was short), on a live client."""
     self.native.arm(self.executable.runs_inline() and not self.deleted and
@@ -501,7 +501,7 @@ class LoadedExecutable:
       done = self._run_inline(devices[0], argument_lists[0], launch_id)
       if done is not None:
         if self.native is not None:
-          self._arm_native()
+          self.arm_native()
         return done
     donatable = executable.donatable
     if non_donatable:
@@ -574,7 +574,7 @@ class LoadedExecutable:
       # Outside the launch lock: other launches need not wait for it.
       inline()
     if self.native is not None:
-      self._arm_native()
+      self.arm_native()
     return outputs, completions
 
 
@@ -722,7 +722,7 @@ class _Job:
                                         process=process)
       executable.last_run_s = time.perf_counter() - start
       if self._loaded.native is not None:
-        self._loaded._arm_native()  # pylint: disable=protected-access
+        self._loaded.arm_native()
       results = _check_results(executable, results)
     except BaseException as e:  # pylint: disable=broad-except
       self.abandon(e)

@@ -1254,9 +1254,8 @@ def _adopt(address: int) -> Optional[tuple[str, Any]]:
   # Native code counted its bytes in the device's statistics (until its
   # memory moved to a result).
   buffer = runtime.Buffer.ready_of(client, memory, spec, array, counted=True)
-  buffer._accounted = spec.nbytes if data else 0  # pylint: disable=protected-access
+  buffer.adopt_native(spec.nbytes if data else 0, external_refs)
   buffer.handle = address
-  buffer._external_refs = external_refs  # pylint: disable=protected-access
   if record[w["state"]] != native_slots.BUFFER_READY:
     # Donated to a native execution (its memory may live on as a result).
     buffer.handle = 0

@@ -468,10 +468,13 @@ class Buffer:
     # The device layout reported to callers; the data itself is logical.
     self.minor_to_major = tuple(range(len(self.shape) - 1, -1, -1))
     self.nbytes = math.prod(self.shape) * self.dtype.itemsize
-    self._init_state(future, array)
+    self.init_state(future, array)
 
-  def _init_state(self, future: events.Future,
-                  array: np.ndarray | None, counted: bool = False) -> None:
+  def init_state(self, future: events.Future,
+                 array: np.ndarray | None, counted: bool = False) -> None:
+    """Sets the state of a new buffer (also for the constructors that
+    skip __init__ with a precomputed type). `counted`: its bytes are in
+    the device's statistics already."""
     self.future = future
     self._array = array
     self._deleted_flag = False
@@ -524,7 +527,7 @@ class Buffer:
     buffer.shape = spec.shape
     buffer.minor_to_major = spec.minor_to_major
     buffer.nbytes = spec.nbytes
-    buffer._init_state(events.Future(), None)  # pylint: disable=protected-access
+    buffer.init_state(events.Future(), None)
     return buffer
 
   @classmethod
@@ -543,8 +546,15 @@ class Buffer:
     buffer.shape = spec.shape
     buffer.minor_to_major = spec.minor_to_major
     buffer.nbytes = spec.nbytes
-    buffer._init_state(events.DONE, array, counted)  # pylint: disable=protected-access
+    buffer.init_state(events.DONE, array, counted)
     return buffer
+
+  def adopt_native(self, accounted: int, external_refs: int) -> None:
+    """Takes over the bookkeeping of a buffer that native code made: the
+    bytes it counted in the device's statistics, and the references C
+    callers hold."""
+    self._accounted = accounted
+    self._external_refs = external_refs
 
   def fulfill(self, array: np.ndarray) -> None:
     """Sets the data of a pending buffer and completes its future (a buffer
