@@ -39,6 +39,8 @@ _ATTR_DICT_RE = re.compile(
 _ATTR_DICT_CACHE: dict = {}
 _ATTR_DICT_CACHE_LIMIT = 1 << 12
 cached_attr_dict = _ATTR_DICT_CACHE.get
+# What the lexer skips before a token (a match that always succeeds).
+_SKIP_MATCH = re.compile(r"(?:[ \t\r\n]+|//[^\n]*)*").match
 _FILE_LOC_RE = re.compile(r'^"((?:[^"\\]|\\.)*)":([0-9]+):([0-9]+)')
 
 
@@ -471,6 +473,13 @@ class AttrParser(type_parser.TypeParser):
   # --- locations ---------------------------------------------------------------
 
   def parse_optional_location(self) -> a.Location | None:
+    lex = self.lex
+    if lex._peeked is None:  # pylint: disable=protected-access
+      # Most ops have no loc(...): tell by a match, leaving the next token
+      # to be read by whoever needs it.
+      text = self.text
+      if not text.startswith("loc", _SKIP_MATCH(text, lex.pos).end()):
+        return None
     if not self.at_keyword("loc"):
       return None
     tok = self.next()

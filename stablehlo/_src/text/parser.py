@@ -28,6 +28,16 @@ ISOLATED_OPS = frozenset(("builtin.module", "func.func", "vhlo.func_v1",
 
 # `%name =` with one result: the name (no `#N`, no `:count`, no list).
 _ONE_RESULT_RE = re.compile(r"%([A-Za-z0-9_$.\-]+)[ \t\r\n]*=(?!=)")
+# The start of an op in custom form, from where the lexer stands: the
+# whitespace and comments the lexer would skip, `%name =` as above (or
+# nothing), then the op name as the lexer reads an identifier.
+# (Skipping is a match of its own: it always succeeds, where a failing
+# pattern after a repeated `[ \t\r\n]+` would backtrack exponentially.)
+SKIP_RE = re.compile(r"(?:[ \t\r\n]+|//[^\n]*)*")
+_SKIP_MATCH = SKIP_RE.match
+_OP_HEAD_RE = re.compile(
+    r"(?:%([A-Za-z0-9_$.\-]+)[ \t\r\n]*=(?!=)[ \t]*)?"
+    r"([A-Za-z_][A-Za-z0-9_$.]*)")
 
 
 class _Scope:
@@ -157,6 +167,25 @@ class Parser(attr_parser.AttrParser):
     lex = self.lex
     tok = lex._peeked  # pylint: disable=protected-access
     if tok is None:
+      # `%name = dialect.op` or `dialect.op` (most ops) in one match, in
+      # place of a token for the name, a match for `%name =` and a token
+      # for the op name.
+      text = self.text
+      m = _OP_HEAD_RE.match(text, _SKIP_MATCH(text, lex.pos).end())
+      if m is not None:
+        defs = num_results = None
+        start = m.start(2)
+        if m.group(1) is not None:
+          start = m.start(1) - 1
+          defs = ((m.group(1), 1, start),)
+          num_results = 1
+        name_pos = m.start(2)
+        lex.pos = m.end()
+        tok = lx.Token(lx.BARE_ID, m.group(2), name_pos)
+        line, col = self._line_col(name_pos)
+        op = self._parse_custom_operation(num_results, tok)
+        return self._finish_operation(op, defs, num_results, start, line,
+                                      col)
       tok = lex.peek()
     defs = None  # [(name, count, pos)]
     num_results = None
@@ -179,9 +208,13 @@ class Parser(attr_parser.AttrParser):
     if tok.kind == lx.STRING:
       op = self.parse_generic_operation()
     elif tok.kind == lx.BARE_ID:
-      op = self._parse_custom_operation(num_results)
+      op = self._parse_custom_operation(num_results, self.next())
     else:
       raise self.error("expected operation name in quotes", tok.pos)
+    return self._finish_operation(op, defs, num_results, start, line, col)
+
+  def _finish_operation(self, op, defs, num_results, start, line, col):
+    """After the op itself: its location, result names, forward uses."""
     loc = self.parse_optional_location()
     # As in MLIR, an op without an explicit loc(...) is located where its
     # name appears in the source, so verifier errors can point at it.
@@ -223,9 +256,9 @@ class Parser(attr_parser.AttrParser):
     self.expect_punct("=", "after SSA names")
     return defs
 
-  def _parse_custom_operation(self, num_results) -> core.Operation:
+  def _parse_custom_operation(self, num_results, tok) -> core.Operation:
+    """The op whose name token `tok` was just read."""
     forms = _pretty_forms()
-    tok = self.next()
     name = tok.text
     form = forms.get(name)
     if form is None and "." not in name:
