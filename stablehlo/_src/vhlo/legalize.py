@@ -128,6 +128,16 @@ def _symbol(attr, op, name) -> tree.Attr:
   raise _fail(op, f"{name} must be a flat symbol reference")
 
 
+_SDY_PREFIX = sdy_conversion.DIALECT + "."
+
+# Every op name _special below has a rule for; the others skip it.
+_OPS_WITH_SPECIAL_ATTRS = frozenset((
+    "stablehlo.convolution", "stablehlo.dynamic_conv",
+    "stablehlo.custom_call", "stablehlo.dot_general", "stablehlo.gather",
+    "stablehlo.dynamic_gather", "stablehlo.send", "stablehlo.recv",
+    "stablehlo.scatter", "func.call") + _COLLECTIVES)
+
+
 def _special(op: core.Operation, name: str, attr, named: dict) -> bool:
   """Op-specific attribute rules; True when `attr` was handled."""
   kind = op.name
@@ -507,7 +517,8 @@ class _Legalizer:
     return out
 
   def op(self, op: core.Operation, out: list) -> None:
-    if op.dialect == sdy_conversion.DIALECT:
+    op_name = op.name
+    if op_name.startswith(_SDY_PREFIX) or op_name == sdy_conversion.DIALECT:
       self.sdy_op(op, out)
       return
     base = ops.vhlo_base(op.name)
@@ -520,11 +531,12 @@ class _Legalizer:
     definition = ops.latest(base)
     attrs = dict(op.attributes)
     attrs.update(op.properties)
+    special = op.name in _OPS_WITH_SPECIAL_ATTRS
     try:
       named = _defaults(op, attrs)
       for name in sorted(attrs):
         attr = attrs[name]
-        if _special(op, name, attr, named):
+        if special and _special(op, name, attr, named):
           continue
         named[name] = ac.to_vhlo_shared(attr)
     except tc.ConversionError as e:

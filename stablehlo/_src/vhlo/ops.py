@@ -275,6 +275,8 @@ OPS: dict = _parse_table(_TABLE)
 VERSIONS: dict = {}
 for _op in sorted(OPS.values(), key=lambda o: o.number):
   VERSIONS.setdefault(_op.base, []).append(_op)
+# `vhlo.<name>` -> its definition (what lookup finds first).
+_BY_FULL_NAME = {"vhlo." + name: d for name, d in OPS.items()}
 
 # VHLO base names whose StableHLO counterpart lives in another dialect.
 _UPSTREAM_NAMES = {"func": "func.func", "call": "func.call"}
@@ -282,6 +284,9 @@ _UPSTREAM_NAMES = {"func": "func.func", "call": "func.call"}
 
 def lookup(name: str) -> OpDef | None:
   """The definition of `vhlo.<name>` (the prefix is optional)."""
+  found = _BY_FULL_NAME.get(name)
+  if found is not None:
+    return found
   if name.startswith("vhlo."):
     return OPS.get(name[5:])
   return OPS.get(name)
