@@ -50,11 +50,6 @@ def _register_platform() -> None:
   if "openxla_cpu" in os.environ.get(_ENV_PLATFORM, "").split(","):
     from pjrt import jax_plugin  # pylint: disable=g-import-not-at-top
     jax_plugin.register()
-  dut = os.environ.get(_ENV_DUT, "")
-  if dut:
-    import jax  # pylint: disable=g-import-not-at-top
-    from jax._src import test_util  # pylint: disable=g-import-not-at-top,unused-import
-    jax.config.update("jax_test_dut", dut)
   devices = os.environ.get(_ENV_DEVICES, "")
   if devices and os.environ.get(_ENV_PLATFORM, "") == "cpu":
     import jax  # pylint: disable=g-import-not-at-top
@@ -63,6 +58,21 @@ def _register_platform() -> None:
 
 
 _register_platform()
+
+
+def pytest_load_initial_conftests(early_config, parser, args):
+  """Sets jtu's jax_test_dut flag, which imports jax's test_util.
+
+  Done here, inside pytest's global output capture, like a conftest would:
+  test_util's capture_stdout binds the sys.stdout of its import, and it has
+  to be pytest's capturing one for the tests' prints to reach it.
+  """
+  del early_config, parser, args
+  dut = os.environ.get(_ENV_DUT, "")
+  if dut:
+    import jax  # pylint: disable=g-import-not-at-top
+    from jax._src import test_util  # pylint: disable=g-import-not-at-top,unused-import
+    jax.config.update("jax_test_dut", dut)
 
 
 class _State:

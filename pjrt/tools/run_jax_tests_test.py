@@ -172,3 +172,26 @@ def test_our_platform_next_to_jaxs_cpu(tmp_path):
                       timeout=0, work_dir=str(tmp_path / "work"))
   result = rjt.run_file(cfg, "platforms_test.py")
   assert result.counts()["passed"] == 1, result.messages
+
+
+def test_capture_stdout_sees_prints_under_test_dut(tmp_path):
+  # The plugin sets jtu's jax_test_dut flag, which imports jax's test_util.
+  # Its capture_stdout binds the sys.stdout of that moment; it must be
+  # pytest's capturing one (as under JAX's own conftest), else a test's
+  # print lands in pytest's capture and capture_stdout() reads "".
+  pytest.importorskip("jax")
+  tests = tmp_path / "tests"
+  tests.mkdir()
+  (tests / "capture_test.py").write_text(textwrap.dedent("""\
+      from jax._src import test_util as jtu
+
+      def test_capture_stdout():
+        assert jtu.device_under_test() == "tpu"  # the flag is set
+        with jtu.capture_stdout() as output:
+          print("hello from the test")
+        assert "hello from the test" in output()
+  """))
+  cfg = rjt.RunConfig(jax_tests=str(tests), platform="cpu", test_dut="tpu",
+                      timeout=0, work_dir=str(tmp_path / "work"))
+  result = rjt.run_file(cfg, "capture_test.py")
+  assert result.counts()["passed"] == 1, result.messages
