@@ -29,6 +29,9 @@ from pjrt._src.abi_args import ARGS
 from pjrt._src.abi_args import args_type
 from pjrt._src.abi_extensions import extension_function_type
 from pjrt._src.abi_extensions import find_extension
+from pjrt._src.abi_extensions import LAYOUTS_EXTENSION_VERSION
+from pjrt._src.abi_extensions import LAYOUTS_FUNCTIONS
+from pjrt._src.abi_extensions import PJRT_Layouts_Extension
 from pjrt._src.abi_extensions import PJRT_Shardings_Extension
 from pjrt._src.abi_extensions import SHARDINGS_EXTENSION_VERSION
 from pjrt._src.abi_extensions import SHARDINGS_FUNCTIONS

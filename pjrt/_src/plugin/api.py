@@ -9,14 +9,17 @@ Package layout:
   slots_transfer.py async host-to-device transfers, CopyToDeviceStream_*
   slots_executable.py  compile / load / execute, Executable_*,
                     LoadedExecutable_*, serialization
+  slots_layouts.py  the Layouts extension
   cabi.py           reading and writing C data in callbacks
   handles.py, errors.py, events.py   handles, PJRT_Error, PJRT_Event
   runtime.py, programs.py, backends.py, executables.py, serialization.py,
   options.py, topology.py   the Python model behind the slots
 
-The table's `extension_start` chain holds one extension, Shardings (the
+The table's `extension_start` chain holds two extensions: Shardings (the
 parameter and output shardings of an executable of several partitions,
-slots_executable.py); its functions go through the same dispatcher.
+slots_executable.py) and Layouts (memory layouts of buffers, shapes and
+executables, slots_layouts.py); their functions go through the same
+dispatcher.
 
 Every slot of API 0.112 is a non-NULL function. A slot's implementation is
 registered with `@implements("Client_Create")`; a slot without one returns an
@@ -248,18 +251,36 @@ def _make_thunk(name: str, extension: Any = None) -> Any:
   return function_type(thunk)
 
 
-def _shardings_extension() -> Any:
-  """The plugin's PJRT_Shardings_Extension (the only one in its chain):
-  parameter and output shardings of executables of several partitions."""
-  ext = abi.PJRT_Shardings_Extension()
-  ext.base.struct_size = abi.PJRT_Shardings_Extension.STRUCT_SIZE
-  ext.base.type = int(abi.ExtensionType.SHARDINGS)
+def _extension(struct_type: Any, kind: Any, functions: Any) -> Any:
+  """A PJRT extension struct of `kind` whose `functions` are registered
+  native entry points (filled in by `_fill_extension`)."""
+  ext = struct_type()
+  ext.base.struct_size = struct_type.STRUCT_SIZE
+  ext.base.type = int(kind)
   ext.base.next = None
-  for name in abi.SHARDINGS_FUNCTIONS:
+  for name in functions:
     native.register("extension:" + name,
                     _make_thunk(name, slot_registry.EXTENSION_IMPLEMENTATIONS[
                         name]), "p>p", native.Refusal(result="error"))
   return ext
+
+
+def _fill_extension(ext: Any, functions: Any) -> None:
+  for name in functions:
+    setattr(ext, name, native.address("extension:" + name))
+
+
+def _shardings_extension() -> Any:
+  """The plugin's PJRT_Shardings_Extension: parameter and output shardings
+  of executables of several partitions."""
+  return _extension(abi.PJRT_Shardings_Extension,
+                    abi.ExtensionType.SHARDINGS, abi.SHARDINGS_FUNCTIONS)
+
+
+def _layouts_extension() -> Any:
+  """The plugin's PJRT_Layouts_Extension (slots_layouts.py)."""
+  return _extension(abi.PJRT_Layouts_Extension, abi.ExtensionType.LAYOUTS,
+                    abi.LAYOUTS_FUNCTIONS)
 
 
 _lock = threading.Lock()
@@ -273,6 +294,7 @@ def _load_slots() -> None:
   from pjrt._src.plugin import slots_client
   from pjrt._src.plugin import slots_core
   from pjrt._src.plugin import slots_executable
+  from pjrt._src.plugin import slots_layouts
   from pjrt._src.plugin import slots_transfer
   # pylint: enable=g-import-not-at-top,unused-import
 
@@ -286,6 +308,7 @@ def get_api() -> Any:
       api = abi.PJRT_Api()
       api.struct_size = abi.PJRT_Api.STRUCT_SIZE
       shardings = handles.immortal(_shardings_extension())
+      layouts = handles.immortal(_layouts_extension())
       version = api.pjrt_api_version
       version.struct_size = abi.PJRT_Api_Version.STRUCT_SIZE
       version.extension_start = None
@@ -300,8 +323,10 @@ def get_api() -> Any:
       entries.update(_fast_paths(entries))
       for name in abi.SLOTS:
         setattr(api, "PJRT_" + name, entries[name])
-      for name in abi.SHARDINGS_FUNCTIONS:
-        setattr(shardings, name, native.address("extension:" + name))
+      _fill_extension(shardings, abi.SHARDINGS_FUNCTIONS)
+      _fill_extension(layouts, abi.LAYOUTS_FUNCTIONS)
+      # The chain: Shardings, then Layouts.
+      shardings.base.next = ctypes.addressof(layouts)
       api.extension_start = ctypes.addressof(shardings)
       errors.FALLBACK = errors.new_permanent_error(
           support.StatusCode.INTERNAL,
