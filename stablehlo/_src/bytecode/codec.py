@@ -249,11 +249,11 @@ def write_fields(codec: DialectCodec, spec, values: tuple,
     elif kind == "varint":
       e.varint(value)
     else:
-      _write_field(codec, kind, value, e, ctx, done)
+      write_field(codec, kind, value, e, ctx, done)
     done.append(value)
 
 
-def _write_field(codec, kind, value, e, ctx, done):
+def write_field(codec, kind, value, e, ctx, done):
   if kind == "varint":
     e.varint(value)
   elif kind == "svarint":

@@ -546,7 +546,7 @@ def _dialect_runs(ordered: list):
 # once from its source text, which writes the code and the fields with
 # one-byte varints appended in place; references are looked up in the
 # writer's identity table as `attr_index` / `type_index` do. Field kinds
-# other than references, varints and strings go through codec._write_field
+# other than references, varints and strings go through codec.write_field
 # as before.
 
 # (entry class, dialect, kind) -> (the dialect's codec, (writer, numberer))
@@ -656,7 +656,7 @@ def _make_entry_writer(dialect_codec, code, spec):
   if "by_id" in needs:
     lines.insert(1, "  by_id = w._by_id.get")
   scope = {"support": support, "dialect_codec": dialect_codec,
-           "write_field": codec._write_field}  # pylint: disable=protected-access
+           "write_field": codec.write_field}
   exec("\n".join(lines), scope)  # pylint: disable=exec-used
   return scope["write_entry"]
 

@@ -255,7 +255,7 @@ class AttrParser(type_parser.TypeParser):
     lex = self.lex
     text = self.text
     start = lex.pos
-    if lex._peeked is None and text.startswith('"0x', start):  # pylint: disable=protected-access
+    if lex.peeked is None and text.startswith('"0x', start):
       # `<"0x...">` right after the `<`: find the closing quote with
       # str.find rather than scanning the blob with the token regex.
       end = text.find('"', start + 1)
@@ -474,7 +474,7 @@ class AttrParser(type_parser.TypeParser):
 
   def parse_optional_location(self) -> a.Location | None:
     lex = self.lex
-    if lex._peeked is None:  # pylint: disable=protected-access
+    if lex.peeked is None:
       # Most ops have no loc(...): tell by a match, leaving the next token
       # to be read by whoever needs it.
       text = self.text

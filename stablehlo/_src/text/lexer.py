@@ -132,7 +132,9 @@ class Lexer:
     self.text = text
     self.source = source
     self.pos = 0  # where the next token (or its leading whitespace) starts
-    self._peeked: Token | None = None
+    # The token `peek` returned, until it is consumed: parsers on hot paths
+    # read it directly and consume it by setting it to None.
+    self.peeked: Token | None = None
 
   def error(self, pos: int, what: str) -> diagnostics.ParseError:
     return self.source.error(pos, what)
@@ -155,25 +157,25 @@ class Lexer:
                               m.start(idx)))
 
   def peek(self) -> Token:
-    tok = self._peeked
+    tok = self.peeked
     if tok is not None:
       return tok
     # _lex inlined: peek is where nearly every token is made.
     m = _TOKEN_RE.match(self.text, self.pos)
     idx = m.lastindex
     if idx is None:
-      tok = self._peeked = self._lex()
+      tok = self.peeked = self._lex()
       return tok
     self.pos = m.end()
-    tok = self._peeked = _new_token(Token, (_KIND_OF_GROUP[idx], m.group(idx),
-                                            m.start(idx)))
+    tok = self.peeked = _new_token(Token, (_KIND_OF_GROUP[idx], m.group(idx),
+                                           m.start(idx)))
     return tok
 
   def next(self) -> Token:
-    tok = self._peeked
+    tok = self.peeked
     if tok is None:
       return self._lex()
-    self._peeked = None
+    self.peeked = None
     return tok
 
   def token_start(self) -> int:
@@ -188,7 +190,7 @@ class Lexer:
     start = self.token_start()
     m = regex.match(self.text, start)
     if m is not None:
-      self._peeked = None
+      self.peeked = None
       self.pos = m.end()
     return m
 
@@ -214,7 +216,7 @@ class Lexer:
     raise self.error(open_pos, f"unbalanced '{text[open_pos]}'")
 
   def reset(self, pos: int) -> None:
-    self._peeked = None
+    self.peeked = None
     self.pos = pos
 
 

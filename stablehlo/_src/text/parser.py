@@ -62,7 +62,9 @@ class Parser(attr_parser.AttrParser):
     self._default_dialect: list[str] = [""]
     # Names of the ops being parsed, innermost last (to tell which regions
     # are isolated from above).
-    self._op_names: list[str] = []
+    # Names of the ops whose regions are being parsed, innermost last
+    # (custom parsers of region ops push theirs too).
+    self.op_names: list[str] = []
     self.resources: dict = {}
     self._pending_alias_locs: list = []
     self._quoted_filename = None
@@ -165,7 +167,7 @@ class Parser(attr_parser.AttrParser):
 
   def _parse_operation(self) -> core.Operation:
     lex = self.lex
-    tok = lex._peeked  # pylint: disable=protected-access
+    tok = lex.peeked
     if tok is None:
       # `%name = dialect.op` or `dialect.op` (most ops) in one match, in
       # place of a token for the name, a match for `%name =` and a token
@@ -276,11 +278,11 @@ class Parser(attr_parser.AttrParser):
       op = fast(self, name, self.lex.pos)
       if op is not None:
         return op
-    self._op_names.append(name)
+    self.op_names.append(name)
     try:
       return form.parse(self, name, tok.pos)
     finally:
-      self._op_names.pop()
+      self.op_names.pop()
 
   def parse_generic_operation(self) -> core.Operation:
     name_tok = self.next()
@@ -302,11 +304,11 @@ class Parser(attr_parser.AttrParser):
     if self.at_punct("("):
       self.next()
       self._default_dialect.append(DEFAULT_DIALECT.get(name, ""))
-      self._op_names.append(name)
+      self.op_names.append(name)
       try:
         regions = self.parse_comma_list(self.parse_region)
       finally:
-        self._op_names.pop()
+        self.op_names.pop()
         self._default_dialect.pop()
       self.expect_punct(")", "to end region list")
     attributes = {}
@@ -349,7 +351,7 @@ class Parser(attr_parser.AttrParser):
     self.enter()
     if default_dialect is not None:
       self._default_dialect.append(default_dialect)
-    isolated = bool(self._op_names) and self._op_names[-1] in ISOLATED_OPS
+    isolated = bool(self.op_names) and self.op_names[-1] in ISOLATED_OPS
     self._scopes.append(_Scope(isolated))
     outer_forward = self._forward_values
     if isolated:
@@ -432,7 +434,7 @@ class Parser(attr_parser.AttrParser):
     lex = self.lex
     ops = block.operations
     while True:
-      tok = lex._peeked  # pylint: disable=protected-access
+      tok = lex.peeked
       if tok is None:
         tok = lex.peek()
       if tok.kind == lx.CARET_ID or (tok.kind == lx.PUNCT and tok.text == "}"):

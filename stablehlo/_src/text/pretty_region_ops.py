@@ -190,12 +190,12 @@ def _fast_func(p, name, pos):
   if any(r[1].entries for r in results):
     props["res_attrs"] = a.ArrayAttr(tuple(r[1] for r in results))
   p.lex.reset(m.end())
-  p._op_names.append(name)  # pylint: disable=protected-access
+  p.op_names.append(name)
   try:
     region = p.parse_region(entry_args=[(x[0], x[1], None) for x in args],
                             default_dialect="func")
   finally:
-    p._op_names.pop()  # pylint: disable=protected-access
+    p.op_names.pop()
   ordered = {k: props[k] for k in _FUNC_PROPS if k in props}
   return pc.make_op(name, [], [], attrs, ordered, [region])
 

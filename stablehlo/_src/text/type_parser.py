@@ -79,25 +79,25 @@ class TypeParser:
 
   def at_punct(self, p: str) -> bool:
     lex = self.lex
-    tok = lex._peeked  # pylint: disable=protected-access
+    tok = lex.peeked
     if tok is None:
       tok = lex.peek()
     return tok.text == p
 
   def at_keyword(self, kw: str) -> bool:
     lex = self.lex
-    tok = lex._peeked  # pylint: disable=protected-access
+    tok = lex.peeked
     if tok is None:
       tok = lex.peek()
     return tok.text == kw and tok.kind == lx.BARE_ID
 
   def consume_punct(self, p: str) -> bool:
     lex = self.lex
-    tok = lex._peeked  # pylint: disable=protected-access
+    tok = lex.peeked
     if tok is None:
       tok = lex.peek()
     if tok.text == p:
-      lex._peeked = None  # pylint: disable=protected-access
+      lex.peeked = None
       return True
     return False
 
@@ -109,11 +109,11 @@ class TypeParser:
 
   def expect_punct(self, p: str, context: str = "") -> lx.Token:
     lex = self.lex
-    tok = lex._peeked  # pylint: disable=protected-access
+    tok = lex.peeked
     if tok is None:
       tok = lex.peek()
     if tok.text == p:
-      lex._peeked = None  # pylint: disable=protected-access
+      lex.peeked = None
       return tok
     where = f" {context}" if context else ""
     raise self.error(f"expected '{p}'{where}", tok.pos)
@@ -127,12 +127,12 @@ class TypeParser:
 
   def expect_kind(self, kind: str, what: str) -> lx.Token:
     lex = self.lex
-    tok = lex._peeked  # pylint: disable=protected-access
+    tok = lex.peeked
     if tok is None:
       tok = lex.peek()
     if tok.kind != kind:
       raise self.error(f"expected {what}", tok.pos)
-    lex._peeked = None  # pylint: disable=protected-access
+    lex.peeked = None
     return tok
 
   def expect_bare_id(self, what: str = "identifier") -> str:
@@ -198,7 +198,7 @@ class TypeParser:
 
   def parse_type(self) -> t.Type:
     lex = self.lex
-    tok = lex._peeked  # pylint: disable=protected-access
+    tok = lex.peeked
     m = _CACHED_TYPE_RE.match(self.text, lex.pos if tok is None else tok.pos)
     if m is not None:
       key = m.group(1)
