@@ -88,6 +88,7 @@ def unsupported_reason(node: torch.fx.Node,
   name = op_name(node)
   if name in forced_eager:
     return "forced to run eagerly by the backend options"
+  # An ATen overload's class lives only in torch._ops (no public alias).
   if not isinstance(node.target, torch._ops.OpOverload):  # pylint: disable=protected-access
     return f"{name} is not an ATen op overload"
   entry = registry.lookup(name)

@@ -83,6 +83,8 @@ def explain(model, *inputs, options=None, train: bool = False,
   backward pass when `train`), prints the explanation to `file` (stdout by
   default) unless `quiet`, and returns it."""
   import torch._dynamo  # pylint: disable=g-import-not-at-top
+  # torch._dynamo.explain is torch's documented graph-break report; torch
+  # has no public alias of the module.
   dyn = torch._dynamo.explain(model)(*inputs)  # pylint: disable=protected-access
   be = backend_lib.Backend(options)
   compiled = torch.compile(model, backend=be, dynamic=False)

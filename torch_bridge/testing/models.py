@@ -119,6 +119,7 @@ def gpt2(layers=2, d=128):
                       n_positions=128, use_cache=False, bos_token_id=0,
                       eos_token_id=0, resid_pdrop=0.0, embd_pdrop=0.0,
                       attn_pdrop=0.0)
+  # transformers reads the attention kind from this config field.
   config._attn_implementation = "eager"  # pylint: disable=protected-access
   return _HFWrapper(GPT2LMHeadModel(config), use_cache=False)
 
@@ -130,6 +131,7 @@ def bert(layers=2, d=128):
                       num_attention_heads=4, intermediate_size=4 * d,
                       vocab_size=1000, hidden_dropout_prob=0.0,
                       attention_probs_dropout_prob=0.0)
+  # transformers reads the attention kind from this config field.
   config._attn_implementation = "eager"  # pylint: disable=protected-access
   return _HFWrapper(BertForSequenceClassification(config))
 

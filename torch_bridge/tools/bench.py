@@ -94,6 +94,8 @@ def warm_up(options: dict, inductor: bool) -> None:
   backends = [torch_bridge.Backend(options)]
   if inductor:
     backends.append("inductor")
+  # torch._dynamo.reset() is torch's documented way to drop compiled
+  # graphs; torch has no public alias of the module.
   for backend in backends:
     torch._dynamo.reset()  # pylint: disable=protected-access
     x = torch.randn(3, 5, requires_grad=True)
