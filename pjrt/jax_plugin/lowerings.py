@@ -17,6 +17,13 @@ fall back to the platform-less defaults (or have none). For the primitives in
     lowering at all, eigh has only the TPU's Jacobi iteration and svd the
     QDWH iteration, both far slower and less accurate than LAPACK.
 
+  * check (checkify's assertion primitive): without a lowering, a `check`
+    that was not functionalized failed with "MLIR translation rule ... not
+    found" instead of JAX's own error telling the user to use
+    `checkify.checkify` (its "cpu" rule raises that error, or lowers to a
+    host callback when runtime errors are enabled, which plugin platforms do
+    not have in JAX 0.10.2).
+
 The platform-independent "Qr" / "Eigh" / "ProductOfElementaryHouseholder
 Reflectors" custom calls stay supported by our compiler (linalg_expander)
 for HLO from other sources.
@@ -27,6 +34,7 @@ from __future__ import annotations
 # Primitives whose "cpu" lowering JAX registers is the one to use here too.
 FROM_CPU = (
     "threefry2x32",
+    "check",
     # jax._src.lax.linalg: LAPACK custom calls.
     "cholesky",
     "eig",
@@ -54,6 +62,7 @@ def copy_cpu_lowerings(platform: str, names) -> list[str]:
   # The modules that register these primitives' lowerings.
   from jax._src.random import threefry2x32 as _  # pylint: disable=g-import-not-at-top,unused-import
   from jax._src.lax import linalg as _  # pylint: disable=g-import-not-at-top,unused-import,reimported
+  from jax._src import checkify as _  # pylint: disable=g-import-not-at-top,unused-import,reimported
   # JAX exposes no public read of its per-platform lowering table.
   cpu = mlir._platform_specific_lowerings["cpu"]  # pylint: disable=protected-access
   copied = []

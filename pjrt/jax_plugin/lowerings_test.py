@@ -293,3 +293,48 @@ def test_linalg_on_the_evaluator_backend(tmp_path):
                       shapes=[[4, 3]])
   assert len(report) == 34
   _check(report, "float64")
+
+
+_CHECK_CHILD = textwrap.dedent("""
+    import json
+    import jax, jax.numpy as jnp
+    from jax.experimental import checkify
+
+    @jax.jit
+    def unfunctionalized(x):
+      checkify.check(x > 0, "x must be positive")
+      return x + 1
+
+    try:
+      unfunctionalized(jnp.float32(1))
+      raised = None
+    except Exception as e:  # what JAX tells the user
+      raised = f"{type(e).__name__}: {e}"
+    err, out = jax.jit(checkify.checkify(
+        lambda x: (checkify.check(x > 0, "x must be positive"), x + 1)[1]))(
+            jnp.float32(-1))
+    print("REPORT " + json.dumps({
+        "platform": jax.default_backend(), "raised": raised,
+        "error": err.get(), "out": float(out)}))
+""")
+
+
+def test_an_unfunctionalized_check_gets_jaxs_own_error(tmp_path):
+  # checkify's `check` has a lowering for "cpu" only: on our platform JAX
+  # reported a missing MLIR translation rule instead of its error telling
+  # the user to functionalize the check.
+  env = dict(os.environ)
+  env["PYTHONPATH"] = os.pathsep.join([str(testing.plugin_site(tmp_path))] +
+                                      [p for p in sys.path if p])
+  env["JAX_PLATFORMS"] = "openxla_cpu"
+  env.pop("OPENXLA_CPU_JAX_REGISTER", None)
+  proc = subprocess.run([sys.executable, "-c", _CHECK_CHILD], env=env,
+                        capture_output=True, text=True, timeout=600,
+                        check=False)
+  assert proc.returncode == 0, proc.stderr[-4000:]
+  line = [l for l in proc.stdout.splitlines() if l.startswith("REPORT ")][-1]
+  report = json.loads(line[len("REPORT "):])
+  assert report["platform"] == "openxla_cpu"
+  assert report["raised"].startswith("ValueError: Cannot abstractly evaluate")
+  assert "x must be positive" in report["error"]
+  assert report["out"] == 0.0
