@@ -325,6 +325,8 @@ def get_api() -> Any:
         setattr(api, "PJRT_" + name, entries[name])
       _fill_extension(shardings, abi.SHARDINGS_FUNCTIONS)
       _fill_extension(layouts, abi.LAYOUTS_FUNCTIONS)
+      for name, address in _layouts_fast_paths().items():
+        setattr(layouts, name, address)
       # The chain: Shardings, then Layouts.
       shardings.base.next = ctypes.addressof(layouts)
       api.extension_start = ctypes.addressof(shardings)
@@ -367,6 +369,20 @@ def _fast_paths(entries: dict[str, int]) -> dict[str, int]:
         {s: entries[s] for s in slots},
         {s: _IMPLEMENTATIONS[s][1] for s in slots}, events.ready_event()))
   return fast
+
+
+def _layouts_fast_paths() -> dict[str, int]:
+  """Layouts extension function -> native fast path (native_slots.py)."""
+  if not fast_paths_enabled() or not handles.TABLE.region_end:
+    return {}
+  # pylint: disable-next=g-import-not-at-top
+  from pjrt._src.plugin import native_slots, slots_layouts
+  names = list(abi.LAYOUTS_FUNCTIONS)
+  return native_slots.build_extension(
+      {n: native.address("extension:" + n) for n in names},
+      {n: slot_registry.EXTENSION_IMPLEMENTATIONS[n][1] for n in names},
+      (handles.TABLE.region_start, handles.TABLE.region_end),
+      slots_layouts.static_layouts())
 
 
 def api_address() -> int:

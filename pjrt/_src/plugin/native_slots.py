@@ -86,8 +86,15 @@ def word(kind_words: tuple[str, ...], name: str) -> int:
   return 2 + kind_words.index(name)
 
 
+def _args_type(slot: str):
+  """The args struct of a slot, or of an extension function (its field name
+  in the extension struct)."""
+  found = abi.LAYOUTS_FUNCTIONS.get(slot)
+  return found if found is not None else abi.args_type(slot)
+
+
 def _offset(slot: str, field: str) -> int:
-  return getattr(abi.args_type(slot), field).offset
+  return getattr(_args_type(slot), field).offset
 
 
 class _Function:
@@ -197,7 +204,7 @@ def _copy_word(slot: str, handle_field: str, kind: str,
   def body(f: _Function, region: tuple[int, int], ready: int) -> None:
     del ready
     record = f.record(handle_field, kind, region)
-    args_type = abi.args_type(slot)
+    args_type = _args_type(slot)
     for field, name in outputs:
       value = f.word(record, word(kind_words, name))
       descriptor = getattr(args_type, field)
@@ -347,6 +354,98 @@ def _error_destroy(f: _Function, region, ready) -> None:
   del region, ready
   error = f.load("%ap", _offset("Error_Destroy", "error"))
   f.slow_unless(f.cmp("eq", error, "0"))  # NULL: nothing to free.
+
+
+# -- The Layouts extension (slots_layouts.py) -----------------------------
+#
+# JAX asks for the layout of every buffer it makes from host data: the
+# extension's Buffer_MemoryLayout, MemoryLayout_Serialize and
+# MemoryLayout_Destroy. Row-major layouts of small ranks are shared static
+# handles whose records hold their serialized text, so all three are
+# answered here; anything else goes to Python.
+
+_LAYOUT = "PJRT_Layouts_MemoryLayout"
+LAYOUT_WORDS = ("static", "text", "text_size")  # as slots_layouts writes them
+_EXTENSION_BODIES: dict[str, Callable[..., None]] = {}
+_LAYOUTS_BY_RANK = "@layouts_by_rank"
+_KEEP_TEXT = "@layout_text_kept"  # the serialized text's no-op deleter
+
+
+def _extension_body(name: str):
+  def register(fn):
+    _EXTENSION_BODIES[name] = fn
+    return fn
+  return register
+
+
+@_extension_body("PJRT_Layouts_PJRT_Buffer_MemoryLayout")
+def _buffer_memory_layout(f: _Function, region, static: list[int]) -> None:
+  slot = "PJRT_Layouts_PJRT_Buffer_MemoryLayout"
+  record = f.record("buffer", _BUFFER, region)
+  dims = f.word(record, word(BUFFER_WORDS, "dims"))
+  f.slow_unless(f.cmp("ne", dims, "0"))  # its shape is known
+  rank = f.word(record, word(BUFFER_WORDS, "rank"))
+  f.slow_unless(f.cmp("ult", rank, str(len(static))))
+  pointer, layout = f.tmp(), f.tmp()
+  f.emit(f"{pointer} = getelementptr [{len(static)} x i64], ptr "
+         f"{_LAYOUTS_BY_RANK}, i64 0, i64 {rank}")
+  f.emit(f"{layout} = load i64, ptr {pointer}")
+  f.store("%ap", _offset(slot, "layout"), layout)
+
+
+@_extension_body("PJRT_Layouts_MemoryLayout_Serialize")
+def _layout_serialize(f: _Function, region, static: list[int]) -> None:
+  del static
+  slot = "PJRT_Layouts_MemoryLayout_Serialize"
+  record = f.record("layout", _LAYOUT, region)
+  is_static = f.word(record, word(LAYOUT_WORDS, "static"))
+  f.slow_unless(f.cmp("eq", is_static, "1"))
+  f.store("%ap", _offset(slot, "serialized_bytes"),
+          f.word(record, word(LAYOUT_WORDS, "text")))
+  f.store("%ap", _offset(slot, "serialized_bytes_size"),
+          f.word(record, word(LAYOUT_WORDS, "text_size")))
+  # The text lives as long as the layout, which is never freed: the
+  # deleter does nothing.
+  f.store("%ap", _offset(slot, "serialized_layout"),
+          f.load("%ap", _offset(slot, "layout")))
+  deleter = f.tmp()
+  f.emit(f"{deleter} = ptrtoint ptr {_KEEP_TEXT} to i64")
+  f.store("%ap", _offset(slot, "serialized_layout_deleter"), deleter)
+
+
+@_extension_body("PJRT_Layouts_MemoryLayout_Destroy")
+def _layout_destroy(f: _Function, region, static: list[int]) -> None:
+  del static
+  record = f.record("layout", _LAYOUT, region)
+  is_static = f.word(record, word(LAYOUT_WORDS, "static"))
+  f.slow_unless(f.cmp("eq", is_static, "1"))  # a shared layout stays
+
+
+def build_extension(fallbacks: dict[str, int], required: dict[str, int],
+                    region: tuple[int, int],
+                    static_layouts: list[int]) -> dict[str, int]:
+  """Compiles the fast paths of the Layouts extension's functions named in
+  `fallbacks` (name -> address of its regular entry); `static_layouts`:
+  the shared row-major layout handles, by rank. Returns name -> address."""
+  texts = [
+      f"{_LAYOUTS_BY_RANK} = private unnamed_addr constant "
+      f"[{len(static_layouts)} x i64] ["
+      + ", ".join(f"i64 {h}" for h in static_layouts) + "]",
+      f"define void {_KEEP_TEXT}(ptr %s) {{\nentry:\n  ret void\n}}",
+  ]
+  names = []
+  for name, body in sorted(_EXTENSION_BODIES.items()):
+    if name not in fallbacks:
+      continue
+    f = _Function(name, max(required.get(name, 0), 16), fallbacks[name],
+                  False)
+    body(f, region, static_layouts)
+    texts.append(f.finish())
+    names.append((name, f.name))
+  if not names:
+    return {}
+  addresses = native.compile_ir("\n\n".join(texts), [n for _, n in names])
+  return {name: addresses[fn] for name, fn in names}
 
 
 def slots() -> list[str]:

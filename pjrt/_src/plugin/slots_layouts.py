@@ -9,9 +9,12 @@ extension jaxlib derives them from the optimized program instead
 35-385 ms per compile on the programs of the workload suite, more than the
 rest of some compiles.
 
-A PJRT_Layouts_MemoryLayout is a handle of kind MEMORY_LAYOUT. Those of an
-executable are made once and live as long as it (MemoryLayout_Destroy
-leaves them alone); the others belong to the caller, who destroys them. A
+A PJRT_Layouts_MemoryLayout is a handle of kind MEMORY_LAYOUT. Row-major
+layouts of rank up to STATIC_RANKS are shared handles that are never freed
+(MemoryLayout_Destroy leaves them alone), so the calls JAX makes for every
+buffer it creates (Buffer_MemoryLayout, MemoryLayout_Serialize,
+MemoryLayout_Destroy) have native fast paths (native_slots.py); others are
+kept by their executable, or belong to the caller, who destroys them. A
 layout serializes to XLA's layout text, `{1,0}`, which is what jaxlib's
 PjRtLayout::Deserialize parses.
 """
@@ -41,6 +44,9 @@ class MemoryLayout:
   minor_to_major: tuple[int, ...]
   # Made for an executable, which keeps it: not the caller's to destroy.
   owned_by_executable: bool = False
+  # One of the shared row-major layouts of rank <= STATIC_RANKS (`static`):
+  # never freed, and its serialized text lives as long as it.
+  static: bool = False
 
   def serialize(self) -> bytes:
     """The layout as jaxlib's PjRtLayout::Deserialize reads it: XLA's
@@ -53,7 +59,49 @@ def row_major(rank: int) -> tuple[int, ...]:
   return tuple(range(rank - 1, -1, -1))
 
 
+# Mirror words of a layout's handle (handles.py), which the native fast
+# paths (native_slots.py) read: whether it is static, and the address and
+# size of its serialized text (static layouts only).
+LAYOUT_WORDS = ("static", "text", "text_size")
+_TEXTS: dict[int, Any] = {}  # static layout handle -> its text buffer
+
+
+def _layout_mirror(layout: MemoryLayout) -> tuple[int, ...]:
+  if not layout.static:
+    return (0, 0, 0)
+  text = layout.serialize()
+  buffer = handles.immortal(ctypes.create_string_buffer(text, len(text) + 1))
+  return (1, ctypes.addressof(buffer), len(text))
+
+
+handles.register_mirror(MEMORY_LAYOUT, _layout_mirror)
+
+# Ranks whose row-major layout is one shared handle: JAX asks for the
+# layout of every buffer it makes from host data, and a handle made and
+# destroyed per buffer cost four calls into Python each time.
+STATIC_RANKS = 16
+_STATIC: list[int] = []
+
+
+def static_layouts() -> list[int]:
+  """The shared layout handles, by rank (made on first use)."""
+  if not _STATIC:
+    _STATIC.extend(handles.TABLE.add(
+        MEMORY_LAYOUT, MemoryLayout(row_major(r), static=True))
+                   for r in range(STATIC_RANKS + 1))
+  return _STATIC
+
+
+def _row_major_handle(rank: int, owned_by_executable: bool = False) -> int:
+  if rank <= STATIC_RANKS:
+    return static_layouts()[rank]
+  return handles.TABLE.add(MEMORY_LAYOUT,
+                           MemoryLayout(row_major(rank), owned_by_executable))
+
+
 def _new_handle(minor_to_major: tuple[int, ...]) -> int:
+  if minor_to_major == row_major(len(minor_to_major)):
+    return _row_major_handle(len(minor_to_major))
   return handles.TABLE.add(MEMORY_LAYOUT, MemoryLayout(minor_to_major))
 
 
@@ -67,7 +115,8 @@ def _layout_of(address) -> MemoryLayout:
 def _destroy(args):
   if not args.layout:
     return
-  if _layout_of(args.layout).owned_by_executable:
+  layout = _layout_of(args.layout)
+  if layout.owned_by_executable or layout.static:
     return
   handles.TABLE.remove(args.layout, MEMORY_LAYOUT)
 
@@ -85,7 +134,7 @@ def _serialize(args):
 def _default_layout(args, what: str) -> None:
   rank = args.num_dims
   cabi.dims(args.dims, rank, what)  # checks the pointer and the sizes
-  args.layout = _new_handle(row_major(rank))
+  args.layout = _row_major_handle(rank)
 
 
 @implements_extension(
@@ -132,11 +181,11 @@ def _executable_layouts(executable, which: str) -> tuple[Any, int]:
       parameters, results = signature
     shapes = [shape for _, shape in
               (parameters if which == "parameters" else results)]
-    layouts = [handles.TABLE.add(
-        MEMORY_LAYOUT, MemoryLayout(row_major(len(shape)), True))
-               for shape in shapes]
-    # The handles go with the executable.
-    weakref.finalize(executable, _remove_all, list(layouts))
+    layouts = [_row_major_handle(len(shape), True) for shape in shapes]
+    # Handles of its own (ranks beyond the shared ones) go with it.
+    own = [h for h in layouts if h not in static_layouts()]
+    if own:
+      weakref.finalize(executable, _remove_all, own)
     array = (ctypes.c_void_p * max(1, len(layouts)))(*layouts)
     return array, len(layouts)
 

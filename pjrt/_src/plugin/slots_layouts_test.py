@@ -10,6 +10,8 @@ import pytest
 import support
 from pjrt._src import abi
 from pjrt._src.plugin import api
+from pjrt._src.plugin import native
+from pjrt._src.plugin import slots_layouts
 from pjrt._src.plugin import testing
 
 _PROGRAM = """
@@ -91,19 +93,46 @@ def test_an_executables_layouts_are_row_major(client):
     testing.call(client, "Executable_Destroy", executable=handle)
 
 
-def test_buffer_and_default_layouts_belong_to_the_caller(client):
+def test_buffer_and_default_layouts(client):
   buffer = client.buffer_from_numpy(np.ones((2, 5, 3), np.float32))
   layout = _call("PJRT_Layouts_PJRT_Buffer_MemoryLayout",
                  buffer=buffer.handle).layout
   assert _text(layout) == "{2,1,0}"
+  # A row-major layout of a small rank is shared: destroying it leaves it.
   _call("PJRT_Layouts_MemoryLayout_Destroy", layout=layout)
-  with pytest.raises(support.XlaError):
-    _text(layout)  # a destroyed layout is an error, not a crash
+  assert _text(layout) == "{2,1,0}"
+  assert _call("PJRT_Layouts_PJRT_Buffer_MemoryLayout",
+               buffer=buffer.handle).layout == layout
+  scalar = client.buffer_from_numpy(np.float32(3))
+  assert _text(_call("PJRT_Layouts_PJRT_Buffer_MemoryLayout",
+                     buffer=scalar.handle).layout) == "{}"
   dims = (ctypes.c_int64 * 2)(7, 9)
   default = _call("PJRT_Layouts_PJRT_Client_GetDefaultLayout",
                   client=client.handle, type=int(abi.BufferType.F32),
                   dims=dims, num_dims=2).layout
   assert _text(default) == "{1,0}"
   _call("PJRT_Layouts_MemoryLayout_Destroy", layout=default)
+  # One of a large rank is the caller's, and destroyed.
+  rank = slots_layouts.STATIC_RANKS + 1
+  many = (ctypes.c_int64 * rank)(*([1] * rank))
+  big = _call("PJRT_Layouts_PJRT_Client_GetDefaultLayout",
+              client=client.handle, type=int(abi.BufferType.F32),
+              dims=many, num_dims=rank).layout
+  assert _text(big) == "{" + ",".join(map(str, range(rank - 1, -1, -1))) + "}"
+  _call("PJRT_Layouts_MemoryLayout_Destroy", layout=big)
+  with pytest.raises(support.XlaError):
+    _text(big)  # a destroyed layout is an error, not a crash
   # Destroying NULL is allowed.
   _call("PJRT_Layouts_MemoryLayout_Destroy", layout=None)
+
+
+def test_the_per_buffer_calls_have_native_fast_paths():
+  # JAX asks for the layout of every buffer it makes from host data; these
+  # three calls must not go through Python each time.
+  if not api.fast_paths_enabled():
+    pytest.skip("native fast paths are off")
+  ext = _extension()
+  for name in ("PJRT_Layouts_PJRT_Buffer_MemoryLayout",
+               "PJRT_Layouts_MemoryLayout_Serialize",
+               "PJRT_Layouts_MemoryLayout_Destroy"):
+    assert getattr(ext, name) != native.address("extension:" + name), name
