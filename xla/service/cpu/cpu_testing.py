@@ -3,6 +3,9 @@ with the HLO evaluator (the reference semantics)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from typing import Optional, Sequence
 
 import ml_dtypes
@@ -16,6 +19,35 @@ from xla.service.cpu import cpu_compiler
 
 def parse(text: str):
   return hlo_parser.parse_and_return_unverified_module(text)
+
+
+_DISK_CACHE_CHILD = """
+import sys
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+from xla.service.cpu import cpu_compiler
+from xla.service.cpu import cpu_testing as ct
+exe = cpu_compiler.compile(ct.parse(sys.argv[3]),
+                           cpu_compiler.CpuCompileOptions(cache_dir=sys.argv[2]))
+exec(sys.argv[4])
+got = exe.execute(args)[0]
+print(exe.compile_stats["cache"], bool(eval(sys.argv[5])))
+"""
+
+
+def compile_in_new_processes(hlo: str, cache_dir: str, setup: str,
+                             check: str, runs: int = 2) -> list[list[str]]:
+  """Compiles and runs HLO text `hlo` with the disk cache `cache_dir` in
+  `runs` fresh processes, one after another (so the later ones load it from
+  the disk cache). In each, Python `setup` defines `args`, and `check` is
+  an expression over `got` (the first output) and `args`. Returns
+  [the compile's cache outcome, str(check)] of each process."""
+  root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+      os.path.abspath(__file__)))))
+  return [subprocess.run(
+      [sys.executable, "-c", _DISK_CACHE_CHILD, root, str(cache_dir), hlo,
+       setup, check], check=True, capture_output=True,
+      text=True).stdout.split() for _ in range(runs)]
 
 
 def random_args(module, seed: int = 0) -> list[np.ndarray]:

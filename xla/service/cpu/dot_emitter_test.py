@@ -1,10 +1,6 @@
 """Tests for the dot kernel emitter: BLAS and loop kernels against the HLO
 evaluator (and numpy / jax), over dimension numbers, layouts and types."""
 
-import os
-import subprocess
-import sys
-
 import ml_dtypes
 import numpy as np
 import pytest
@@ -13,6 +9,7 @@ from xla import primitive_util
 from xla.hlo.parser import hlo_parser
 from xla.service.cpu import blas
 from xla.service.cpu import contraction_testing as ct
+from xla.service.cpu import cpu_testing
 from xla.service.cpu import dot_emitter
 
 HAS_BLAS = blas.library() is not None
@@ -357,31 +354,17 @@ def test_blas_row_blocks_partition(ls, rs, os_, lb, rb, lc, rc, nblocks):
 def test_blas_dot_loads_from_the_disk_cache_in_a_new_process(tmp_path):
   # A BLAS kernel calls a library routine; a process that loads the
   # program from the disk cache emits no dot, and must still find it.
-  code = (
-      "import sys\n"
-      "sys.path.insert(0, sys.argv[1])\n"
-      "import numpy as np\n"
-      "from xla.service.cpu import cpu_compiler\n"
-      "from xla.service.cpu import cpu_testing as ct\n"
-      "m = ct.parse('''\n"
-      "HloModule m\n"
-      "ENTRY e {\n"
-      "  a = f32[64,64] parameter(0)\n"
-      "  b = f32[64,64] parameter(1)\n"
-      "  ROOT d = f32[64,64] dot(a, b), lhs_contracting_dims={1}, "
-      "rhs_contracting_dims={0}\n"
-      "}''')\n"
-      "exe = cpu_compiler.compile(m, cpu_compiler.CpuCompileOptions(\n"
-      "    cache_dir=sys.argv[2]))\n"
+  hlo = """HloModule m
+ENTRY e {
+  a = f32[64,64] parameter(0)
+  b = f32[64,64] parameter(1)
+  ROOT d = f32[64,64] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}"""
+  outs = cpu_testing.compile_in_new_processes(
+      hlo, tmp_path,
       "x = np.arange(64 * 64, dtype=np.float32).reshape(64, 64) / 4096\n"
-      "got = exe.execute([x, x.T])[0]\n"
-      "print(exe.compile_stats['cache'], np.allclose(got, x @ x.T, "
-      "rtol=1e-4))\n")
-  root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-      os.path.abspath(__file__)))))
-  outs = [subprocess.run([sys.executable, "-c", code, root, str(tmp_path)],
-                         check=True, capture_output=True,
-                         text=True).stdout.split() for _ in range(2)]
+      "args = [x, x.T]",
+      "np.allclose(got, args[0] @ args[1], rtol=1e-4)")
   assert outs == [["miss", "True"], ["disk", "True"]]
 
 

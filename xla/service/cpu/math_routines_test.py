@@ -2,15 +2,13 @@
 transcendental functions, vectorised, with the results of the inlined
 approximations."""
 
-import os
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 import support
+from xla.service.cpu import cpu_testing
 from xla.service.cpu import elemental_testing as et
 from xla.service.cpu import jit
 from xla.service.cpu import math_routines
@@ -103,24 +101,12 @@ def test_a_program_from_the_disk_cache_links_its_routines_in_a_new_process(
     tmp_path):
   """A process that loads a program from the disk cache emits no kernel,
   and must still find the math routines the program calls."""
-  code = (
-      "import sys\n"
-      "sys.path.insert(0, sys.argv[1])\n"
-      "import numpy as np\n"
-      "from xla.service.cpu import cpu_compiler\n"
-      "from xla.service.cpu import cpu_testing as ct\n"
-      "m = ct.parse('HloModule m\\nENTRY e {\\n"
-      "  p = f64[1001] parameter(0)\\n"
-      "  ROOT r = f64[1001] log-plus-one(p)\\n}')\n"
-      "exe = cpu_compiler.compile(m, cpu_compiler.CpuCompileOptions(\n"
-      "    cache_dir=sys.argv[2]))\n"
-      "x = np.linspace(0, 5, 1001)\n"
-      "got = exe.execute([x])[0]\n"
-      "print(exe.compile_stats['cache'], np.allclose(got, np.log1p(x), "
-      "rtol=1e-15, atol=0))\n")
-  root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-      os.path.abspath(__file__)))))
-  outs = [subprocess.run([sys.executable, "-c", code, root, str(tmp_path)],
-                         check=True, capture_output=True,
-                         text=True).stdout.split() for _ in range(2)]
+  hlo = """HloModule m
+ENTRY e {
+  p = f64[1001] parameter(0)
+  ROOT r = f64[1001] log-plus-one(p)
+}"""
+  outs = cpu_testing.compile_in_new_processes(
+      hlo, tmp_path, "args = [np.linspace(0, 5, 1001)]",
+      "np.allclose(got, np.log1p(args[0]), rtol=1e-15, atol=0)")
   assert outs == [["miss", "True"], ["disk", "True"]]
