@@ -61,9 +61,7 @@ def string(value: str) -> tree.Attr:
   """One object per string (bounded), as builtin_conversion.string."""
   attr = _STRINGS.get(value)
   if attr is None:
-    if len(_STRINGS) >= 4096:
-      _STRINGS.clear()
-    attr = _STRINGS[value] = va("StringV1Attr", value)
+    attr = _remember(_STRINGS, value, va("StringV1Attr", value), 4096)
   return attr
 
 
@@ -112,9 +110,7 @@ def parse_attr_text(text: str) -> a.Attribute:
   if attr is None:
     attr = _parse_attr_text(text)
     if _immutable(attr):
-      if len(_ATTR_TEXTS) >= 4096:
-        _ATTR_TEXTS.clear()
-      _ATTR_TEXTS[text] = attr
+      _remember(_ATTR_TEXTS, text, attr, 4096)
   return attr
 
 
@@ -252,6 +248,15 @@ _FROM_VHLO_TYPES: dict = {}
 _TYPE_CACHE_LIMIT = 1 << 14
 
 
+def _remember(cache: dict, key, value, limit: int = _TYPE_CACHE_LIMIT):
+  """Adds an entry to one of this module's caches, which are emptied when
+  they reach `limit` entries; returns `value`."""
+  if len(cache) >= limit:
+    cache.clear()
+  cache[key] = value
+  return value
+
+
 def type_to_vhlo(ty: t.Type) -> tree.Type:
   try:
     hit = _TO_VHLO_TYPES.get(ty)
@@ -259,9 +264,7 @@ def type_to_vhlo(ty: t.Type) -> tree.Type:
     return tc.to_vhlo(ty, encoding_to_vhlo)
   if hit is None:
     hit = tc.to_vhlo(ty, encoding_to_vhlo)
-    if len(_TO_VHLO_TYPES) >= _TYPE_CACHE_LIMIT:
-      _TO_VHLO_TYPES.clear()
-    _TO_VHLO_TYPES[ty] = hit
+    _remember(_TO_VHLO_TYPES, ty, hit)
   return hit
 
 
@@ -272,9 +275,7 @@ def type_from_vhlo(ty) -> t.Type:
     return tc.from_vhlo(ty, encoding_from_vhlo)
   if hit is None:
     hit = tc.from_vhlo(ty, encoding_from_vhlo)
-    if len(_FROM_VHLO_TYPES) >= _TYPE_CACHE_LIMIT:
-      _FROM_VHLO_TYPES.clear()
-    _FROM_VHLO_TYPES[ty] = hit
+    _remember(_FROM_VHLO_TYPES, ty, hit)
   return hit
 
 
@@ -332,9 +333,7 @@ def to_vhlo_shared(attr) -> tree.Attr:
     return hit[1]
   converted = to_vhlo(attr)
   if _immutable(attr):
-    if len(_TO_VHLO_BY_ID) >= _TYPE_CACHE_LIMIT:
-      _TO_VHLO_BY_ID.clear()
-    _TO_VHLO_BY_ID[id(attr)] = (attr, converted)
+    _remember(_TO_VHLO_BY_ID, id(attr), (attr, converted))
   return converted
 
 
@@ -494,9 +493,7 @@ def from_vhlo_shared(attr) -> a.Attribute:
     return hit[1]
   converted = from_vhlo(attr)
   if _immutable(converted):
-    if len(_FROM_VHLO_BY_ID) >= _TYPE_CACHE_LIMIT:
-      _FROM_VHLO_BY_ID.clear()
-    _FROM_VHLO_BY_ID[id(attr)] = (attr, converted)
+    _remember(_FROM_VHLO_BY_ID, id(attr), (attr, converted))
   return converted
 
 
