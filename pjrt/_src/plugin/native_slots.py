@@ -427,30 +427,41 @@ def build_extension(fallbacks: dict[str, int], required: dict[str, int],
   """Compiles the fast paths of the Layouts extension's functions named in
   `fallbacks` (name -> address of its regular entry); `static_layouts`:
   the shared row-major layout handles, by rank. Returns name -> address."""
-  texts = [
+  prelude = [
       f"{_LAYOUTS_BY_RANK} = private unnamed_addr constant "
       f"[{len(static_layouts)} x i64] ["
       + ", ".join(f"i64 {h}" for h in static_layouts) + "]",
       f"define void {_KEEP_TEXT}(ptr %s) {{\nentry:\n  ret void\n}}",
   ]
+  return _compile(_EXTENSION_BODIES, fallbacks, required, (), region,
+                  static_layouts, prelude)
+
+
+def slots() -> list[str]:
+  """The slots that have a native fast path."""
+  return sorted(_BODIES)
+
+
+def _compile(bodies: dict, fallbacks: dict[str, int],
+             required: dict[str, int], void_slots, region: tuple[int, int],
+             context, prelude: list[str] = ()) -> dict[str, int]:
+  """Compiles the fast paths of `bodies` (name -> body) that have a
+  fallback, after the module-level lines `prelude`; each body gets
+  `context`. Returns name -> address."""
+  texts = list(prelude)
   names = []
-  for name, body in sorted(_EXTENSION_BODIES.items()):
+  for name, body in sorted(bodies.items()):
     if name not in fallbacks:
       continue
     f = _Function(name, max(required.get(name, 0), 16), fallbacks[name],
-                  False)
-    body(f, region, static_layouts)
+                  name in void_slots)
+    body(f, region, context)
     texts.append(f.finish())
     names.append((name, f.name))
   if not names:
     return {}
   addresses = native.compile_ir("\n\n".join(texts), [n for _, n in names])
   return {name: addresses[fn] for name, fn in names}
-
-
-def slots() -> list[str]:
-  """The slots that have a native fast path."""
-  return sorted(_BODIES)
 
 
 def build(fallbacks: dict[str, int], required: dict[str, int],
@@ -465,15 +476,5 @@ def build(fallbacks: dict[str, int], required: dict[str, int],
     region: [start, end) of the records native code may read.
     ready_event: the shared ready PJRT_Event* (events.ready_event()).
   """
-  texts = []
-  names = []
-  for slot in slots():
-    if slot not in fallbacks:
-      continue
-    f = _Function(slot, max(required.get(slot, 0), 16), fallbacks[slot],
-                  slot in void_slots)
-    _BODIES[slot](f, region, ready_event)
-    texts.append(f.finish())
-    names.append((slot, f.name))
-  addresses = native.compile_ir("\n\n".join(texts), [n for _, n in names])
-  return {slot: addresses[name] for slot, name in names}
+  return _compile(_BODIES, fallbacks, required, void_slots, region,
+                  ready_event)

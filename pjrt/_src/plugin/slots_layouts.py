@@ -208,12 +208,3 @@ def _executable_output_layouts(args):
 def _executable_parameter_layouts(args):
   args.layouts, args.num_parameters = _executable_layouts(
       executable_of(args.executable), "parameters")
-
-
-def check_known() -> None:
-  """Every function of the extension has an implementation."""
-  from pjrt._src.plugin import slot_registry  # pylint: disable=g-import-not-at-top
-  missing = [n for n in abi.LAYOUTS_FUNCTIONS
-             if n not in slot_registry.EXTENSION_IMPLEMENTATIONS]
-  if missing:
-    raise support.InternalError(f"Layouts extension lacks {missing}")
