@@ -13,6 +13,15 @@ native runner. This pool's dispatch is a few atomic operations:
     every part has finished. Part k covers [extent*k/parts,
     extent*(k+1)/parts) of the kernel's parallel extent.
 
+A worker that wakes on the core its caller is running on cannot help:
+the two share one core, and the worker's parts and spinning delay the
+caller, which is the critical path. The scheduler can leave it there for
+many kernels when the other cores look busier (a step then runs at
+one-thread speed or slower). So the caller records its CPU with each job,
+and a worker that finds itself on that CPU moves: it sets its affinity to
+the process's CPUs less that one (which migrates it at once) and restores
+the full set. `nudges()` counts these moves.
+
 Parts are claimed with a compare-and-swap on one 64-bit *claim word*,
 (generation << 32) | (parts << 16) | next part, so a worker late from an
 earlier job can never take a part of a newer one, and the job's fields are
@@ -31,6 +40,7 @@ Python pool otherwise).
 from __future__ import annotations
 
 import ctypes
+import os
 import platform
 import sys
 import threading
@@ -43,11 +53,17 @@ from llvmlite import ir
 CLAIM = 0  # (gen << 32) | (parts << 16) | next
 DONE = 8  # parts finished in the current job
 FN, ARGS, EXTENT = 16, 17, 18  # the job
+CALLER_CPU = 19  # the CPU the job's caller is running on (-1: unknown)
 FUTEX = 24  # i32: the low 32 bits of the generation workers sleep on
 SLEEPERS = 32  # workers about to sleep or sleeping
 BUSY = 40  # 1 while a caller dispatches
 STOP = 48  # 1: workers return
 RUN_FN = 56  # address of xla_cpu_pool_run (the native runner calls it)
+# The affinity masks workers move with (0 where there is nowhere to move):
+# MASK_BYTES bytes per mask, the mask for "every allowed CPU but c" at
+# index c <= MAX_CPU, the full allowed set at index MAX_CPU + 1.
+MASKS, MASK_BYTES, MAX_CPU = 57, 58, 59
+NUDGES = 60  # times a worker moved off its caller's CPU
 STATE_WORDS = 64
 
 MAX_PARTS = 0xFFFF
@@ -59,6 +75,8 @@ WORKER_SPINS = 2000
 YIELD_EVERY = 256
 
 _SYS_FUTEX = {"x86_64": 202, "AMD64": 202, "aarch64": 98, "arm64": 98}
+_SYS_SETAFFINITY = {"x86_64": 203, "AMD64": 203, "aarch64": 122,
+                    "arm64": 122}
 _FUTEX_WAIT_PRIVATE = 128
 _FUTEX_WAKE_PRIVATE = 129
 
@@ -89,7 +107,10 @@ class _Emitter:
                                "syscall")
     self.sched_yield = ir.Function(module, ir.FunctionType(I32, []),
                                    "sched_yield")
+    self.sched_getcpu = ir.Function(module, ir.FunctionType(I32, []),
+                                    "sched_getcpu")
     self.sys_futex = _SYS_FUTEX.get(platform.machine(), 202)
+    self.sys_setaffinity = _SYS_SETAFFINITY.get(platform.machine(), 203)
     self.is_x86 = platform.machine() in ("x86_64", "AMD64")
 
   def word(self, b, st, k):
@@ -122,6 +143,30 @@ class _Emitter:
 
   def store(self, b, st, k, v, order="release"):
     b.store_atomic(v, self.word(b, st, k), order, 8)
+
+  def move_off_caller(self, b, fn, st):
+    """If this thread runs on the job's caller's CPU, moves it elsewhere."""
+    masks = self.load(b, st, MASKS, "monotonic")
+    check = fn.append_basic_block("colocated_check")
+    move = fn.append_basic_block("move")
+    after = fn.append_basic_block("moved")
+    b.cbranch(b.icmp_unsigned("!=", masks, _c(0)), check, after)
+    b.position_at_end(check)
+    cpu = b.sext(b.call(self.sched_getcpu, []), I64)
+    caller = self.load(b, st, CALLER_CPU, "monotonic")
+    same = b.and_(b.icmp_unsigned("==", cpu, caller),
+                  b.icmp_unsigned("<=", cpu, self.load(b, st, MAX_CPU,
+                                                       "monotonic")))
+    b.cbranch(same, move, after)
+    b.position_at_end(move)
+    nbytes = self.load(b, st, MASK_BYTES, "monotonic")
+    full = b.add(self.load(b, st, MAX_CPU, "monotonic"), _c(1))
+    for index in (cpu, full):
+      mask = b.add(masks, b.mul(index, nbytes))
+      b.call(self.syscall, [_c(self.sys_setaffinity), _c(0), nbytes, mask])
+    b.atomic_rmw("add", self.word(b, st, NUDGES), _c(1), "monotonic")
+    b.branch(after)
+    b.position_at_end(after)
 
   # void work(i64* st, i64 gen): claims and runs parts of job `gen`.
   def emit_work(self) -> ir.Function:
@@ -213,6 +258,7 @@ class _Emitter:
 
     b.position_at_end(run)
     b.store(g, my_gen)
+    self.move_off_caller(b, fn, st)
     b.call(work, [st, g])
     b.store(_c(0), spins)
     b.branch(wait)
@@ -256,6 +302,8 @@ class _Emitter:
     self.store(b, st, FN, kfn, "monotonic")
     self.store(b, st, ARGS, args, "monotonic")
     self.store(b, st, EXTENT, extent, "monotonic")
+    self.store(b, st, CALLER_CPU, b.sext(b.call(self.sched_getcpu, []), I64),
+               "monotonic")
     old = self.load(b, st, CLAIM, "monotonic")
     gen = b.and_(b.add(b.lshr(old, _c(32)), _c(1)), _c(0xFFFFFFFF))
     self.store(b, st, CLAIM, b.or_(b.shl(gen, _c(32)), b.shl(n, _c(16))),
@@ -330,6 +378,23 @@ def _functions():
     return tuple(_COMPILED)
 
 
+def _affinity_masks() -> Optional[np.ndarray]:
+  """uint8[max_cpu + 2, nbytes]: row c is this process's allowed CPUs
+  less c, the last row all of them; None with fewer than two CPUs."""
+  try:
+    allowed = sorted(os.sched_getaffinity(0))
+  except (AttributeError, OSError):
+    return None
+  if len(allowed) < 2:
+    return None
+  max_cpu = allowed[-1]
+  nbytes = (max_cpu // 64 + 1) * 8
+  bits = np.zeros((max_cpu + 2, nbytes * 8), np.uint8)
+  bits[:, allowed] = 1
+  bits[allowed, allowed] = 0
+  return np.packbits(bits, axis=1, bitorder="little")
+
+
 class NativePool:
   """`workers` native worker threads plus the calling thread."""
 
@@ -343,12 +408,26 @@ class NativePool:
     self.address = self.state.ctypes.data
     _, run_addr, self._run, worker = _functions()
     self.state[RUN_FN] = run_addr
+    self.state[CALLER_CPU] = -1
+    self._masks = _affinity_masks()
+    if self._masks is not None:
+      self.state[MASKS] = self._masks.ctypes.data
+      self.state[MASK_BYTES] = self._masks.shape[1]
+      self.state[MAX_CPU] = self._masks.shape[0] - 2
     self._threads = []
     for i in range(self.workers):
       t = threading.Thread(target=worker, args=(self.address,),
                            name=f"xla-cpu-native-{i}", daemon=True)
       t.start()
       self._threads.append(t)
+
+  def nudges(self) -> int:
+    """How many times a worker has moved off its caller's CPU."""
+    return int(self.state[NUDGES])
+
+  def worker_ids(self) -> list[int]:
+    """The workers' native thread ids."""
+    return [t.native_id for t in self._threads]
 
   def run_kernel(self, fn: int, args: int, extent: int, parts: int) -> None:
     """Runs kernel `fn` over [0, extent) in `parts` parts."""

@@ -1,6 +1,8 @@
 """The thunk runtime pieces: the worker pool, kernel batching, views."""
 
+import os
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -105,6 +107,37 @@ def test_native_pool_runs_every_part_once():
   finally:
     pool.close()
   assert not pool._threads  # pylint: disable=protected-access
+  del jit
+
+
+def test_native_pool_worker_moves_off_its_callers_cpu():
+  if not native_pool.available():
+    pytest.skip("no native pool on this host")
+  allowed = sorted(os.sched_getaffinity(0))
+  if len(allowed) < 2:
+    pytest.skip("needs two CPUs")
+  jit, addr = _add_one_kernel()
+  pool = native_pool.NativePool(1)
+  data = np.zeros(4096, np.float32)
+  table = np.array([data.ctypes.data], np.uint64)
+  try:
+    # Put the caller and the worker on the same CPU, as the scheduler
+    # sometimes does; the worker must leave it and keep the full set.
+    os.sched_setaffinity(0, {allowed[0]})
+    worker, = pool.worker_ids()
+    os.sched_setaffinity(worker, {allowed[0]})
+    deadline = time.monotonic() + 10
+    jobs = 0
+    while pool.nudges() == 0 and time.monotonic() < deadline:
+      pool.run_kernel(addr, table.ctypes.data, 4096, 4)
+      jobs += 1
+      time.sleep(0.01)  # lets the worker run on the shared CPU
+    assert pool.nudges() >= 1
+    assert os.sched_getaffinity(worker) == set(allowed)
+  finally:
+    os.sched_setaffinity(0, set(allowed))
+    pool.close()
+  np.testing.assert_array_equal(data, jobs)
   del jit
 
 
