@@ -146,7 +146,21 @@ def optimize(mod: "llvm.ModuleRef", opt_level: int = 3) -> None:
   tm = _target_machine(opt_level)
   pb = llvm.create_pass_builder(tm, _tuning_options(opt_level))
   pm = pb.getModulePassManager()
-  pm.run(mod, pb)
+  try:
+    pm.run(mod, pb)
+  finally:
+    _dispose_pass_manager(pm)
+
+
+def _dispose_pass_manager(pm) -> None:
+  """Frees a module pass manager. llvmlite's ModulePassManager never frees
+  its LLVM object (its no-op base `_dispose` comes first in the method
+  order), which leaked 30-55 KB per compiled part."""
+  dispose = getattr(llvm.ffi.lib, "LLVMPY_DisposeNewModulePassManger", None)
+  if dispose is None or pm.closed:
+    return
+  dispose(pm)
+  pm.detach()
 
 
 def _tuning_options(opt_level: int):
@@ -727,7 +741,10 @@ def _compile_part(text: str, opt_level: int, unlocked: bool) -> bytes:
       return tm.emit_object(mod)
     pb = llvm.create_pass_builder(tm, _tuning_options(opt_level))
     pm = pb.getModulePassManager()
-    run(pm, mod, pb)
+    try:
+      run(pm, mod, pb)
+    finally:
+      _dispose_pass_manager(pm)
     with llvm.ffi.OutputString() as err:
       buf = emit(tm, mod, 1, err)
       if not buf:
