@@ -348,10 +348,16 @@ def main(argv=None) -> int:
       test_dut=args.test_dut, devices=args.devices, extra_pytest_args=tuple(args.pytest_args),
       verbose=args.verbose, work_dir=args.work_dir)
   results = []
-  for name in [f.strip() for f in args.files.split(",") if f.strip()]:
-    if not os.path.exists(os.path.join(cfg.jax_tests, name)):
-      print(f"error: {name} not found in {cfg.jax_tests}", file=sys.stderr)
-      return 2
+  names = [f.strip() for f in args.files.split(",") if f.strip()]
+  # Every name is checked before any file runs: a typo in the last name
+  # must not cost the run of the others.
+  missing = [n for n in names
+             if not os.path.exists(os.path.join(cfg.jax_tests, n))]
+  if missing:
+    print(f"error: not found in {cfg.jax_tests}: {', '.join(missing)}",
+          file=sys.stderr)
+    return 2
+  for name in names:
     sys.stderr.write(f"[run_jax_tests] {name} on {cfg.platform} "
                      f"(jobs={args.jobs})\n")
     results.append(run_file(cfg, name, jobs=max(1, args.jobs)))

@@ -129,6 +129,17 @@ def test_main_help_and_missing_file(tmp_path, capsys):
   assert rjt.main(["--jax-tests", str(tmp_path), "--files", "nope.py"]) == 2
 
 
+def test_missing_file_stops_before_any_file_runs(tmp_path, monkeypatch,
+                                                 capsys):
+  (tmp_path / "present_test.py").write_text("def test_x():\n  pass\n")
+  ran = []
+  monkeypatch.setattr(rjt, "run_file", lambda cfg, name, jobs: ran.append(name))
+  assert rjt.main(["--jax-tests", str(tmp_path), "--files",
+                   "present_test.py,typo_test.py"]) == 2
+  assert ran == []
+  assert "typo_test.py" in capsys.readouterr().err
+
+
 def test_subprocess_env_and_command(tmp_path):
   cfg = rjt.RunConfig(jax_tests=str(tmp_path), backend="interpreter",
                       num_generated_cases=2, test_dut="cpu", keyword="Add")
