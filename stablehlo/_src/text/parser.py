@@ -67,7 +67,7 @@ class Parser(attr_parser.AttrParser):
     self.op_names: list[str] = []
     self.resources: dict = {}
     self._pending_alias_locs: list = []
-    self._quoted_filename = None
+    self._loc_prefix = None  # `"file":` of the op locations
     self._loc_cursor = (0, 1, 0)  # (offset, its line, that line's start)
 
   # --- values ------------------------------------------------------------------
@@ -165,7 +165,9 @@ class Parser(attr_parser.AttrParser):
     finally:
       self.leave()
 
-  def _parse_operation(self) -> core.Operation:
+  def _parse_operation(self, pos: int = -1) -> core.Operation:
+    """The op at the lexer; `pos`, when given, is where its first token
+    starts (the lexer has nothing peeked and would skip to there)."""
     lex = self.lex
     tok = lex.peeked
     if tok is None:
@@ -173,21 +175,20 @@ class Parser(attr_parser.AttrParser):
       # place of a token for the name, a match for `%name =` and a token
       # for the op name.
       text = self.text
-      m = _OP_HEAD_RE.match(text, _SKIP_MATCH(text, lex.pos).end())
+      if pos < 0:
+        pos = _SKIP_MATCH(text, lex.pos).end()
+      m = _OP_HEAD_RE.match(text, pos)
       if m is not None:
-        defs = num_results = None
-        start = m.start(2)
-        if m.group(1) is not None:
-          start = m.start(1) - 1
-          defs = ((m.group(1), 1, start),)
-          num_results = 1
         name_pos = m.start(2)
         lex.pos = m.end()
-        tok = lx.Token(lx.BARE_ID, m.group(2), name_pos)
         line, col = self._line_col(name_pos)
-        op = self._parse_custom_operation(num_results, tok)
-        return self._finish_operation(op, defs, num_results, start, line,
-                                      col)
+        result_name = m.group(1)
+        op = self._parse_custom_operation(
+            None if result_name is None else 1,
+            lx.Token(lx.BARE_ID, m.group(2), name_pos))
+        if result_name is None:
+          return self._finish_operation(op, None, None, name_pos, line, col)
+        return self._finish_one_result(op, result_name, pos, line, col)
       tok = lex.peek()
     defs = None  # [(name, count, pos)]
     num_results = None
@@ -214,6 +215,30 @@ class Parser(attr_parser.AttrParser):
     else:
       raise self.error("expected operation name in quotes", tok.pos)
     return self._finish_operation(op, defs, num_results, start, line, col)
+
+  def _finish_one_result(self, op, name, start, line, col):
+    """`_finish_operation` of an op written `%name = ...`, where it has one
+    result, no loc(...) follows and no value awaits a definition: its
+    location and result name, in place of the general steps."""
+    lex = self.lex
+    text = self.text
+    results = op.results
+    if (lex.peeked is not None or len(results) != 1 or self._forward_values
+        or text.startswith("loc", _SKIP_MATCH(text, lex.pos).end())):
+      return self._finish_operation(op, ((name, 1, start),), 1, start, line,
+                                    col)
+    op.location = self._file_location(line, col)
+    for v in op.operands:
+      if v.owner is None:
+        self._ops_with_forward_refs.append(op)
+        break
+    values = self._scopes[-1].values
+    if name in values:
+      raise self.error(f"redefinition of SSA value '%{name}'", start)
+    values[name] = results
+    if not name.isdigit():
+      results[0].name_hint = name
+    return op
 
   def _finish_operation(self, op, defs, num_results, start, line, col):
     """After the op itself: its location, result names, forward uses."""
@@ -432,21 +457,31 @@ class Parser(attr_parser.AttrParser):
 
   def _parse_block_ops(self, block: core.Block) -> None:
     lex = self.lex
+    text = self.text
     ops = block.operations
     while True:
       tok = lex.peeked
+      pos = -1
       if tok is None:
-        tok = lex.peek()
-      if tok.kind == lx.CARET_ID or (tok.kind == lx.PUNCT and tok.text == "}"):
-        return
-      if tok.kind == lx.EOF:
-        raise self.error("expected '}' to end region", tok.pos)
+        # Skip to the next token and tell by its first character whether an
+        # op starts there (its head is then read in one match), rather than
+        # reading a token to rule out `}` and `^label`.
+        pos = _SKIP_MATCH(text, lex.pos).end()
+        if text.startswith(("}", "^"), pos) or pos >= len(text):
+          pos = -1
+          tok = lex.peek()
+      if tok is not None:
+        if tok.kind == lx.CARET_ID or (tok.kind == lx.PUNCT and
+                                       tok.text == "}"):
+          return
+        if tok.kind == lx.EOF:
+          raise self.error("expected '}' to end region", tok.pos)
       # parse_operation and Block.append, inlined: this runs once per op.
       self._depth += 1
       if self._depth > type_parser.MAX_NESTING:
         raise self.error("nesting is too deep")
       try:
-        op = self._parse_operation()
+        op = self._parse_operation(pos)
       finally:
         self._depth -= 1
       op.parent = block
@@ -565,12 +600,13 @@ class Parser(attr_parser.AttrParser):
     return self.source.line_col(pos)
 
   def _file_location(self, line: int, col: int) -> a.Location:
-    quoted = self._quoted_filename
-    if quoted is None:
-      quoted = self._quoted_filename = self.source.filename.replace(
-          "\\", "\\\\").replace('"', '\\"')
+    prefix = self._loc_prefix
+    if prefix is None:
+      quoted = self.source.filename.replace("\\", "\\\\").replace(
+          '"', '\\"')
+      prefix = self._loc_prefix = f'"{quoted}":'
     return a.file_location(self.source.filename, line, col,
-                           f'"{quoted}":{line}:{col}')
+                           f"{prefix}{line}:{col}")
 
   def _resolve_loc_aliases(self, module):
     def resolve(loc, depth=0):
