@@ -33,9 +33,11 @@ _NATIVE_INT_KINDS = frozenset("iu")
 # are not immutable) is kept by its text, as types are (type_parser).
 # `#stablehlo.name<` / `#stablehlo<` with the `<` adjacent always starts a
 # StableHLO attribute (never an alias; made of tuples), so those may appear.
+# (Written as runs of plain characters between strings and attribute
+# heads: one alternation per such item rather than one per character.)
 _ATTR_DICT_RE = re.compile(
-    r'\{(?:[^{}"#!/\n]|"[^"\\\n]*(?:\\.[^"\\\n]*)*"|'
-    r'#stablehlo(?:\.[A-Za-z_][A-Za-z0-9_]*)?<)*\}')
+    r'\{[^{}"#!/\n]*(?:(?:"[^"\\\n]*(?:\\.[^"\\\n]*)*"|'
+    r'#stablehlo(?:\.[A-Za-z_][A-Za-z0-9_]*)?<)[^{}"#!/\n]*)*\}')
 _ATTR_DICT_CACHE: dict = {}
 _ATTR_DICT_CACHE_LIMIT = 1 << 12
 cached_attr_dict = _ATTR_DICT_CACHE.get

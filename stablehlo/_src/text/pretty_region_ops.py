@@ -123,7 +123,10 @@ def _parse_func(p, name, pos):
 # match (see pretty_common's fast paths): named arguments of tensor types
 # with optional attribute dictionaries, results likewise, `attributes`.
 _ID = r"[A-Za-z0-9_$.\-]+"
-_DICT = r'\{(?:[^{}"#!/\n]|"[^"\\\n]*(?:\\.[^"\\\n]*)*")*\}'
+# (Runs of plain characters between strings, the unrolled-loop form: one
+# alternation per string rather than one per character.)
+_DICT = (r'\{[^{}"#!/\n]*(?:"[^"\\\n]*(?:\\.[^"\\\n]*)*"[^{}"#!/\n]*)*'
+         r'\}')
 _FUNC_ARG = "%" + _ID + ": " + pc.TENSOR + "(?: " + _DICT + ")?"
 _FUNC_RES = pc.TENSOR + "(?: " + _DICT + ")?"
 _FUNC_HEAD_FAST_RE = re.compile(
