@@ -187,11 +187,9 @@ class AttrParser(type_parser.TypeParser):
     key = m.group()
     attr = _ATTR_DICT_CACHE.get(key)
     if attr is None:
-      attr = self._parse_attr_dict()
-      if len(_ATTR_DICT_CACHE) >= _ATTR_DICT_CACHE_LIMIT:
-        _ATTR_DICT_CACHE.clear()
-      _ATTR_DICT_CACHE[key] = attr
-      return attr
+      return type_parser.remember(_ATTR_DICT_CACHE, key,
+                                  self._parse_attr_dict(),
+                                  _ATTR_DICT_CACHE_LIMIT)
     lex.reset(m.end())
     return attr
 

@@ -47,6 +47,16 @@ FUNCTION_TYPE_TEXT = (_TENSOR_LIST + " -> (?:" + _TENSOR_TEXT + "|" +
 cached_type = _TYPE_CACHE.get
 
 
+def remember(cache: dict, key, value, limit: int):
+  """Adds an entry to one of the text parser's caches of values by their
+  source text, which are emptied when they reach `limit` entries; returns
+  `value`."""
+  if len(cache) >= limit:
+    cache.clear()
+  cache[key] = value
+  return value
+
+
 class TypeParser:
   """Base parser: token helpers plus types."""
 
@@ -204,11 +214,8 @@ class TypeParser:
       key = m.group(1)
       ty = _TYPE_CACHE.get(key)
       if ty is None:
-        ty = self._parse_type_guarded()
-        if len(_TYPE_CACHE) >= _TYPE_CACHE_LIMIT:
-          _TYPE_CACHE.clear()
-        _TYPE_CACHE[key] = ty
-        return ty
+        return remember(_TYPE_CACHE, key, self._parse_type_guarded(),
+                        _TYPE_CACHE_LIMIT)
       lex.reset(m.end())
       return ty
     return self._parse_type_guarded()
