@@ -222,6 +222,23 @@ def test_json_dense_literals_match_the_token_path():
       np.inf
 
 
+def test_repeated_constants_have_their_own_arrays():
+  # The second and later parses of a constant's text reuse the first one's
+  # decoding; each op still gets an array of its own to mutate.
+  for literal, expected in (
+      ("dense<7> : tensor<2xi32>", [7, 7]),
+      ("dense<[1.5, -2.0]> : tensor<2xf32>", [1.5, -2.0]),
+      ('dense<"0x0100000002000000"> : tensor<2xi32>', [1, 2])):
+    first, second, third = (_constant(literal) for _ in range(3))
+    first.array[0] = 42
+    second.array[1] = 43
+    assert third.array.tolist() == expected
+    assert first.array.tolist() == [42, expected[1]]
+    assert second.array.tolist() == [expected[0], 43]
+    assert third.type == t.RankedTensorType((2,), third.type.element_type)
+    assert third.splat == (literal == "dense<7> : tensor<2xi32>")
+
+
 def test_cached_types_and_attribute_dictionaries_are_per_text():
   m = text.parse_module('''
   func.func @f(%a: tensor<2xf32> {x.k = "v"}) -> (tensor<2xf32> {x.k = "v"}) {

@@ -244,6 +244,15 @@ def fast_callee(attr_name: str, as_string: bool):
   return fast
 
 
+# Constants repeat as well (`dense<0> : tensor<i64>`, `dense<1.000000e+00>
+# : tensor<f32>` in most functions): a short constant's tail is kept by its
+# text as (type, array, splat), and each op gets its own copy of the array,
+# as numpy arrays are mutable.
+_DENSE_CACHE: dict = {}
+_DENSE_CACHE_LIMIT = 1 << 12
+_DENSE_CACHE_MAX_TEXT = 256
+
+
 def fast_constant(p, name, pos):
   text = p.text
   if text.startswith(' dense<"0x', pos):
@@ -252,23 +261,47 @@ def fast_constant(p, name, pos):
     if end < 0:
       return None
     m = _DENSE_HEX_TAIL_FAST_RE.match(text, end)
-    if m is None:
-      return None
+  elif text.startswith(" dense<[", pos):
+    m = _DENSE_JSON_FAST_RE.match(text, pos)
+  else:
+    m = _DENSE_SCALAR_FAST_RE.match(text, pos)
+  if m is None:
+    return None
+  stop = m.end()
+  key = None
+  if stop - pos <= _DENSE_CACHE_MAX_TEXT:
+    key = text[pos:stop]
+    hit = _DENSE_CACHE.get(key)
+    if hit is not None:
+      ty, array, splat = hit
+      p.lex.reset(stop)
+      return core.Operation(name, (), (ty,), None, {
+          "value": a.DenseElementsAttr(ty, array.copy(), splat)})
+  value = _fast_dense_value(p, text, pos, m)
+  if value is None:
+    return None
+  if key is not None:
+    type_parser.remember(_DENSE_CACHE, key, (
+        value.type, value.array.copy(), value.splat), _DENSE_CACHE_LIMIT)
+  p.lex.reset(stop)
+  return core.Operation(name, (), (value.type,), None, {"value": value})
+
+
+def _fast_dense_value(p, text, pos, m):
+  """The attribute of the constant tail `m` matched (fast_constant)."""
+  if text[pos + 7] == '"':
     ty = cached_type(m.group(1))
     if ty is None:
       return None
-    body = text[pos + 10:end]
+    body = text[pos + 10:m.start()]
     if "\\" in body or "\n" in body:
       return None
     try:
       blob = bytes.fromhex(body)
     except ValueError:
       return None
-    value = p.fast_dense(ty, hex_blob=blob)
-  elif text.startswith(" dense<[", pos):
-    m = _DENSE_JSON_FAST_RE.match(text, pos)
-    if m is None:
-      return None
+    return p.fast_dense(ty, hex_blob=blob)
+  if text[pos + 7] == "[":
     ty = cached_type(m.group(2))
     if ty is None:
       return None
@@ -277,23 +310,15 @@ def fast_constant(p, name, pos):
       values = json.loads(body)
     except ValueError:
       return None
-    value = attr_parser.json_dense_attr(ty, values, body)
-  else:
-    m = _DENSE_SCALAR_FAST_RE.match(text, pos)
-    if m is None:
-      return None
-    ty = cached_type(m.group(4))
-    if ty is None:
-      return None
-    if m.group(2) is not None:
-      tok = lx.Token(lx.FLOAT, m.group(2), m.start(2))
-    else:
-      tok = lx.Token(lx.INTEGER, m.group(3), m.start(3))
-    value = p.fast_dense(ty, literal=("num", m.group(1) is not None, tok))
-  if value is None:
+    return attr_parser.json_dense_attr(ty, values, body)
+  ty = cached_type(m.group(4))
+  if ty is None:
     return None
-  p.lex.reset(m.end())
-  return core.Operation(name, (), (ty,), None, {"value": value})
+  if m.group(2) is not None:
+    tok = lx.Token(lx.FLOAT, m.group(2), m.start(2))
+  else:
+    tok = lx.Token(lx.INTEGER, m.group(3), m.start(3))
+  return p.fast_dense(ty, literal=("num", m.group(1) is not None, tok))
 
 
 _KEYWORD_VALUE = {
