@@ -222,6 +222,31 @@ def test_json_dense_literals_match_the_token_path():
       np.inf
 
 
+def test_complex_and_boolean_constants():
+  # Complex pairs of plain numbers are read in bulk (as json); pairs with
+  # hex parts take the token path; both give the same values.
+  c64 = _constant("dense<[(1.5,-2.0), (0.1, 3)]> : tensor<2xcomplex<f32>>")
+  assert c64.array.dtype == np.complex64
+  assert c64.array.tolist() == np.array(
+      [complex(1.5, -2.0), complex(0.1, 3.0)], np.complex64).tolist()
+  c128 = _constant("dense<[[(0.1,-0.0)], [(1.0e+300,2.5)]]> : "
+                   "tensor<2x1xcomplex<f64>>")
+  assert c128.array.tolist() == [[complex(0.1, -0.0)], [complex(1e300, 2.5)]]
+  assert np.signbit(c128.array[0, 0].imag)
+  nan = _constant("dense<[(0x7FC00000,1.0)]> : tensor<1xcomplex<f32>>")
+  assert np.isnan(nan.array[0].real) and nan.array[0].imag == 1.0
+  for bad in ("dense<[[1.0, 2.0]]> : tensor<1xcomplex<f32>>",
+              "dense<[(1.0,2.0)]> : tensor<1x2xf32>",
+              "dense<[(1.0,2.0,3.0)]> : tensor<1xcomplex<f32>>"):
+    with pytest.raises(support.XlaError):
+      _constant(bad)
+  for _ in range(2):
+    splat = _constant("dense<true> : tensor<3xi1>")
+    assert splat.splat and splat.array.tolist() == [True, True, True]
+  with pytest.raises(support.XlaError):
+    _constant("dense<true> : tensor<3xi32>")
+
+
 def test_repeated_constants_have_their_own_arrays():
   # The second and later parses of a constant's text reuse the first one's
   # decoding; each op still gets an array of its own to mutate.

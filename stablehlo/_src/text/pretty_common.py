@@ -9,7 +9,6 @@ A `PrettyForm` is one op's pair of functions:
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 from typing import Callable
 
@@ -171,14 +170,15 @@ _OPERANDS_TYPES_FAST_RE = re.compile(
 _CALLEE_FAST_RE = re.compile(
     r" @([A-Za-z0-9_$.\-]+)\((" + OPERAND_LIST + r")?\)"
     r"(?: (\{[^{}\"#!/\n]*\}))? : (" + _FN_TYPE + ")" + _NO_ARROW)
-# `op dense<"0x..."> : T`, `dense<[1, 2]> : T`, `dense<-1.5> : T`
+# `op dense<"0x..."> : T`, `dense<[1, 2]> : T`, `dense<-1.5> : T`,
+# `dense<true> : T`
 _DENSE_HEX_TAIL_FAST_RE = re.compile(
     r'"> : (' + _TENSOR + ")" + _NO_ARROW)
 _DENSE_JSON_FAST_RE = re.compile(
-    r" dense<(\[[\[\] ,0-9eE.+\-]*\])> : (" + _TENSOR + ")" + _NO_ARROW)
+    r" dense<(\[[\[\]() ,0-9eE.+\-]*\])> : (" + _TENSOR + ")" + _NO_ARROW)
 _DENSE_SCALAR_FAST_RE = re.compile(
-    r" dense<(-)?(?:([0-9]+\.[0-9]*(?:[eE][+\-]?[0-9]+)?)|(0x[0-9a-fA-F]+|"
-    r"[0-9]+))> : (" + _TENSOR + ")" + _NO_ARROW)
+    r" dense<(?:(-)?(?:([0-9]+\.[0-9]*(?:[eE][+\-]?[0-9]+)?)|(0x[0-9a-fA-F]+|"
+    r"[0-9]+))|(true|false))> : (" + _TENSOR + ")" + _NO_ARROW)
 
 
 def fast_same_type(p, name, pos):
@@ -306,14 +306,16 @@ def _fast_dense_value(p, text, pos, m):
     if ty is None:
       return None
     body = m.group(1)
-    try:
-      values = json.loads(body)
-    except ValueError:
+    values = attr_parser.load_dense_list(body)
+    if values is None:
       return None
     return attr_parser.json_dense_attr(ty, values, body)
-  ty = cached_type(m.group(4))
+  ty = cached_type(m.group(5))
   if ty is None:
     return None
+  if m.group(4) is not None:
+    tok = lx.Token(lx.BARE_ID, m.group(4), m.start(4))
+    return p.fast_dense(ty, literal=("bool", tok.text == "true", tok))
   if m.group(2) is not None:
     tok = lx.Token(lx.FLOAT, m.group(2), m.start(2))
   else:
