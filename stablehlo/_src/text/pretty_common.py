@@ -330,6 +330,72 @@ _KEYWORD_VALUE = {
 _ENUM_VALUE = r"([A-Za-z_][A-Za-z0-9_$.]*)"
 
 
+# `op  LT, %a, %b,  SIGNED : (Ts) -> R` (compare; the type word optional)
+_COMPARE_FAST_RE = re.compile(
+    r" +" + _ENUM_VALUE + ", (" + OPERAND_LIST + r")(?:, +" + _ENUM_VALUE +
+    r")? : (" + _FN_TYPE + ")" + _NO_ARROW)
+# `op %p, %a, %b : P, T` / `: (Ts) -> R` (select)
+_SELECT_FAST_RE = re.compile(
+    r" (" + OPERAND_LIST + r") : (?:(" + _TENSOR + "), (" + _TENSOR +
+    r")(?![ \t\r\n]*[,\-])|(" + _FN_TYPE + ")" + _NO_ARROW + ")")
+# Enum attributes by (mnemonic, value): frozen, so ops share them.
+_ENUM_ATTRS: dict = {}
+
+
+def enum_attr(dialect_mnemonic: str, value: str) -> a.DialectAttr:
+  """`#dialect<mnemonic VALUE>` as enum_parser makes it."""
+  attr = _ENUM_ATTRS.get((dialect_mnemonic, value))
+  if attr is None:
+    attr = type_parser.remember(
+        _ENUM_ATTRS, (dialect_mnemonic, value),
+        a.DialectAttr(dialect_mnemonic, (("value", value),), short_form=True),
+        1 << 10)
+  return attr
+
+
+def fast_compare(p, name, pos):
+  m = _COMPARE_FAST_RE.match(p.text, pos)
+  if m is None:
+    return None
+  fn = cached_type(m.group(4))
+  if fn is None:
+    return None
+  operands = p.fast_values(m.group(2).split(", "), fn.inputs)
+  if operands is None:
+    return None
+  props = {"comparison_direction": enum_attr(
+      "stablehlo.comparison_direction", m.group(1))}
+  if m.group(3) is not None:
+    props["compare_type"] = enum_attr("stablehlo.comparison_type",
+                                      m.group(3))
+  p.lex.reset(m.end())
+  return core.Operation(name, operands, fn.results, None, props)
+
+
+def fast_select(p, name, pos):
+  m = _SELECT_FAST_RE.match(p.text, pos)
+  if m is None:
+    return None
+  names = m.group(1).split(", ")
+  if m.group(4) is not None:
+    fn = cached_type(m.group(4))
+    if fn is None:
+      return None
+    operands = p.fast_values(names, fn.inputs)
+    results = fn.results
+  else:
+    pred = cached_type(m.group(2))
+    ty = cached_type(m.group(3))
+    if pred is None or ty is None:
+      return None
+    operands = p.fast_values(names, (pred, ty, ty))
+    results = (ty,)
+  if operands is None:
+    return None
+  p.lex.reset(m.end())
+  return core.Operation(name, operands, results)
+
+
 def fast_keyword(keywords, types: str, result_only: bool):
   """The fast path of `op %a, kw = v, ... : types` (pretty_simple_ops'
   keyword_form), for i64 lists, i64s and enums, without an attr-dict."""

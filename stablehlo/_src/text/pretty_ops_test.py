@@ -49,3 +49,35 @@ def test_print_falls_back_to_generic_when_form_does_not_fit():
 }'''
   out = text.print_module(text.parse_module(src))
   assert '"stablehlo.broadcast_in_dim"(%arg0)' in out
+
+
+def test_compare_and_select_fast_paths_match_the_token_path():
+  # The first parse reads each op by tokens (its types are new); later ones
+  # take the ops' fast paths. Both must give the same ops.
+  src = '''func.func @f(%a: tensor<3xi64>, %b: tensor<3xi64>, %p: tensor<3xi1>) -> tensor<3xi64> {
+  %0 = stablehlo.compare  LT, %a, %b,  SIGNED : (tensor<3xi64>, tensor<3xi64>) -> tensor<3xi1>
+  %1 = stablehlo.compare  EQ, %a, %b : (tensor<3xi64>, tensor<3xi64>) -> tensor<3xi1>
+  %2 = stablehlo.select %0, %a, %b : tensor<3xi1>, tensor<3xi64>
+  %3 = stablehlo.select %1, %2, %b : (tensor<3xi1>, tensor<3xi64>, tensor<3xi64>) -> tensor<3xi64>
+  return %3 : tensor<3xi64>
+}'''
+
+  def summary(module):
+    func = module.body.operations[0]
+    return [(op.name, [v.type for v in op.operands],
+             [v.type for v in op.results], dict(op.properties),
+             dict(op.attributes))
+            for op in func.regions[0].entry.operations]
+
+  first = summary(text.parse_module(src))
+  for _ in range(2):
+    assert summary(text.parse_module(src)) == first
+  cmp_lt, cmp_eq = first[0], first[1]
+  assert cmp_lt[3]["comparison_direction"].params == (("value", "LT"),)
+  assert cmp_lt[3]["compare_type"].params == (("value", "SIGNED"),)
+  assert list(cmp_eq[3]) == ["comparison_direction"]
+  assert [len(op[1]) for op in first[:4]] == [2, 2, 3, 3]
+  out = text.print_module(text.parse_module(src))
+  assert "stablehlo.compare LT, %arg0, %arg1, SIGNED" in out
+  for _ in range(2):  # single spaces, as our printer writes them
+    assert text.print_module(text.parse_module(out)) == out
