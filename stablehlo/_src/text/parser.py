@@ -184,8 +184,7 @@ class Parser(attr_parser.AttrParser):
         line, col = self._line_col(name_pos)
         result_name = m.group(1)
         op = self._parse_custom_operation(
-            None if result_name is None else 1,
-            lx.Token(lx.BARE_ID, m.group(2), name_pos))
+            None if result_name is None else 1, m.group(2), name_pos)
         if result_name is None:
           return self._finish_operation(op, None, None, name_pos, line, col)
         return self._finish_one_result(op, result_name, pos, line, col)
@@ -211,7 +210,8 @@ class Parser(attr_parser.AttrParser):
     if tok.kind == lx.STRING:
       op = self.parse_generic_operation()
     elif tok.kind == lx.BARE_ID:
-      op = self._parse_custom_operation(num_results, self.next())
+      self.next()
+      op = self._parse_custom_operation(num_results, tok.text, name_pos)
     else:
       raise self.error("expected operation name in quotes", tok.pos)
     return self._finish_operation(op, defs, num_results, start, line, col)
@@ -283,21 +283,12 @@ class Parser(attr_parser.AttrParser):
     self.expect_punct("=", "after SSA names")
     return defs
 
-  def _parse_custom_operation(self, num_results, tok) -> core.Operation:
-    """The op whose name token `tok` was just read."""
-    forms = _pretty_forms()
-    name = tok.text
-    form = forms.get(name)
-    if form is None and "." not in name:
-      dd = self._default_dialect[-1]
-      for candidate in ((f"{dd}.{name}",) if dd else ()) + (
-          f"builtin.{name}",):
-        form = forms.get(candidate)
-        if form is not None:
-          name = candidate
-          break
+  def _parse_custom_operation(self, num_results, name: str, pos: int
+                              ) -> core.Operation:
+    """The op whose name `name` (at offset `pos`) was just read."""
+    form = (_FORMS or _pretty_forms()).get(name)
     if form is None:
-      raise self.error(f"custom op '{name}' is unknown", tok.pos)
+      name, form = self._resolve_op_name(name, pos)
     fast = form.fast
     if fast is not None:
       op = fast(self, name, self.lex.pos)
@@ -305,9 +296,26 @@ class Parser(attr_parser.AttrParser):
         return op
     self.op_names.append(name)
     try:
-      return form.parse(self, name, tok.pos)
+      return form.parse(self, name, pos)
     finally:
       self.op_names.pop()
+
+  def _resolve_op_name(self, name: str, pos: int):
+    """(full name, form) of an op name without its dialect (`return`):
+    the enclosing default dialect's op, else builtin's."""
+    dd = self._default_dialect[-1]
+    hit = _RESOLVED_NAMES.get((dd, name))
+    if hit is not None:
+      return hit
+    forms = _pretty_forms()
+    if "." not in name:
+      for candidate in ((f"{dd}.{name}",) if dd else ()) + (
+          f"builtin.{name}",):
+        form = forms.get(candidate)
+        if form is not None:
+          _RESOLVED_NAMES[(dd, name)] = (candidate, form)
+          return candidate, form
+    raise self.error(f"custom op '{name}' is unknown", pos)
 
   def parse_generic_operation(self) -> core.Operation:
     name_tok = self.next()
@@ -393,9 +401,28 @@ class Parser(attr_parser.AttrParser):
         self._default_dialect.pop()
       self.leave()
 
+  def _at_op_start(self) -> bool:
+    """Whether nothing is peeked and the next token starts with neither
+    '}' nor '^': it neither ends a region nor labels a block, so an op (or
+    an error) starts there. Told by a character, leaving the token unread
+    for the op head's one match."""
+    lex = self.lex
+    if lex.peeked is not None:
+      return False
+    text = self.text
+    pos = _SKIP_MATCH(text, lex.pos).end()
+    return pos < len(text) and text[pos] not in "}^"
+
   def _parse_region_body(self, entry_args) -> core.Region:
     region = core.Region()
-    self.expect_punct("{", "to begin a region")
+    lex = self.lex
+    text = self.text
+    pos = _SKIP_MATCH(text, lex.pos).end() if lex.peeked is None else -1
+    if (pos >= 0 and text.startswith("{", pos) and
+        not text.startswith("{-#", pos)):
+      lex.pos = pos + 1  # the `{` token, by a character
+    else:
+      self.expect_punct("{", "to begin a region")
     scope = self._scopes[-1]
     if entry_args is not None:
       block = core.Block()
@@ -403,11 +430,17 @@ class Parser(attr_parser.AttrParser):
         v = block.add_argument(ty, loc=loc)
         self.define_values(tok.text[1:], [v], tok.pos)
       region.append(block)
-      if self.at_punct("}") and not entry_args:
-        self.next()
-        return region
-      if self.peek().kind == lx.CARET_ID:
-        raise self.error("invalid block name in region with named arguments")
+      if not self._at_op_start():
+        if self.at_punct("}") and not entry_args:
+          self.next()
+          return region
+        if self.peek().kind == lx.CARET_ID:
+          raise self.error(
+              "invalid block name in region with named arguments")
+      self._parse_block_ops(block)
+    elif self._at_op_start():
+      block = core.Block()
+      region.append(block)
       self._parse_block_ops(block)
     elif self.at_punct("}"):
       self.next()
@@ -625,6 +658,8 @@ class Parser(attr_parser.AttrParser):
 
 
 _FORMS = None
+# (default dialect, op name without dialect) -> (full name, pretty form).
+_RESOLVED_NAMES: dict = {}
 
 
 def _pretty_forms() -> dict:
