@@ -57,6 +57,44 @@ def test_func_signature_attrs_and_visibility():
   assert not decl.regions[0].blocks
 
 
+def test_functions_sharing_a_signature():
+  # Headers with the same arguments, results and attributes share their
+  # parsed signature; names, visibility and argument positions are each
+  # function's own.
+  head = ('(%x: tensor<2xf32> {a.b = 1 : i64}, %y: tensor<2xf32>) -> '
+          '(tensor<2xf32> {r = "s"})')
+  src = f"""module {{
+  func.func @one{head} {{
+    return %x : tensor<2xf32>
+  }}
+  func.func private @two{head} {{
+    return %y : tensor<2xf32>
+  }}
+}}"""
+  for _ in range(2):
+    one, two = text.parse_module(src).functions
+    assert list(one.properties) == ["sym_name", "function_type", "arg_attrs",
+                                    "res_attrs"]
+    assert list(two.properties) == ["sym_name", "function_type",
+                                    "sym_visibility", "arg_attrs",
+                                    "res_attrs"]
+    assert one.attr("sym_name") == a.StringAttr("one")
+    assert two.attr("sym_name") == a.StringAttr("two")
+    assert one.attr("function_type") == two.attr("function_type")
+    assert two.attr("arg_attrs").elements[0].get("a.b") == a.IntegerAttr(1)
+    for func, arg in ((one, 0), (two, 1)):
+      ret = func.regions[0].entry.operations[0]
+      assert ret.operands == [func.regions[0].entry.arguments[arg]]
+  bad = src.replace("@two(%x: tensor<2xf32> {a.b = 1 : i64}, %y",
+                    "@two(%x: tensor<2xf32> {a.b = 1 : i64}, %x")
+  bad = bad.replace("@one(%x: tensor<2xf32> {a.b = 1 : i64}, %y",
+                    "@one(%x: tensor<2xf32> {a.b = 1 : i64}, %x")
+  for _ in range(2):
+    with pytest.raises(text.ParseError) as e:
+      text.parse_module(bad, "f.mlir")
+    assert str(e.value).startswith("f.mlir:2:53: error: redefinition")
+
+
 def test_types():
   m = text.parse_module('''
   func.func @f(%a: tensor<?x3x!quant.uniform<i8:f32, 0.5:-20>>,

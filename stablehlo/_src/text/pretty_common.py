@@ -219,6 +219,8 @@ def fast_operands_types(p, name, pos):
 
 
 def fast_callee(attr_name: str, as_string: bool):
+  callees = {}  # callee -> its attribute (frozen, so ops share it)
+
   def fast(p, name, pos):
     m = _CALLEE_FAST_RE.match(p.text, pos)
     if m is None:
@@ -238,7 +240,12 @@ def fast_callee(attr_name: str, as_string: bool):
       return None
     p.lex.reset(m.end())
     callee = m.group(1)
-    value = a.StringAttr(callee) if as_string else a.SymbolRefAttr(callee)
+    value = callees.get(callee)
+    if value is None:
+      value = type_parser.remember(
+          callees, callee,
+          a.StringAttr(callee) if as_string else a.SymbolRefAttr(callee),
+          1 << 12)
     return core.Operation(name, operands, fn.results, attrs,
                           {attr_name: value})
   return fast
