@@ -283,14 +283,16 @@ class Parser(attr_parser.AttrParser):
     self.expect_punct("=", "after SSA names")
     return defs
 
-  def _parse_custom_operation(self, num_results, name: str, pos: int
-                              ) -> core.Operation:
-    """The op whose name `name` (at offset `pos`) was just read."""
+  def _parse_custom_operation(self, num_results, name: str, pos: int,
+                              fast_tried: bool = False) -> core.Operation:
+    """The op whose name `name` (at offset `pos`) was just read;
+    `fast_tried`: its form's fast path already returned None."""
     form = (_FORMS or _pretty_forms()).get(name)
     if form is None:
       name, form = self._resolve_op_name(name, pos)
+      fast_tried = False
     fast = form.fast
-    if fast is not None:
+    if fast is not None and not fast_tried:
       op = fast(self, name, self.lex.pos)
       if op is not None:
         return op
@@ -492,29 +494,87 @@ class Parser(attr_parser.AttrParser):
     lex = self.lex
     text = self.text
     ops = block.operations
+    forms = _FORMS or _pretty_forms()
+    line_offset = self.source.line_offset
     while True:
-      tok = lex.peeked
-      pos = -1
-      if tok is None:
-        # Skip to the next token and tell by its first character whether an
-        # op starts there (its head is then read in one match), rather than
-        # reading a token to rule out `}` and `^label`.
+      if lex.peeked is None:
+        # The op head (`%name = dialect.op` or `dialect.op`) in one match
+        # after the skip; it fails at `}`, `^label` and the end of the
+        # text, which the token path below handles. What follows is
+        # _parse_operation's head path, _line_col and the fast-path case of
+        # _finish_one_result, inlined: this runs once per op.
         pos = _SKIP_MATCH(text, lex.pos).end()
-        if text.startswith(("}", "^"), pos) or pos >= len(text):
-          pos = -1
-          tok = lex.peek()
-      if tok is not None:
-        if tok.kind == lx.CARET_ID or (tok.kind == lx.PUNCT and
-                                       tok.text == "}"):
-          return
-        if tok.kind == lx.EOF:
-          raise self.error("expected '}' to end region", tok.pos)
-      # parse_operation and Block.append, inlined: this runs once per op.
+        m = _OP_HEAD_RE.match(text, pos)
+        if m is not None:
+          self._depth += 1
+          if self._depth > type_parser.MAX_NESTING:
+            raise self.error("nesting is too deep")
+          try:
+            name = m.group(2)
+            name_pos = m.start(2)
+            lex.pos = m.end()
+            last_pos, line, line_start = self._loc_cursor
+            if name_pos >= last_pos:
+              newlines = text.count("\n", last_pos, name_pos)
+              if newlines:
+                line += newlines
+                line_start = text.rfind("\n", last_pos, name_pos) + 1
+              self._loc_cursor = (name_pos, line, line_start)
+              col = name_pos - line_start + 1
+              line += line_offset
+            else:
+              line, col = self.source.line_col(name_pos)
+            result_name = m.group(1)
+            op = None
+            form = forms.get(name)
+            if form is not None and form.fast is not None:
+              op = form.fast(self, name, lex.pos)
+            if op is None:
+              op = self._parse_custom_operation(
+                  None if result_name is None else 1, name, name_pos,
+                  form is not None)
+            results = op.results
+            if (result_name is None or lex.peeked is not None or
+                len(results) != 1 or self._forward_values or
+                text.startswith("loc", _SKIP_MATCH(text, lex.pos).end())):
+              if result_name is None:
+                op = self._finish_operation(op, None, None, name_pos, line,
+                                            col)
+              else:
+                op = self._finish_operation(op, ((result_name, 1, pos),), 1,
+                                            pos, line, col)
+            else:
+              op.location = a.file_location(
+                  self.source.filename, line, col,
+                  f"{self._loc_prefix or self._make_loc_prefix()}"
+                  f"{line}:{col}")
+              for v in op.operands:
+                if v.owner is None:
+                  self._ops_with_forward_refs.append(op)
+                  break
+              values = self._scopes[-1].values
+              if result_name in values:
+                raise self.error(
+                    f"redefinition of SSA value '%{result_name}'", pos)
+              values[result_name] = results
+              if not result_name.isdigit():
+                results[0].name_hint = result_name
+          finally:
+            self._depth -= 1
+          op.parent = block
+          ops.append(op)
+          continue
+      tok = lex.peek()
+      if tok.kind == lx.CARET_ID or (tok.kind == lx.PUNCT and
+                                     tok.text == "}"):
+        return
+      if tok.kind == lx.EOF:
+        raise self.error("expected '}' to end region", tok.pos)
       self._depth += 1
       if self._depth > type_parser.MAX_NESTING:
         raise self.error("nesting is too deep")
       try:
-        op = self._parse_operation(pos)
+        op = self._parse_operation()
       finally:
         self._depth -= 1
       op.parent = block
@@ -633,13 +693,16 @@ class Parser(attr_parser.AttrParser):
     return self.source.line_col(pos)
 
   def _file_location(self, line: int, col: int) -> a.Location:
-    prefix = self._loc_prefix
-    if prefix is None:
-      quoted = self.source.filename.replace("\\", "\\\\").replace(
-          '"', '\\"')
-      prefix = self._loc_prefix = f'"{quoted}":'
+    prefix = self._loc_prefix or self._make_loc_prefix()
     return a.file_location(self.source.filename, line, col,
                            f"{prefix}{line}:{col}")
+
+  def _make_loc_prefix(self) -> str:
+    """`"file":`, the start of the text of this buffer's op locations."""
+    quoted = self.source.filename.replace("\\", "\\\\").replace(
+        '"', '\\"')
+    self._loc_prefix = f'"{quoted}":'
+    return self._loc_prefix
 
   def _resolve_loc_aliases(self, module):
     def resolve(loc, depth=0):
