@@ -57,6 +57,23 @@ def test_func_signature_attrs_and_visibility():
   assert not decl.regions[0].blocks
 
 
+def test_quantized_tensor_types_are_cached_but_not_past_aliases():
+  src = """func.func @f(%a: tensor<2x!quant.uniform<i8<-127:127>:f32, 0.5:3>>) -> tensor<2x!quant.uniform<i8<-127:127>:f32, 0.5:3>> {
+  return %a : tensor<2x!quant.uniform<i8<-127:127>:f32, 0.5:3>>
+}"""
+  for _ in range(2):
+    ty = _only_func(text.parse_module(src)).regions[0].entry.arguments[0].type
+    assert ty.shape == (2,)
+    q = ty.element_type
+    assert isinstance(q, t.QuantizedType)
+    assert (q.scales, q.zero_points, q.storage_min, q.storage_max) == (
+        (0.5,), (3,), -127, 127)
+  # A module whose own alias is named quant.uniform reads the text anew
+  # (here: an error, as the alias is not a quantized type).
+  with pytest.raises(text.ParseError):
+    text.parse_module("!quant.uniform = f32\n" + src)
+
+
 def test_functions_sharing_a_signature():
   # Headers with the same arguments, results and attributes share their
   # parsed signature; names, visibility and argument positions are each
