@@ -451,9 +451,16 @@ class Parser(attr_parser.AttrParser):
       block = core.Block()
       region.append(block)
       self._parse_block_ops(block)
-    while self.peek().kind == lx.CARET_ID:
+    while True:
+      if lex.peeked is None:
+        pos = _SKIP_MATCH(text, lex.pos).end()
+        if text.startswith("}", pos):
+          lex.pos = pos + 1  # the `}` token, by a character
+          break
+      if self.peek().kind != lx.CARET_ID:
+        self.expect_punct("}", "to end region")
+        break
       region.append(self._parse_labeled_block(scope))
-    self.expect_punct("}", "to end region")
     for label, pos in scope.forward_blocks.items():
       if label not in scope.blocks or scope.blocks[label].parent is None:
         raise self.error(f"reference to an undefined block", pos)
@@ -499,8 +506,10 @@ class Parser(attr_parser.AttrParser):
     while True:
       if lex.peeked is None:
         # The op head (`%name = dialect.op` or `dialect.op`) in one match
-        # after the skip; it fails at `}`, `^label` and the end of the
-        # text, which the token path below handles. What follows is
+        # after the skip; it fails at `}` (the region's end: returned at
+        # once, the brace left for _parse_region_body to take by a
+        # character), `^label` and the end of the text, which the token
+        # path below handles. What follows is
         # _parse_operation's head path, _line_col and the fast-path case of
         # _finish_one_result, inlined: this runs once per op.
         pos = _SKIP_MATCH(text, lex.pos).end()
@@ -564,6 +573,8 @@ class Parser(attr_parser.AttrParser):
           op.parent = block
           ops.append(op)
           continue
+        if text.startswith("}", pos):
+          return  # the region's end, left unread for _parse_region_body
       tok = lex.peek()
       if tok.kind == lx.CARET_ID or (tok.kind == lx.PUNCT and
                                      tok.text == "}"):
