@@ -86,6 +86,9 @@ class Region:
     return self.blocks[0]
 
 
+_SEQUENCES = (tuple, list)
+
+
 class Operation:
   """A generic operation.
 
@@ -102,16 +105,23 @@ class Operation:
   def __init__(self, name: str, operands=(), result_types=(),
                attributes=None, properties=None, regions=(),
                successors=(), location: a.Location = a.UNKNOWN_LOC):
+    # (Written for speed: the text parser makes one per op. No temporary
+    # dicts for absent attributes; one result, the common case, without a
+    # comprehension.)
     self.name = name
     self.operands: list[Value] = list(operands)
-    self.results: list[Value] = [
-        Value(ty, self, i) for i, ty in enumerate(result_types)]
-    self.attributes: dict[str, a.Attribute] = dict(attributes or {})
-    self.properties: dict[str, a.Attribute] = dict(properties or {})
+    if result_types.__class__ in _SEQUENCES and len(result_types) == 1:
+      self.results: list[Value] = [Value(result_types[0], self, 0)]
+    else:
+      self.results = [Value(ty, self, i) for i, ty in enumerate(result_types)]
+    self.attributes: dict[str, a.Attribute] = (
+        dict(attributes) if attributes else {})
+    self.properties: dict[str, a.Attribute] = (
+        dict(properties) if properties else {})
     self.regions: list[Region] = []
     for r in regions:
       self.add_region(r)
-    self.successors: list[Block] = list(successors)
+    self.successors: list[Block] = list(successors) if successors else []
     self.location = location
     self.parent: Optional[Block] = None
 
