@@ -597,7 +597,22 @@ class Parser(attr_parser.AttrParser):
     ops = []
     self._scopes.append(_Scope())
     self._default_dialect.append("builtin")
+    lex = self.lex
+    text = self.text
     while True:
+      if lex.peeked is None:
+        # The end of the text, or an op (anything but an alias or resource
+        # definition), told by a character after the skip.
+        pos = _SKIP_MATCH(text, lex.pos).end()
+        if pos >= len(text):
+          break
+        if text[pos] not in "#!{":
+          self.enter()
+          try:
+            ops.append(self._parse_operation(pos))
+          finally:
+            self.leave()
+          continue
       tok = self.peek()
       if tok.kind == lx.EOF:
         break

@@ -52,7 +52,8 @@ def _print_module(pr, op):
   return head + pr.region(op.regions[0], entry_args=False)
 
 
-register("builtin.module", PrettyForm(_parse_module, _print_module, has_regions=True))
+# (Registered with its fast path below, after the patterns it shares with
+# func.func's.)
 
 # --- func.func ---------------------------------------------------------------------
 
@@ -241,6 +242,38 @@ def _func_signature(text, m):
   if any(r[1].entries for r in results):
     fn_props["res_attrs"] = a.ArrayAttr(tuple(r[1] for r in results))
   return (tuple((x[0], x[1], x[2]) for x in args), fn_props, attr_entries)
+
+
+# `module @name attributes {...} {` as the printer writes it, in one match:
+# the name (unquoted) and the dictionary (from the cache) both optional.
+_MODULE_HEAD_FAST_RE = re.compile(
+    r" (?:@(" + _ID + r") )?(?:attributes (" + _DICT + r") )?(?=\{)")
+
+
+def _fast_module(p, name, pos):
+  m = _MODULE_HEAD_FAST_RE.match(p.text, pos)
+  if m is None:
+    return None
+  attrs = {}
+  if m.group(2) is not None:
+    d = pc.cached_attr_dict(m.group(2))
+    if d is None:
+      return None
+    attrs = dict(d.entries)
+  props = {}
+  if m.group(1) is not None:
+    props["sym_name"] = _symbol_attr(m.group(1))
+  p.lex.reset(m.end())
+  p.op_names.append(name)
+  try:
+    region = p.parse_region(entry_args=[], default_dialect="builtin")
+  finally:
+    p.op_names.pop()
+  return core.Operation(name, (), (), attrs, props, (region,))
+
+
+register("builtin.module", PrettyForm(_parse_module, _print_module,
+                                      has_regions=True, fast=_fast_module))
 
 
 # A parenthesized result list without nested parentheses (strings may hold
