@@ -35,6 +35,18 @@ _ONE_RESULT_RE = re.compile(r"%([A-Za-z0-9_$.\-]+)[ \t\r\n]*=(?!=)")
 # pattern after a repeated `[ \t\r\n]+` would backtrack exponentially.)
 SKIP_RE = re.compile(r"(?:[ \t\r\n]+|//[^\n]*)*")
 _SKIP_MATCH = SKIP_RE.match
+# A generic op's operand list written plainly (right after the name, one
+# space after each comma), and one operand as the lexer reads it.
+_OPERAND_RE = re.compile(r"%[A-Za-z0-9_$.\-]+(?:\#[0-9]+)?")
+_GENERIC_OPERANDS_RE = re.compile(
+    r"\(((?:" + _OPERAND_RE.pattern + r"(?:, " + _OPERAND_RE.pattern +
+    r")*)?)\)")
+# A block's argument list as printed, with the `:` after it (not `::`).
+_BLOCK_ARG_RE = re.compile(
+    r"(%[A-Za-z0-9_$.\-]+): (" + type_parser.TENSOR_TYPE_TEXT + ")")
+_BLOCK_ARGS_RE = re.compile(
+    r"\((?:" + _BLOCK_ARG_RE.pattern + "(?:, " + _BLOCK_ARG_RE.pattern +
+    r")*)\):(?!:)")
 _OP_HEAD_RE = re.compile(
     r"(?:%([A-Za-z0-9_$.\-]+)[ \t\r\n]*=(?!=)[ \t]*)?"
     r"([A-Za-z_][A-Za-z0-9_$.]*)")
@@ -324,9 +336,18 @@ class Parser(attr_parser.AttrParser):
     name = lx.unescape_string(name_tok.text[1:-1])
     if not name:
       raise self.error("empty operation name is invalid", name_tok.pos)
-    self.expect_punct("(", "to start operand list")
-    operand_toks = self.parse_comma_list(self.parse_value_use_token, ")")
-    self.expect_punct(")", "to end operand list")
+    m = None
+    if self.lex.peeked is None:
+      # `(%a, %b#1)` written plainly: one match, not two tokens an operand.
+      m = _GENERIC_OPERANDS_RE.match(self.text, self.lex.pos)
+    if m is not None:
+      operand_toks = [lx.Token(lx.PERCENT_ID, o.group(), o.start())
+                      for o in _OPERAND_RE.finditer(self.text, *m.span(1))]
+      self.lex.reset(m.end())
+    else:
+      self.expect_punct("(", "to start operand list")
+      operand_toks = self.parse_comma_list(self.parse_value_use_token, ")")
+      self.expect_punct(")", "to end operand list")
     successors = []
     if self.at_punct("["):
       successors = self.parse_delimited("[", "]", self.parse_successor)
@@ -481,7 +502,24 @@ class Parser(attr_parser.AttrParser):
       scope.blocks[label] = block
     scope.forward_blocks.pop(label, None)
     block.label = label
-    if self.consume_punct("("):
+    args = None
+    if self.lex.peeked is None:
+      # `(%a: tensor<...>, %b: tensor<...>):` as printed, in one match, the
+      # types from the type cache; anything else by tokens.
+      m = _BLOCK_ARGS_RE.match(self.text, self.lex.pos)
+      if m is not None:
+        args = []
+        for item in _BLOCK_ARG_RE.finditer(self.text, m.start(), m.end()):
+          ty = type_parser.cached_type(item.group(2))
+          if ty is None:
+            args = None
+            break
+          args.append((item.group(1)[1:], item.start(), ty))
+    if args is not None:
+      self.lex.reset(m.end())
+      for arg_name, arg_pos, ty in args:
+        self.define_values(arg_name, [block.add_argument(ty)], arg_pos)
+    elif self.consume_punct("("):
       def arg():
         vtok = self.expect_kind(lx.PERCENT_ID, "block argument name")
         self.expect_punct(":", "and type for block argument")
@@ -491,7 +529,8 @@ class Parser(attr_parser.AttrParser):
         self.define_values(vtok.text[1:], [v], vtok.pos)
       self.parse_comma_list(arg, ")")
       self.expect_punct(")", "to end block argument list")
-    self.expect_punct(":", "after block name")
+    if args is None:
+      self.expect_punct(":", "after block name")
     scope.blocks[label] = block
     block.parent = core.Region()  # marks the block defined; reset by append
     self._parse_block_ops(block)

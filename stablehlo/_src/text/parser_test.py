@@ -74,6 +74,50 @@ def test_quantized_tensor_types_are_cached_but_not_past_aliases():
     text.parse_module("!quant.uniform = f32\n" + src)
 
 
+def test_generic_ops_and_block_arguments_read_in_one_match():
+  # Plain operand lists and block argument lists are read by one match
+  # each (block argument types from the type cache, so the first parse
+  # reads them by tokens); locations and other spellings by tokens.
+  src = """func.func @f(%a: tensor<2xi32>, %i: tensor<1xi64>) -> tensor<2xi32> {
+  %0:2 = "t.pair"(%a) : (tensor<2xi32>) -> (tensor<2xi32>, tensor<2xi32>)
+  %1 = "stablehlo.scatter"(%0#0, %i, %0#1) <{indices_are_sorted = true}> ({
+  ^bb0(%x: tensor<i32>, %y: tensor<i32> loc("y")):
+    %2 = stablehlo.add %x, %y : tensor<i32>
+    stablehlo.return %2 : tensor<i32>
+  }) : (tensor<2xi32>, tensor<1xi64>, tensor<2xi32>) -> tensor<2xi32>
+  %3 = "stablehlo.scatter"(%1, %i, %a) ({
+  ^bb0(%x: tensor<i32>, %y: tensor<i32>):
+    stablehlo.return %y : tensor<i32>
+  }) : (tensor<2xi32>, tensor<1xi64>, tensor<2xi32>) -> tensor<2xi32>
+  return %3 : tensor<2xi32>
+}"""
+  for _ in range(2):
+    body = _only_func(text.parse_module(src)).regions[0].entry
+    pair, s1, s2, _ = body.operations
+    assert s1.operands == [pair.results[0], body.arguments[1],
+                           pair.results[1]]
+    assert s2.operands == [s1.results[0], body.arguments[1],
+                           body.arguments[0]]
+    for op in (s1, s2):
+      block = op.regions[0].blocks[0]
+      assert block.label == "bb0"
+      assert [v.type for v in block.arguments] == [
+          t.RankedTensorType((), t.i32)] * 2
+      assert [v.name_hint for v in block.arguments] == ["x", "y"]
+    add = s1.regions[0].blocks[0].operations[0]
+    assert add.operands == s1.regions[0].blocks[0].arguments
+    assert s2.regions[0].blocks[0].operations[0].operands == [
+        s2.regions[0].blocks[0].arguments[1]]
+    assert s1.regions[0].blocks[0].argument_locations[1].kind == "name"
+    assert s2.regions[0].blocks[0].argument_locations == [None, None]
+  bad = src.replace("^bb0(%x: tensor<i32>, %y: tensor<i32>):",
+                    "^bb0(%x: tensor<i32>, %x: tensor<i32>):")
+  for _ in range(2):
+    with pytest.raises(text.ParseError) as e:
+      text.parse_module(bad, "g.mlir")
+    assert str(e.value).startswith("g.mlir:9:25: error: redefinition")
+
+
 def test_functions_sharing_a_signature():
   # Headers with the same arguments, results and attributes share their
   # parsed signature; names, visibility and argument positions are each
