@@ -542,6 +542,9 @@ class Parser(attr_parser.AttrParser):
     ops = block.operations
     forms = _FORMS or _pretty_forms()
     line_offset = self.source.line_offset
+    # Where the skip after the previous op started and ended: the next
+    # op's skip, unless the lexer moved since.
+    skip_from = skip_to = -1
     while True:
       if lex.peeked is None:
         # The op head (`%name = dialect.op` or `dialect.op`) in one match
@@ -551,7 +554,8 @@ class Parser(attr_parser.AttrParser):
         # path below handles. What follows is
         # _parse_operation's head path, _line_col and the fast-path case of
         # _finish_one_result, inlined: this runs once per op.
-        pos = _SKIP_MATCH(text, lex.pos).end()
+        pos = (skip_to if lex.pos == skip_from else
+               _SKIP_MATCH(text, lex.pos).end())
         m = _OP_HEAD_RE.match(text, pos)
         if m is not None:
           self._depth += 1
@@ -582,9 +586,13 @@ class Parser(attr_parser.AttrParser):
                   None if result_name is None else 1, name, name_pos,
                   form is not None)
             results = op.results
-            if (result_name is None or lex.peeked is not None or
-                len(results) != 1 or self._forward_values or
-                text.startswith("loc", _SKIP_MATCH(text, lex.pos).end())):
+            after = -1
+            if lex.peeked is None:
+              after = _SKIP_MATCH(text, lex.pos).end()
+              if text.startswith("loc", after):
+                after = -1
+            if after < 0 or (result_name is not None and (
+                len(results) != 1 or self._forward_values)):
               if result_name is None:
                 op = self._finish_operation(op, None, None, name_pos, line,
                                             col)
@@ -600,13 +608,16 @@ class Parser(attr_parser.AttrParser):
                 if v.owner is None:
                   self._ops_with_forward_refs.append(op)
                   break
-              values = self._scopes[-1].values
-              if result_name in values:
-                raise self.error(
-                    f"redefinition of SSA value '%{result_name}'", pos)
-              values[result_name] = results
-              if not result_name.isdigit():
-                results[0].name_hint = result_name
+              if result_name is not None:
+                values = self._scopes[-1].values
+                if result_name in values:
+                  raise self.error(
+                      f"redefinition of SSA value '%{result_name}'", pos)
+                values[result_name] = results
+                if not result_name.isdigit():
+                  results[0].name_hint = result_name
+              skip_from = lex.pos
+              skip_to = after
           finally:
             self._depth -= 1
           op.parent = block
