@@ -48,7 +48,7 @@ _BLOCK_ARGS_RE = re.compile(
     r"\((?:" + _BLOCK_ARG_RE.pattern + "(?:, " + _BLOCK_ARG_RE.pattern +
     r")*)\):(?!:)")
 _OP_HEAD_RE = re.compile(
-    r"(?:%([A-Za-z0-9_$.\-]+)[ \t\r\n]*=(?!=)[ \t]*)?"
+    r"(?:%([A-Za-z0-9_$.\-]+)(?::([1-9][0-9]*))?[ \t\r\n]*=(?!=)[ \t]*)?"
     r"([A-Za-z_][A-Za-z0-9_$.]*)")
 
 
@@ -191,14 +191,18 @@ class Parser(attr_parser.AttrParser):
         pos = _SKIP_MATCH(text, lex.pos).end()
       m = _OP_HEAD_RE.match(text, pos)
       if m is not None:
-        name_pos = m.start(2)
+        name_pos = m.start(3)
         lex.pos = m.end()
         line, col = self._line_col(name_pos)
         result_name = m.group(1)
+        count = 1 if m.group(2) is None else int(m.group(2))
         op = self._parse_custom_operation(
-            None if result_name is None else 1, m.group(2), name_pos)
+            None if result_name is None else count, m.group(3), name_pos)
         if result_name is None:
           return self._finish_operation(op, None, None, name_pos, line, col)
+        if count != 1:
+          return self._finish_operation(op, ((result_name, count, pos),),
+                                        count, pos, line, col)
         return self._finish_one_result(op, result_name, pos, line, col)
       tok = lex.peek()
     defs = None  # [(name, count, pos)]
@@ -562,8 +566,8 @@ class Parser(attr_parser.AttrParser):
           if self._depth > type_parser.MAX_NESTING:
             raise self.error("nesting is too deep")
           try:
-            name = m.group(2)
-            name_pos = m.start(2)
+            name = m.group(3)
+            name_pos = m.start(3)
             lex.pos = m.end()
             last_pos, line, line_start = self._loc_cursor
             if name_pos >= last_pos:
@@ -577,13 +581,14 @@ class Parser(attr_parser.AttrParser):
             else:
               line, col = self.source.line_col(name_pos)
             result_name = m.group(1)
+            count = 1 if m.group(2) is None else int(m.group(2))
             op = None
             form = forms.get(name)
             if form is not None and form.fast is not None:
               op = form.fast(self, name, lex.pos)
             if op is None:
               op = self._parse_custom_operation(
-                  None if result_name is None else 1, name, name_pos,
+                  None if result_name is None else count, name, name_pos,
                   form is not None)
             results = op.results
             after = -1
@@ -592,13 +597,13 @@ class Parser(attr_parser.AttrParser):
               if text.startswith("loc", after):
                 after = -1
             if after < 0 or (result_name is not None and (
-                len(results) != 1 or self._forward_values)):
+                count != 1 or len(results) != 1 or self._forward_values)):
               if result_name is None:
                 op = self._finish_operation(op, None, None, name_pos, line,
                                             col)
               else:
-                op = self._finish_operation(op, ((result_name, 1, pos),), 1,
-                                            pos, line, col)
+                op = self._finish_operation(op, ((result_name, count, pos),),
+                                            count, pos, line, col)
             else:
               op.location = a.file_location(
                   self.source.filename, line, col,
