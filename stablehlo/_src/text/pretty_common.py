@@ -403,6 +403,37 @@ def fast_select(p, name, pos):
   return core.Operation(name, operands, results)
 
 
+# `op %a [0:2, 1:3:2] : (T) -> R` (slice)
+_SLICE_DIM = r"-?[0-9]+:-?[0-9]+(?::-?[0-9]+)?"
+_SLICE_FAST_RE = re.compile(
+    r" (" + _OPERAND + r") \[((?:" + _SLICE_DIM + "(?:, " + _SLICE_DIM +
+    r")*)?)\] : (" + _FN_TYPE + ")" + _NO_ARROW)
+
+
+def fast_slice(p, name, pos):
+  m = _SLICE_FAST_RE.match(p.text, pos)
+  if m is None:
+    return None
+  fn = cached_type(m.group(3))
+  if fn is None:
+    return None
+  operands = p.fast_values((m.group(1),), fn.inputs)
+  if operands is None:
+    return None
+  starts, limits, strides = [], [], []
+  if m.group(2):
+    for dim in m.group(2).split(", "):
+      parts = dim.split(":")
+      starts.append(int(parts[0]))
+      limits.append(int(parts[1]))
+      strides.append(int(parts[2]) if len(parts) == 3 else 1)
+  p.lex.reset(m.end())
+  return core.Operation(name, operands, fn.results, None, {
+      "start_indices": a.DenseArrayAttr(t.i64, tuple(starts)),
+      "limit_indices": a.DenseArrayAttr(t.i64, tuple(limits)),
+      "strides": a.DenseArrayAttr(t.i64, tuple(strides))})
+
+
 def fast_keyword(keywords, types: str, result_only: bool):
   """The fast path of `op %a, kw = v, ... : types` (pretty_simple_ops'
   keyword_form), for i64 lists, i64s and enums, without an attr-dict."""

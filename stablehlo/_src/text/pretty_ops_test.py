@@ -81,3 +81,25 @@ def test_compare_and_select_fast_paths_match_the_token_path():
   assert "stablehlo.compare LT, %arg0, %arg1, SIGNED" in out
   for _ in range(2):  # single spaces, as our printer writes them
     assert text.print_module(text.parse_module(out)) == out
+
+
+def test_slice_fast_path_matches_the_token_path():
+  src = '''func.func @f(%a: tensor<4x6xf32>) -> tensor<2x2xf32> {
+  %0 = stablehlo.slice %a [1:3, 0:6:3] : (tensor<4x6xf32>) -> tensor<2x2xf32>
+  %1 = stablehlo.slice %0 [0:2, 0:2] {x = 1 : i32} : (tensor<2x2xf32>) -> tensor<2x2xf32>
+  return %1 : tensor<2x2xf32>
+}'''
+  runs = []
+  for _ in range(3):  # the first reads by tokens, the others take the fast path
+    func = text.parse_module(src).body.operations[0]
+    s0, s1, _ = func.regions[0].entry.operations
+    runs.append([(dict(op.properties), dict(op.attributes),
+                  [v.type for v in op.operands], [v.type for v in op.results])
+                 for op in (s0, s1)])
+    assert s0.operands == [func.regions[0].entry.arguments[0]]
+    assert s1.operands == [s0.results[0]]
+  assert runs[0] == runs[1] == runs[2]
+  props = runs[0][0][0]
+  assert [props[k].values for k in ("start_indices", "limit_indices",
+                                    "strides")] == [(1, 0), (3, 6), (1, 3)]
+  assert list(runs[0][1][1]) == ["x"]

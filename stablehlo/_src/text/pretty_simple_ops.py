@@ -454,7 +454,8 @@ def _print_slice(pr, op):
           f"{pr.fn_type(op.operand_types, op.result_types)}")
 
 
-register("stablehlo.slice", PrettyForm(_parse_slice, _print_slice))
+register("stablehlo.slice", PrettyForm(_parse_slice, _print_slice,
+                                        fast=pc.fast_slice))
 
 
 def _parse_reduce_precision(p, name, pos):
