@@ -361,6 +361,11 @@ def test_repeated_constants_have_their_own_arrays():
     assert second.array.tolist() == [expected[0], 43]
     assert third.type == t.RankedTensorType((2,), third.type.element_type)
     assert third.splat == (literal == "dense<7> : tensor<2xi32>")
+  # A short text for a large tensor is decoded each time, not kept.
+  big = [_constant("dense<1.5> : tensor<4096xf32>") for _ in range(3)]
+  big[0].array[0] = 0.0
+  assert big[2].array.shape == (4096,) and (big[2].array == 1.5).all()
+  assert big[1].splat and big[2].splat
 
 
 def test_cached_types_and_attribute_dictionaries_are_per_text():

@@ -258,6 +258,9 @@ def fast_callee(attr_name: str, as_string: bool):
 _DENSE_CACHE: dict = {}
 _DENSE_CACHE_LIMIT = 1 << 12
 _DENSE_CACHE_MAX_TEXT = 256
+# ... and of at most this many bytes: a short splat text can stand for a
+# large tensor, which is neither kept nor worth a copy per hit.
+_DENSE_CACHE_MAX_BYTES = 1024
 
 
 def fast_constant(p, name, pos):
@@ -287,7 +290,7 @@ def fast_constant(p, name, pos):
   value = _fast_dense_value(p, text, pos, m)
   if value is None:
     return None
-  if key is not None:
+  if key is not None and value.array.nbytes <= _DENSE_CACHE_MAX_BYTES:
     type_parser.remember(_DENSE_CACHE, key, (
         value.type, value.array.copy(), value.splat), _DENSE_CACHE_LIMIT)
   p.lex.reset(stop)
