@@ -171,11 +171,20 @@ class Location:
 UNKNOWN_LOC = Location()
 
 
+_FILE_LOCATION_FIELDS = {"kind": "file", "filename": None, "line": 0,
+                         "col": 0, "text": None, "end_line": None,
+                         "end_col": None}
+
+
 def file_location(filename: str, line: int, col: int, text: str) -> Location:
   """`Location("file", filename, line, col, text=text)`, built without the
   frozen dataclass's field-by-field __init__: the text parser makes one per
   operation."""
   loc = object.__new__(Location)
-  loc.__dict__.update(kind="file", filename=filename, line=line, col=col,
-                      text=text, end_line=None, end_col=None)
+  fields = loc.__dict__
+  fields.update(_FILE_LOCATION_FIELDS)
+  fields["filename"] = filename
+  fields["line"] = line
+  fields["col"] = col
+  fields["text"] = text
   return loc

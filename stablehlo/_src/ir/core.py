@@ -86,6 +86,11 @@ class Region:
     return self.blocks[0]
 
 
+_SEQUENCES = (tuple, list)
+# The regions and successors of an op that has none (see Operation).
+_NONE = ()
+
+
 class Operation:
   """A generic operation.
 
@@ -94,6 +99,10 @@ class Operation:
     properties when the op was written in generic form with properties; the
     printer decides how to spell them. Verifiers should read attributes via
     `attr(name)`, which looks in both.
+  regions, successors: sequences. An op without any holds one shared empty
+    tuple (most ops: two lists fewer per op for the allocator and the cyclic
+    collector to handle); add regions with `add_region`, and set successors
+    by assigning a list.
   """
 
   __slots__ = ("name", "operands", "results", "attributes", "properties",
@@ -102,21 +111,30 @@ class Operation:
   def __init__(self, name: str, operands=(), result_types=(),
                attributes=None, properties=None, regions=(),
                successors=(), location: a.Location = a.UNKNOWN_LOC):
+    # (Written for speed: the text parser makes one per op. No temporary
+    # dicts for absent attributes; one result, the common case, without a
+    # comprehension.)
     self.name = name
     self.operands: list[Value] = list(operands)
-    self.results: list[Value] = [
-        Value(ty, self, i) for i, ty in enumerate(result_types)]
-    self.attributes: dict[str, a.Attribute] = dict(attributes or {})
-    self.properties: dict[str, a.Attribute] = dict(properties or {})
-    self.regions: list[Region] = []
+    if result_types.__class__ in _SEQUENCES and len(result_types) == 1:
+      self.results: list[Value] = [Value(result_types[0], self, 0)]
+    else:
+      self.results = [Value(ty, self, i) for i, ty in enumerate(result_types)]
+    self.attributes: dict[str, a.Attribute] = (
+        dict(attributes) if attributes else {})
+    self.properties: dict[str, a.Attribute] = (
+        dict(properties) if properties else {})
+    self.regions: list[Region] = _NONE
     for r in regions:
       self.add_region(r)
-    self.successors: list[Block] = list(successors)
+    self.successors: list[Block] = list(successors) if successors else _NONE
     self.location = location
     self.parent: Optional[Block] = None
 
   def add_region(self, region: Region) -> Region:
     region.parent = self
+    if self.regions is _NONE:
+      self.regions = []
     self.regions.append(region)
     return region
 

@@ -25,7 +25,18 @@ _OPAQUE_BUILTIN_ATTRS = frozenset(("affine_map", "affine_set", "strided"))
 # JSON: json (C) reads it and numpy checks its shape and converts it, in
 # place of a token per number, comma and bracket. Anything else (hex floats,
 # booleans, complex pairs, `inf`) takes the token path.
-_JSON_DENSE_RE = re.compile(r"\[[\[\] \t\r\n,0-9eE.+\-]*\](?=[ \t\r\n]*>)")
+_JSON_DENSE_RE = re.compile(
+    r"\[[\[\]() \t\r\n,0-9eE.+\-]*\](?=[ \t\r\n]*>)")
+# Complex literals, `[(1.5,-2.0), (0.0,1.0)]`, are JSON once their pairs'
+# parentheses are brackets, when every parenthesis encloses a pair of plain
+# numbers (the lexer's spelling: no exponent without a fraction) and no
+# number stands outside one: the pairs are then the innermost lists.
+_PLAIN_NUMBER = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+(?:[eE][+\-]?[0-9]+)?)?"
+_COMPLEX_PAIR = (r"\([ \t\r\n]*" + _PLAIN_NUMBER + r"[ \t\r\n]*,[ \t\r\n]*" +
+                 _PLAIN_NUMBER + r"[ \t\r\n]*\)")
+_COMPLEX_LIST_RE = re.compile(
+    r"\[[\[\], \t\r\n]*(?:" + _COMPLEX_PAIR + r"[\[\], \t\r\n]*)*\]")
+_PARENS_TO_BRACKETS = str.maketrans("()", "[]")
 _NATIVE_INT_KINDS = frozenset("iu")
 # Attribute dictionaries repeat too (`{mhlo.layout_mode = "default"}` on
 # most function results). One without nested braces, aliases (`#`, `!`:
@@ -33,9 +44,11 @@ _NATIVE_INT_KINDS = frozenset("iu")
 # are not immutable) is kept by its text, as types are (type_parser).
 # `#stablehlo.name<` / `#stablehlo<` with the `<` adjacent always starts a
 # StableHLO attribute (never an alias; made of tuples), so those may appear.
+# (Written as runs of plain characters between strings and attribute
+# heads: one alternation per such item rather than one per character.)
 _ATTR_DICT_RE = re.compile(
-    r'\{(?:[^{}"#!/\n]|"[^"\\\n]*(?:\\.[^"\\\n]*)*"|'
-    r'#stablehlo(?:\.[A-Za-z_][A-Za-z0-9_]*)?<)*\}')
+    r'\{[^{}"#!/\n]*(?:(?:"[^"\\\n]*(?:\\.[^"\\\n]*)*"|'
+    r'#stablehlo(?:\.[A-Za-z_][A-Za-z0-9_]*)?<)[^{}"#!/\n]*)*\}')
 _ATTR_DICT_CACHE: dict = {}
 _ATTR_DICT_CACHE_LIMIT = 1 << 12
 cached_attr_dict = _ATTR_DICT_CACHE.get
@@ -185,11 +198,9 @@ class AttrParser(type_parser.TypeParser):
     key = m.group()
     attr = _ATTR_DICT_CACHE.get(key)
     if attr is None:
-      attr = self._parse_attr_dict()
-      if len(_ATTR_DICT_CACHE) >= _ATTR_DICT_CACHE_LIMIT:
-        _ATTR_DICT_CACHE.clear()
-      _ATTR_DICT_CACHE[key] = attr
-      return attr
+      return type_parser.remember(_ATTR_DICT_CACHE, key,
+                                  self._parse_attr_dict(),
+                                  _ATTR_DICT_CACHE_LIMIT)
     lex.reset(m.end())
     return attr
 
@@ -337,9 +348,8 @@ class AttrParser(type_parser.TypeParser):
     if m is None:
       return None
     body = m.group()
-    try:
-      values = json.loads(body)
-    except ValueError:
+    values = load_dense_list(body)
+    if values is None:
       return None
     self.lex.reset(m.end())
     self.expect_punct(">", "in dense attribute")
@@ -530,15 +540,39 @@ def symbol_name(text: str) -> str:
   return body
 
 
+def load_dense_list(body: str):
+  """The nested lists json reads from the dense literal `body` (complex
+  pairs as two-element lists); None where json cannot read it, or where it
+  has parentheses that are not all pairs of plain numbers."""
+  if "(" in body:
+    if _COMPLEX_LIST_RE.fullmatch(body) is None:
+      return None
+    body = body.translate(_PARENS_TO_BRACKETS)
+  try:
+    return json.loads(body)
+  except ValueError:
+    return None
+
+
 def json_dense_attr(ty, values, body: str):
   """The dense attribute of type `ty` whose literal `body` (plain decimal
-  numbers in nested lists) json read as `values`; None where that type or
-  literal is not one this path handles exactly as the token path would."""
+  numbers or complex pairs of them in nested lists) load_dense_list read as
+  `values`; None where that type or literal is not one this path handles
+  exactly as the token path would."""
   arr = None
   if isinstance(ty, t.RankedTensorType):
     et = dense.storage_type(ty.element_type)
     dtype = dense.numpy_dtype(et)
     try:
+      if "(" in body:
+        # Pairs: (re, im) as two float64s, each rounded to the element
+        # type's parts as the token path's complex() values are.
+        if isinstance(et, t.ComplexType) and dtype is not None:
+          pairs = np.array(values, dtype=np.float64)
+          if pairs.size and pairs.shape == tuple(ty.shape) + (2,):
+            return a.DenseElementsAttr(ty, pairs.view(np.complex128).reshape(
+                ty.shape).astype(dtype))
+        return None
       if isinstance(et, t.FloatType) and dtype is not None:
         arr = np.array(values, dtype=np.float64)
       elif (isinstance(et, t.IntegerType) and et.width >= 8 and

@@ -35,8 +35,20 @@ _ONE_RESULT_RE = re.compile(r"%([A-Za-z0-9_$.\-]+)[ \t\r\n]*=(?!=)")
 # pattern after a repeated `[ \t\r\n]+` would backtrack exponentially.)
 SKIP_RE = re.compile(r"(?:[ \t\r\n]+|//[^\n]*)*")
 _SKIP_MATCH = SKIP_RE.match
+# A generic op's operand list written plainly (right after the name, one
+# space after each comma), and one operand as the lexer reads it.
+_OPERAND_RE = re.compile(r"%[A-Za-z0-9_$.\-]+(?:\#[0-9]+)?")
+_GENERIC_OPERANDS_RE = re.compile(
+    r"\(((?:" + _OPERAND_RE.pattern + r"(?:, " + _OPERAND_RE.pattern +
+    r")*)?)\)")
+# A block's argument list as printed, with the `:` after it (not `::`).
+_BLOCK_ARG_RE = re.compile(
+    r"(%[A-Za-z0-9_$.\-]+): (" + type_parser.TENSOR_TYPE_TEXT + ")")
+_BLOCK_ARGS_RE = re.compile(
+    r"\((?:" + _BLOCK_ARG_RE.pattern + "(?:, " + _BLOCK_ARG_RE.pattern +
+    r")*)\):(?!:)")
 _OP_HEAD_RE = re.compile(
-    r"(?:%([A-Za-z0-9_$.\-]+)[ \t\r\n]*=(?!=)[ \t]*)?"
+    r"(?:%([A-Za-z0-9_$.\-]+)(?::([1-9][0-9]*))?[ \t\r\n]*=(?!=)[ \t]*)?"
     r"([A-Za-z_][A-Za-z0-9_$.]*)")
 
 
@@ -67,7 +79,7 @@ class Parser(attr_parser.AttrParser):
     self.op_names: list[str] = []
     self.resources: dict = {}
     self._pending_alias_locs: list = []
-    self._quoted_filename = None
+    self._loc_prefix = None  # `"file":` of the op locations
     self._loc_cursor = (0, 1, 0)  # (offset, its line, that line's start)
 
   # --- values ------------------------------------------------------------------
@@ -165,7 +177,9 @@ class Parser(attr_parser.AttrParser):
     finally:
       self.leave()
 
-  def _parse_operation(self) -> core.Operation:
+  def _parse_operation(self, pos: int = -1) -> core.Operation:
+    """The op at the lexer; `pos`, when given, is where its first token
+    starts (the lexer has nothing peeked and would skip to there)."""
     lex = self.lex
     tok = lex.peeked
     if tok is None:
@@ -173,21 +187,23 @@ class Parser(attr_parser.AttrParser):
       # place of a token for the name, a match for `%name =` and a token
       # for the op name.
       text = self.text
-      m = _OP_HEAD_RE.match(text, _SKIP_MATCH(text, lex.pos).end())
+      if pos < 0:
+        pos = _SKIP_MATCH(text, lex.pos).end()
+      m = _OP_HEAD_RE.match(text, pos)
       if m is not None:
-        defs = num_results = None
-        start = m.start(2)
-        if m.group(1) is not None:
-          start = m.start(1) - 1
-          defs = ((m.group(1), 1, start),)
-          num_results = 1
-        name_pos = m.start(2)
+        name_pos = m.start(3)
         lex.pos = m.end()
-        tok = lx.Token(lx.BARE_ID, m.group(2), name_pos)
         line, col = self._line_col(name_pos)
-        op = self._parse_custom_operation(num_results, tok)
-        return self._finish_operation(op, defs, num_results, start, line,
-                                      col)
+        result_name = m.group(1)
+        count = 1 if m.group(2) is None else int(m.group(2))
+        op = self._parse_custom_operation(
+            None if result_name is None else count, m.group(3), name_pos)
+        if result_name is None:
+          return self._finish_operation(op, None, None, name_pos, line, col)
+        if count != 1:
+          return self._finish_operation(op, ((result_name, count, pos),),
+                                        count, pos, line, col)
+        return self._finish_one_result(op, result_name, pos, line, col)
       tok = lex.peek()
     defs = None  # [(name, count, pos)]
     num_results = None
@@ -210,10 +226,35 @@ class Parser(attr_parser.AttrParser):
     if tok.kind == lx.STRING:
       op = self.parse_generic_operation()
     elif tok.kind == lx.BARE_ID:
-      op = self._parse_custom_operation(num_results, self.next())
+      self.next()
+      op = self._parse_custom_operation(num_results, tok.text, name_pos)
     else:
       raise self.error("expected operation name in quotes", tok.pos)
     return self._finish_operation(op, defs, num_results, start, line, col)
+
+  def _finish_one_result(self, op, name, start, line, col):
+    """`_finish_operation` of an op written `%name = ...`, where it has one
+    result, no loc(...) follows and no value awaits a definition: its
+    location and result name, in place of the general steps."""
+    lex = self.lex
+    text = self.text
+    results = op.results
+    if (lex.peeked is not None or len(results) != 1 or self._forward_values
+        or text.startswith("loc", _SKIP_MATCH(text, lex.pos).end())):
+      return self._finish_operation(op, ((name, 1, start),), 1, start, line,
+                                    col)
+    op.location = self._file_location(line, col)
+    for v in op.operands:
+      if v.owner is None:
+        self._ops_with_forward_refs.append(op)
+        break
+    values = self._scopes[-1].values
+    if name in values:
+      raise self.error(f"redefinition of SSA value '%{name}'", start)
+    values[name] = results
+    if not name.isdigit():
+      results[0].name_hint = name
+    return op
 
   def _finish_operation(self, op, defs, num_results, start, line, col):
     """After the op itself: its location, result names, forward uses."""
@@ -258,40 +299,59 @@ class Parser(attr_parser.AttrParser):
     self.expect_punct("=", "after SSA names")
     return defs
 
-  def _parse_custom_operation(self, num_results, tok) -> core.Operation:
-    """The op whose name token `tok` was just read."""
-    forms = _pretty_forms()
-    name = tok.text
-    form = forms.get(name)
-    if form is None and "." not in name:
-      dd = self._default_dialect[-1]
-      for candidate in ((f"{dd}.{name}",) if dd else ()) + (
-          f"builtin.{name}",):
-        form = forms.get(candidate)
-        if form is not None:
-          name = candidate
-          break
+  def _parse_custom_operation(self, num_results, name: str, pos: int,
+                              fast_tried: bool = False) -> core.Operation:
+    """The op whose name `name` (at offset `pos`) was just read;
+    `fast_tried`: its form's fast path already returned None."""
+    form = (_FORMS or _pretty_forms()).get(name)
     if form is None:
-      raise self.error(f"custom op '{name}' is unknown", tok.pos)
+      name, form = self._resolve_op_name(name, pos)
+      fast_tried = False
     fast = form.fast
-    if fast is not None:
+    if fast is not None and not fast_tried:
       op = fast(self, name, self.lex.pos)
       if op is not None:
         return op
     self.op_names.append(name)
     try:
-      return form.parse(self, name, tok.pos)
+      return form.parse(self, name, pos)
     finally:
       self.op_names.pop()
+
+  def _resolve_op_name(self, name: str, pos: int):
+    """(full name, form) of an op name without its dialect (`return`):
+    the enclosing default dialect's op, else builtin's."""
+    dd = self._default_dialect[-1]
+    hit = _RESOLVED_NAMES.get((dd, name))
+    if hit is not None:
+      return hit
+    forms = _pretty_forms()
+    if "." not in name:
+      for candidate in ((f"{dd}.{name}",) if dd else ()) + (
+          f"builtin.{name}",):
+        form = forms.get(candidate)
+        if form is not None:
+          _RESOLVED_NAMES[(dd, name)] = (candidate, form)
+          return candidate, form
+    raise self.error(f"custom op '{name}' is unknown", pos)
 
   def parse_generic_operation(self) -> core.Operation:
     name_tok = self.next()
     name = lx.unescape_string(name_tok.text[1:-1])
     if not name:
       raise self.error("empty operation name is invalid", name_tok.pos)
-    self.expect_punct("(", "to start operand list")
-    operand_toks = self.parse_comma_list(self.parse_value_use_token, ")")
-    self.expect_punct(")", "to end operand list")
+    m = None
+    if self.lex.peeked is None:
+      # `(%a, %b#1)` written plainly: one match, not two tokens an operand.
+      m = _GENERIC_OPERANDS_RE.match(self.text, self.lex.pos)
+    if m is not None:
+      operand_toks = [lx.Token(lx.PERCENT_ID, o.group(), o.start())
+                      for o in _OPERAND_RE.finditer(self.text, *m.span(1))]
+      self.lex.reset(m.end())
+    else:
+      self.expect_punct("(", "to start operand list")
+      operand_toks = self.parse_comma_list(self.parse_value_use_token, ")")
+      self.expect_punct(")", "to end operand list")
     successors = []
     if self.at_punct("["):
       successors = self.parse_delimited("[", "]", self.parse_successor)
@@ -368,9 +428,28 @@ class Parser(attr_parser.AttrParser):
         self._default_dialect.pop()
       self.leave()
 
+  def _at_op_start(self) -> bool:
+    """Whether nothing is peeked and the next token starts with neither
+    '}' nor '^': it neither ends a region nor labels a block, so an op (or
+    an error) starts there. Told by a character, leaving the token unread
+    for the op head's one match."""
+    lex = self.lex
+    if lex.peeked is not None:
+      return False
+    text = self.text
+    pos = _SKIP_MATCH(text, lex.pos).end()
+    return pos < len(text) and text[pos] not in "}^"
+
   def _parse_region_body(self, entry_args) -> core.Region:
     region = core.Region()
-    self.expect_punct("{", "to begin a region")
+    lex = self.lex
+    text = self.text
+    pos = _SKIP_MATCH(text, lex.pos).end() if lex.peeked is None else -1
+    if (pos >= 0 and text.startswith("{", pos) and
+        not text.startswith("{-#", pos)):
+      lex.pos = pos + 1  # the `{` token, by a character
+    else:
+      self.expect_punct("{", "to begin a region")
     scope = self._scopes[-1]
     if entry_args is not None:
       block = core.Block()
@@ -378,11 +457,17 @@ class Parser(attr_parser.AttrParser):
         v = block.add_argument(ty, loc=loc)
         self.define_values(tok.text[1:], [v], tok.pos)
       region.append(block)
-      if self.at_punct("}") and not entry_args:
-        self.next()
-        return region
-      if self.peek().kind == lx.CARET_ID:
-        raise self.error("invalid block name in region with named arguments")
+      if not self._at_op_start():
+        if self.at_punct("}") and not entry_args:
+          self.next()
+          return region
+        if self.peek().kind == lx.CARET_ID:
+          raise self.error(
+              "invalid block name in region with named arguments")
+      self._parse_block_ops(block)
+    elif self._at_op_start():
+      block = core.Block()
+      region.append(block)
       self._parse_block_ops(block)
     elif self.at_punct("}"):
       self.next()
@@ -391,9 +476,16 @@ class Parser(attr_parser.AttrParser):
       block = core.Block()
       region.append(block)
       self._parse_block_ops(block)
-    while self.peek().kind == lx.CARET_ID:
+    while True:
+      if lex.peeked is None:
+        pos = _SKIP_MATCH(text, lex.pos).end()
+        if text.startswith("}", pos):
+          lex.pos = pos + 1  # the `}` token, by a character
+          break
+      if self.peek().kind != lx.CARET_ID:
+        self.expect_punct("}", "to end region")
+        break
       region.append(self._parse_labeled_block(scope))
-    self.expect_punct("}", "to end region")
     for label, pos in scope.forward_blocks.items():
       if label not in scope.blocks or scope.blocks[label].parent is None:
         raise self.error(f"reference to an undefined block", pos)
@@ -414,7 +506,24 @@ class Parser(attr_parser.AttrParser):
       scope.blocks[label] = block
     scope.forward_blocks.pop(label, None)
     block.label = label
-    if self.consume_punct("("):
+    args = None
+    if self.lex.peeked is None:
+      # `(%a: tensor<...>, %b: tensor<...>):` as printed, in one match, the
+      # types from the type cache; anything else by tokens.
+      m = _BLOCK_ARGS_RE.match(self.text, self.lex.pos)
+      if m is not None:
+        args = []
+        for item in _BLOCK_ARG_RE.finditer(self.text, m.start(), m.end()):
+          ty = type_parser.cached_type(item.group(2))
+          if ty is None:
+            args = None
+            break
+          args.append((item.group(1)[1:], item.start(), ty))
+    if args is not None:
+      self.lex.reset(m.end())
+      for arg_name, arg_pos, ty in args:
+        self.define_values(arg_name, [block.add_argument(ty)], arg_pos)
+    elif self.consume_punct("("):
       def arg():
         vtok = self.expect_kind(lx.PERCENT_ID, "block argument name")
         self.expect_punct(":", "and type for block argument")
@@ -424,7 +533,8 @@ class Parser(attr_parser.AttrParser):
         self.define_values(vtok.text[1:], [v], vtok.pos)
       self.parse_comma_list(arg, ")")
       self.expect_punct(")", "to end block argument list")
-    self.expect_punct(":", "after block name")
+    if args is None:
+      self.expect_punct(":", "after block name")
     scope.blocks[label] = block
     block.parent = core.Region()  # marks the block defined; reset by append
     self._parse_block_ops(block)
@@ -432,16 +542,100 @@ class Parser(attr_parser.AttrParser):
 
   def _parse_block_ops(self, block: core.Block) -> None:
     lex = self.lex
+    text = self.text
     ops = block.operations
+    forms = _FORMS or _pretty_forms()
+    line_offset = self.source.line_offset
+    # Where the skip after the previous op started and ended: the next
+    # op's skip, unless the lexer moved since.
+    skip_from = skip_to = -1
     while True:
-      tok = lex.peeked
-      if tok is None:
-        tok = lex.peek()
-      if tok.kind == lx.CARET_ID or (tok.kind == lx.PUNCT and tok.text == "}"):
+      if lex.peeked is None:
+        # The op head (`%name = dialect.op` or `dialect.op`) in one match
+        # after the skip; it fails at `}` (the region's end: returned at
+        # once, the brace left for _parse_region_body to take by a
+        # character), `^label` and the end of the text, which the token
+        # path below handles. What follows is
+        # _parse_operation's head path, _line_col and the fast-path case of
+        # _finish_one_result, inlined: this runs once per op.
+        pos = (skip_to if lex.pos == skip_from else
+               _SKIP_MATCH(text, lex.pos).end())
+        m = _OP_HEAD_RE.match(text, pos)
+        if m is not None:
+          self._depth += 1
+          if self._depth > type_parser.MAX_NESTING:
+            raise self.error("nesting is too deep")
+          try:
+            name = m.group(3)
+            name_pos = m.start(3)
+            lex.pos = m.end()
+            last_pos, line, line_start = self._loc_cursor
+            if name_pos >= last_pos:
+              newlines = text.count("\n", last_pos, name_pos)
+              if newlines:
+                line += newlines
+                line_start = text.rfind("\n", last_pos, name_pos) + 1
+              self._loc_cursor = (name_pos, line, line_start)
+              col = name_pos - line_start + 1
+              line += line_offset
+            else:
+              line, col = self.source.line_col(name_pos)
+            result_name = m.group(1)
+            count = 1 if m.group(2) is None else int(m.group(2))
+            op = None
+            form = forms.get(name)
+            if form is not None and form.fast is not None:
+              op = form.fast(self, name, lex.pos)
+            if op is None:
+              op = self._parse_custom_operation(
+                  None if result_name is None else count, name, name_pos,
+                  form is not None)
+            results = op.results
+            after = -1
+            if lex.peeked is None:
+              after = _SKIP_MATCH(text, lex.pos).end()
+              if text.startswith("loc", after):
+                after = -1
+            if after < 0 or (result_name is not None and (
+                count != 1 or len(results) != 1 or self._forward_values)):
+              if result_name is None:
+                op = self._finish_operation(op, None, None, name_pos, line,
+                                            col)
+              else:
+                op = self._finish_operation(op, ((result_name, count, pos),),
+                                            count, pos, line, col)
+            else:
+              op.location = a.file_location(
+                  self.source.filename, line, col,
+                  f"{self._loc_prefix or self._make_loc_prefix()}"
+                  f"{line}:{col}")
+              for v in op.operands:
+                if v.owner is None:
+                  self._ops_with_forward_refs.append(op)
+                  break
+              if result_name is not None:
+                values = self._scopes[-1].values
+                if result_name in values:
+                  raise self.error(
+                      f"redefinition of SSA value '%{result_name}'", pos)
+                values[result_name] = results
+                if not result_name.isdigit():
+                  results[0].name_hint = result_name
+              skip_from = lex.pos
+              skip_to = after
+          finally:
+            self._depth -= 1
+          op.parent = block
+          ops.append(op)
+          continue
+        if text.startswith("}", pos):
+          return  # the region's end, left unread for _parse_region_body
+      tok = lex.peek()
+      if tok.kind == lx.CARET_ID or (tok.kind == lx.PUNCT and
+                                     tok.text == "}"):
         return
       if tok.kind == lx.EOF:
         raise self.error("expected '}' to end region", tok.pos)
-      # parse_operation and Block.append, inlined: this runs once per op.
       self._depth += 1
       if self._depth > type_parser.MAX_NESTING:
         raise self.error("nesting is too deep")
@@ -458,7 +652,22 @@ class Parser(attr_parser.AttrParser):
     ops = []
     self._scopes.append(_Scope())
     self._default_dialect.append("builtin")
+    lex = self.lex
+    text = self.text
     while True:
+      if lex.peeked is None:
+        # The end of the text, or an op (anything but an alias or resource
+        # definition), told by a character after the skip.
+        pos = _SKIP_MATCH(text, lex.pos).end()
+        if pos >= len(text):
+          break
+        if text[pos] not in "#!{":
+          self.enter()
+          try:
+            ops.append(self._parse_operation(pos))
+          finally:
+            self.leave()
+          continue
       tok = self.peek()
       if tok.kind == lx.EOF:
         break
@@ -565,12 +774,16 @@ class Parser(attr_parser.AttrParser):
     return self.source.line_col(pos)
 
   def _file_location(self, line: int, col: int) -> a.Location:
-    quoted = self._quoted_filename
-    if quoted is None:
-      quoted = self._quoted_filename = self.source.filename.replace(
-          "\\", "\\\\").replace('"', '\\"')
+    prefix = self._loc_prefix or self._make_loc_prefix()
     return a.file_location(self.source.filename, line, col,
-                           f'"{quoted}":{line}:{col}')
+                           f"{prefix}{line}:{col}")
+
+  def _make_loc_prefix(self) -> str:
+    """`"file":`, the start of the text of this buffer's op locations."""
+    quoted = self.source.filename.replace("\\", "\\\\").replace(
+        '"', '\\"')
+    self._loc_prefix = f'"{quoted}":'
+    return self._loc_prefix
 
   def _resolve_loc_aliases(self, module):
     def resolve(loc, depth=0):
@@ -589,6 +802,8 @@ class Parser(attr_parser.AttrParser):
 
 
 _FORMS = None
+# (default dialect, op name without dialect) -> (full name, pretty form).
+_RESOLVED_NAMES: dict = {}
 
 
 def _pretty_forms() -> dict:

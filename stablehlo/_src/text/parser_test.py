@@ -57,6 +57,105 @@ def test_func_signature_attrs_and_visibility():
   assert not decl.regions[0].blocks
 
 
+def test_quantized_tensor_types_are_cached_but_not_past_aliases():
+  src = """func.func @f(%a: tensor<2x!quant.uniform<i8<-127:127>:f32, 0.5:3>>) -> tensor<2x!quant.uniform<i8<-127:127>:f32, 0.5:3>> {
+  return %a : tensor<2x!quant.uniform<i8<-127:127>:f32, 0.5:3>>
+}"""
+  for _ in range(2):
+    ty = _only_func(text.parse_module(src)).regions[0].entry.arguments[0].type
+    assert ty.shape == (2,)
+    q = ty.element_type
+    assert isinstance(q, t.QuantizedType)
+    assert (q.scales, q.zero_points, q.storage_min, q.storage_max) == (
+        (0.5,), (3,), -127, 127)
+  # A module whose own alias is named quant.uniform reads the text anew
+  # (here: an error, as the alias is not a quantized type).
+  with pytest.raises(text.ParseError):
+    text.parse_module("!quant.uniform = f32\n" + src)
+
+
+def test_generic_ops_and_block_arguments_read_in_one_match():
+  # Plain operand lists and block argument lists are read by one match
+  # each (block argument types from the type cache, so the first parse
+  # reads them by tokens); locations and other spellings by tokens.
+  src = """func.func @f(%a: tensor<2xi32>, %i: tensor<1xi64>) -> tensor<2xi32> {
+  %0:2 = "t.pair"(%a) : (tensor<2xi32>) -> (tensor<2xi32>, tensor<2xi32>)
+  %1 = "stablehlo.scatter"(%0#0, %i, %0#1) <{indices_are_sorted = true}> ({
+  ^bb0(%x: tensor<i32>, %y: tensor<i32> loc("y")):
+    %2 = stablehlo.add %x, %y : tensor<i32>
+    stablehlo.return %2 : tensor<i32>
+  }) : (tensor<2xi32>, tensor<1xi64>, tensor<2xi32>) -> tensor<2xi32>
+  %3 = "stablehlo.scatter"(%1, %i, %a) ({
+  ^bb0(%x: tensor<i32>, %y: tensor<i32>):
+    stablehlo.return %y : tensor<i32>
+  }) : (tensor<2xi32>, tensor<1xi64>, tensor<2xi32>) -> tensor<2xi32>
+  return %3 : tensor<2xi32>
+}"""
+  for _ in range(2):
+    body = _only_func(text.parse_module(src)).regions[0].entry
+    pair, s1, s2, _ = body.operations
+    assert s1.operands == [pair.results[0], body.arguments[1],
+                           pair.results[1]]
+    assert s2.operands == [s1.results[0], body.arguments[1],
+                           body.arguments[0]]
+    for op in (s1, s2):
+      block = op.regions[0].blocks[0]
+      assert block.label == "bb0"
+      assert [v.type for v in block.arguments] == [
+          t.RankedTensorType((), t.i32)] * 2
+      assert [v.name_hint for v in block.arguments] == ["x", "y"]
+    add = s1.regions[0].blocks[0].operations[0]
+    assert add.operands == s1.regions[0].blocks[0].arguments
+    assert s2.regions[0].blocks[0].operations[0].operands == [
+        s2.regions[0].blocks[0].arguments[1]]
+    assert s1.regions[0].blocks[0].argument_locations[1].kind == "name"
+    assert s2.regions[0].blocks[0].argument_locations == [None, None]
+  bad = src.replace("^bb0(%x: tensor<i32>, %y: tensor<i32>):",
+                    "^bb0(%x: tensor<i32>, %x: tensor<i32>):")
+  for _ in range(2):
+    with pytest.raises(text.ParseError) as e:
+      text.parse_module(bad, "g.mlir")
+    assert str(e.value).startswith("g.mlir:9:25: error: redefinition")
+
+
+def test_functions_sharing_a_signature():
+  # Headers with the same arguments, results and attributes share their
+  # parsed signature; names, visibility and argument positions are each
+  # function's own.
+  head = ('(%x: tensor<2xf32> {a.b = 1 : i64}, %y: tensor<2xf32>) -> '
+          '(tensor<2xf32> {r = "s"})')
+  src = f"""module {{
+  func.func @one{head} {{
+    return %x : tensor<2xf32>
+  }}
+  func.func private @two{head} {{
+    return %y : tensor<2xf32>
+  }}
+}}"""
+  for _ in range(2):
+    one, two = text.parse_module(src).functions
+    assert list(one.properties) == ["sym_name", "function_type", "arg_attrs",
+                                    "res_attrs"]
+    assert list(two.properties) == ["sym_name", "function_type",
+                                    "sym_visibility", "arg_attrs",
+                                    "res_attrs"]
+    assert one.attr("sym_name") == a.StringAttr("one")
+    assert two.attr("sym_name") == a.StringAttr("two")
+    assert one.attr("function_type") == two.attr("function_type")
+    assert two.attr("arg_attrs").elements[0].get("a.b") == a.IntegerAttr(1)
+    for func, arg in ((one, 0), (two, 1)):
+      ret = func.regions[0].entry.operations[0]
+      assert ret.operands == [func.regions[0].entry.arguments[arg]]
+  bad = src.replace("@two(%x: tensor<2xf32> {a.b = 1 : i64}, %y",
+                    "@two(%x: tensor<2xf32> {a.b = 1 : i64}, %x")
+  bad = bad.replace("@one(%x: tensor<2xf32> {a.b = 1 : i64}, %y",
+                    "@one(%x: tensor<2xf32> {a.b = 1 : i64}, %x")
+  for _ in range(2):
+    with pytest.raises(text.ParseError) as e:
+      text.parse_module(bad, "f.mlir")
+    assert str(e.value).startswith("f.mlir:2:53: error: redefinition")
+
+
 def test_types():
   m = text.parse_module('''
   func.func @f(%a: tensor<?x3x!quant.uniform<i8:f32, 0.5:-20>>,
@@ -220,6 +319,53 @@ def test_json_dense_literals_match_the_token_path():
       True, False]
   assert _constant("dense<[0x7F800000, 1.]> : tensor<2xf32>").array[0] == \
       np.inf
+
+
+def test_complex_and_boolean_constants():
+  # Complex pairs of plain numbers are read in bulk (as json); pairs with
+  # hex parts take the token path; both give the same values.
+  c64 = _constant("dense<[(1.5,-2.0), (0.1, 3)]> : tensor<2xcomplex<f32>>")
+  assert c64.array.dtype == np.complex64
+  assert c64.array.tolist() == np.array(
+      [complex(1.5, -2.0), complex(0.1, 3.0)], np.complex64).tolist()
+  c128 = _constant("dense<[[(0.1,-0.0)], [(1.0e+300,2.5)]]> : "
+                   "tensor<2x1xcomplex<f64>>")
+  assert c128.array.tolist() == [[complex(0.1, -0.0)], [complex(1e300, 2.5)]]
+  assert np.signbit(c128.array[0, 0].imag)
+  nan = _constant("dense<[(0x7FC00000,1.0)]> : tensor<1xcomplex<f32>>")
+  assert np.isnan(nan.array[0].real) and nan.array[0].imag == 1.0
+  for bad in ("dense<[[1.0, 2.0]]> : tensor<1xcomplex<f32>>",
+              "dense<[(1.0,2.0)]> : tensor<1x2xf32>",
+              "dense<[(1.0,2.0,3.0)]> : tensor<1xcomplex<f32>>"):
+    with pytest.raises(support.XlaError):
+      _constant(bad)
+  for _ in range(2):
+    splat = _constant("dense<true> : tensor<3xi1>")
+    assert splat.splat and splat.array.tolist() == [True, True, True]
+  with pytest.raises(support.XlaError):
+    _constant("dense<true> : tensor<3xi32>")
+
+
+def test_repeated_constants_have_their_own_arrays():
+  # The second and later parses of a constant's text reuse the first one's
+  # decoding; each op still gets an array of its own to mutate.
+  for literal, expected in (
+      ("dense<7> : tensor<2xi32>", [7, 7]),
+      ("dense<[1.5, -2.0]> : tensor<2xf32>", [1.5, -2.0]),
+      ('dense<"0x0100000002000000"> : tensor<2xi32>', [1, 2])):
+    first, second, third = (_constant(literal) for _ in range(3))
+    first.array[0] = 42
+    second.array[1] = 43
+    assert third.array.tolist() == expected
+    assert first.array.tolist() == [42, expected[1]]
+    assert second.array.tolist() == [expected[0], 43]
+    assert third.type == t.RankedTensorType((2,), third.type.element_type)
+    assert third.splat == (literal == "dense<7> : tensor<2xi32>")
+  # A short text for a large tensor is decoded each time, not kept.
+  big = [_constant("dense<1.5> : tensor<4096xf32>") for _ in range(3)]
+  big[0].array[0] = 0.0
+  assert big[2].array.shape == (4096,) and (big[2].array == 1.5).all()
+  assert big[1].splat and big[2].splat
 
 
 def test_cached_types_and_attribute_dictionaries_are_per_text():

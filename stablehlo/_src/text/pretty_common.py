@@ -9,7 +9,6 @@ A `PrettyForm` is one op's pair of functions:
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 from typing import Callable
 
@@ -171,14 +170,15 @@ _OPERANDS_TYPES_FAST_RE = re.compile(
 _CALLEE_FAST_RE = re.compile(
     r" @([A-Za-z0-9_$.\-]+)\((" + OPERAND_LIST + r")?\)"
     r"(?: (\{[^{}\"#!/\n]*\}))? : (" + _FN_TYPE + ")" + _NO_ARROW)
-# `op dense<"0x..."> : T`, `dense<[1, 2]> : T`, `dense<-1.5> : T`
+# `op dense<"0x..."> : T`, `dense<[1, 2]> : T`, `dense<-1.5> : T`,
+# `dense<true> : T`
 _DENSE_HEX_TAIL_FAST_RE = re.compile(
     r'"> : (' + _TENSOR + ")" + _NO_ARROW)
 _DENSE_JSON_FAST_RE = re.compile(
-    r" dense<(\[[\[\] ,0-9eE.+\-]*\])> : (" + _TENSOR + ")" + _NO_ARROW)
+    r" dense<(\[[\[\]() ,0-9eE.+\-]*\])> : (" + _TENSOR + ")" + _NO_ARROW)
 _DENSE_SCALAR_FAST_RE = re.compile(
-    r" dense<(-)?(?:([0-9]+\.[0-9]*(?:[eE][+\-]?[0-9]+)?)|(0x[0-9a-fA-F]+|"
-    r"[0-9]+))> : (" + _TENSOR + ")" + _NO_ARROW)
+    r" dense<(?:(-)?(?:([0-9]+\.[0-9]*(?:[eE][+\-]?[0-9]+)?)|(0x[0-9a-fA-F]+|"
+    r"[0-9]+))|(true|false))> : (" + _TENSOR + ")" + _NO_ARROW)
 
 
 def fast_same_type(p, name, pos):
@@ -219,6 +219,8 @@ def fast_operands_types(p, name, pos):
 
 
 def fast_callee(attr_name: str, as_string: bool):
+  callees = {}  # callee -> its attribute (frozen, so ops share it)
+
   def fast(p, name, pos):
     m = _CALLEE_FAST_RE.match(p.text, pos)
     if m is None:
@@ -238,10 +240,27 @@ def fast_callee(attr_name: str, as_string: bool):
       return None
     p.lex.reset(m.end())
     callee = m.group(1)
-    value = a.StringAttr(callee) if as_string else a.SymbolRefAttr(callee)
+    value = callees.get(callee)
+    if value is None:
+      value = type_parser.remember(
+          callees, callee,
+          a.StringAttr(callee) if as_string else a.SymbolRefAttr(callee),
+          1 << 12)
     return core.Operation(name, operands, fn.results, attrs,
                           {attr_name: value})
   return fast
+
+
+# Constants repeat as well (`dense<0> : tensor<i64>`, `dense<1.000000e+00>
+# : tensor<f32>` in most functions): a short constant's tail is kept by its
+# text as (type, array, splat), and each op gets its own copy of the array,
+# as numpy arrays are mutable.
+_DENSE_CACHE: dict = {}
+_DENSE_CACHE_LIMIT = 1 << 12
+_DENSE_CACHE_MAX_TEXT = 256
+# ... and of at most this many bytes: a short splat text can stand for a
+# large tensor, which is neither kept nor worth a copy per hit.
+_DENSE_CACHE_MAX_BYTES = 1024
 
 
 def fast_constant(p, name, pos):
@@ -252,48 +271,66 @@ def fast_constant(p, name, pos):
     if end < 0:
       return None
     m = _DENSE_HEX_TAIL_FAST_RE.match(text, end)
-    if m is None:
-      return None
+  elif text.startswith(" dense<[", pos):
+    m = _DENSE_JSON_FAST_RE.match(text, pos)
+  else:
+    m = _DENSE_SCALAR_FAST_RE.match(text, pos)
+  if m is None:
+    return None
+  stop = m.end()
+  key = None
+  if stop - pos <= _DENSE_CACHE_MAX_TEXT:
+    key = text[pos:stop]
+    hit = _DENSE_CACHE.get(key)
+    if hit is not None:
+      ty, array, splat = hit
+      p.lex.reset(stop)
+      return core.Operation(name, (), (ty,), None, {
+          "value": a.DenseElementsAttr(ty, array.copy(), splat)})
+  value = _fast_dense_value(p, text, pos, m)
+  if value is None:
+    return None
+  if key is not None and value.array.nbytes <= _DENSE_CACHE_MAX_BYTES:
+    type_parser.remember(_DENSE_CACHE, key, (
+        value.type, value.array.copy(), value.splat), _DENSE_CACHE_LIMIT)
+  p.lex.reset(stop)
+  return core.Operation(name, (), (value.type,), None, {"value": value})
+
+
+def _fast_dense_value(p, text, pos, m):
+  """The attribute of the constant tail `m` matched (fast_constant)."""
+  if text[pos + 7] == '"':
     ty = cached_type(m.group(1))
     if ty is None:
       return None
-    body = text[pos + 10:end]
+    body = text[pos + 10:m.start()]
     if "\\" in body or "\n" in body:
       return None
     try:
       blob = bytes.fromhex(body)
     except ValueError:
       return None
-    value = p.fast_dense(ty, hex_blob=blob)
-  elif text.startswith(" dense<[", pos):
-    m = _DENSE_JSON_FAST_RE.match(text, pos)
-    if m is None:
-      return None
+    return p.fast_dense(ty, hex_blob=blob)
+  if text[pos + 7] == "[":
     ty = cached_type(m.group(2))
     if ty is None:
       return None
     body = m.group(1)
-    try:
-      values = json.loads(body)
-    except ValueError:
+    values = attr_parser.load_dense_list(body)
+    if values is None:
       return None
-    value = attr_parser.json_dense_attr(ty, values, body)
-  else:
-    m = _DENSE_SCALAR_FAST_RE.match(text, pos)
-    if m is None:
-      return None
-    ty = cached_type(m.group(4))
-    if ty is None:
-      return None
-    if m.group(2) is not None:
-      tok = lx.Token(lx.FLOAT, m.group(2), m.start(2))
-    else:
-      tok = lx.Token(lx.INTEGER, m.group(3), m.start(3))
-    value = p.fast_dense(ty, literal=("num", m.group(1) is not None, tok))
-  if value is None:
+    return attr_parser.json_dense_attr(ty, values, body)
+  ty = cached_type(m.group(5))
+  if ty is None:
     return None
-  p.lex.reset(m.end())
-  return core.Operation(name, (), (ty,), None, {"value": value})
+  if m.group(4) is not None:
+    tok = lx.Token(lx.BARE_ID, m.group(4), m.start(4))
+    return p.fast_dense(ty, literal=("bool", tok.text == "true", tok))
+  if m.group(2) is not None:
+    tok = lx.Token(lx.FLOAT, m.group(2), m.start(2))
+  else:
+    tok = lx.Token(lx.INTEGER, m.group(3), m.start(3))
+  return p.fast_dense(ty, literal=("num", m.group(1) is not None, tok))
 
 
 _KEYWORD_VALUE = {
@@ -301,6 +338,103 @@ _KEYWORD_VALUE = {
     "i64": r"(-?[0-9]+)",
 }
 _ENUM_VALUE = r"([A-Za-z_][A-Za-z0-9_$.]*)"
+
+
+# `op  LT, %a, %b,  SIGNED : (Ts) -> R` (compare; the type word optional)
+_COMPARE_FAST_RE = re.compile(
+    r" +" + _ENUM_VALUE + ", (" + OPERAND_LIST + r")(?:, +" + _ENUM_VALUE +
+    r")? : (" + _FN_TYPE + ")" + _NO_ARROW)
+# `op %p, %a, %b : P, T` / `: (Ts) -> R` (select)
+_SELECT_FAST_RE = re.compile(
+    r" (" + OPERAND_LIST + r") : (?:(" + _TENSOR + "), (" + _TENSOR +
+    r")(?![ \t\r\n]*[,\-])|(" + _FN_TYPE + ")" + _NO_ARROW + ")")
+# Enum attributes by (mnemonic, value): frozen, so ops share them.
+_ENUM_ATTRS: dict = {}
+
+
+def enum_attr(dialect_mnemonic: str, value: str) -> a.DialectAttr:
+  """`#dialect<mnemonic VALUE>` as enum_parser makes it."""
+  attr = _ENUM_ATTRS.get((dialect_mnemonic, value))
+  if attr is None:
+    attr = type_parser.remember(
+        _ENUM_ATTRS, (dialect_mnemonic, value),
+        a.DialectAttr(dialect_mnemonic, (("value", value),), short_form=True),
+        1 << 10)
+  return attr
+
+
+def fast_compare(p, name, pos):
+  m = _COMPARE_FAST_RE.match(p.text, pos)
+  if m is None:
+    return None
+  fn = cached_type(m.group(4))
+  if fn is None:
+    return None
+  operands = p.fast_values(m.group(2).split(", "), fn.inputs)
+  if operands is None:
+    return None
+  props = {"comparison_direction": enum_attr(
+      "stablehlo.comparison_direction", m.group(1))}
+  if m.group(3) is not None:
+    props["compare_type"] = enum_attr("stablehlo.comparison_type",
+                                      m.group(3))
+  p.lex.reset(m.end())
+  return core.Operation(name, operands, fn.results, None, props)
+
+
+def fast_select(p, name, pos):
+  m = _SELECT_FAST_RE.match(p.text, pos)
+  if m is None:
+    return None
+  names = m.group(1).split(", ")
+  if m.group(4) is not None:
+    fn = cached_type(m.group(4))
+    if fn is None:
+      return None
+    operands = p.fast_values(names, fn.inputs)
+    results = fn.results
+  else:
+    pred = cached_type(m.group(2))
+    ty = cached_type(m.group(3))
+    if pred is None or ty is None:
+      return None
+    operands = p.fast_values(names, (pred, ty, ty))
+    results = (ty,)
+  if operands is None:
+    return None
+  p.lex.reset(m.end())
+  return core.Operation(name, operands, results)
+
+
+# `op %a [0:2, 1:3:2] : (T) -> R` (slice)
+_SLICE_DIM = r"-?[0-9]+:-?[0-9]+(?::-?[0-9]+)?"
+_SLICE_FAST_RE = re.compile(
+    r" (" + _OPERAND + r") \[((?:" + _SLICE_DIM + "(?:, " + _SLICE_DIM +
+    r")*)?)\] : (" + _FN_TYPE + ")" + _NO_ARROW)
+
+
+def fast_slice(p, name, pos):
+  m = _SLICE_FAST_RE.match(p.text, pos)
+  if m is None:
+    return None
+  fn = cached_type(m.group(3))
+  if fn is None:
+    return None
+  operands = p.fast_values((m.group(1),), fn.inputs)
+  if operands is None:
+    return None
+  starts, limits, strides = [], [], []
+  if m.group(2):
+    for dim in m.group(2).split(", "):
+      parts = dim.split(":")
+      starts.append(int(parts[0]))
+      limits.append(int(parts[1]))
+      strides.append(int(parts[2]) if len(parts) == 3 else 1)
+  p.lex.reset(m.end())
+  return core.Operation(name, operands, fn.results, None, {
+      "start_indices": a.DenseArrayAttr(t.i64, tuple(starts)),
+      "limit_indices": a.DenseArrayAttr(t.i64, tuple(limits)),
+      "strides": a.DenseArrayAttr(t.i64, tuple(strides))})
 
 
 def fast_keyword(keywords, types: str, result_only: bool):

@@ -14,6 +14,7 @@ from stablehlo._src.text import pretty_common as pc
 from stablehlo._src.text.pretty_common import PrettyForm
 from stablehlo._src.text import pretty_registry
 from stablehlo._src.text import pretty_simple_ops
+from stablehlo._src.text import type_parser
 from stablehlo._src.text.pretty_registry import register
 
 # Ops whose regions all print their entry arguments under the names of the
@@ -51,7 +52,8 @@ def _print_module(pr, op):
   return head + pr.region(op.regions[0], entry_args=False)
 
 
-register("builtin.module", PrettyForm(_parse_module, _print_module, has_regions=True))
+# (Registered with its fast path below, after the patterns it shares with
+# func.func's.)
 
 # --- func.func ---------------------------------------------------------------------
 
@@ -123,7 +125,10 @@ def _parse_func(p, name, pos):
 # match (see pretty_common's fast paths): named arguments of tensor types
 # with optional attribute dictionaries, results likewise, `attributes`.
 _ID = r"[A-Za-z0-9_$.\-]+"
-_DICT = r'\{(?:[^{}"#!/\n]|"[^"\\\n]*(?:\\.[^"\\\n]*)*")*\}'
+# (Runs of plain characters between strings, the unrolled-loop form: one
+# alternation per string rather than one per character.)
+_DICT = (r'\{[^{}"#!/\n]*(?:"[^"\\\n]*(?:\\.[^"\\\n]*)*"[^{}"#!/\n]*)*'
+         r'\}')
 _FUNC_ARG = "%" + _ID + ": " + pc.TENSOR + "(?: " + _DICT + ")?"
 _FUNC_RES = pc.TENSOR + "(?: " + _DICT + ")?"
 _FUNC_HEAD_FAST_RE = re.compile(
@@ -137,67 +142,138 @@ _FUNC_RES_RE = re.compile(
     "(" + pc.TENSOR + ")(?: (" + _DICT + "))?(?:, )?")
 
 
+# A function header's signature, by the texts of its arguments, results and
+# attribute dictionary (the name and visibility vary where these repeat,
+# e.g. @inputs() -> tensor<...> in every test): its arguments as (name,
+# offset from the argument list's start, type), its inherent attributes
+# after sym_name, and its discardable attribute entries. All immutable, so
+# functions share them.
+_FUNC_SIGNATURES: dict = {}
+_FUNC_SIGNATURES_LIMIT = 1 << 12
+_NO_ATTRS = a.DictionaryAttr(())
+# sym_name / sym_visibility attributes by their text (frozen, shared).
+_SYMBOL_NAMES: dict = {}
+
+
 def _fast_func(p, name, pos):
   m = _FUNC_HEAD_FAST_RE.match(p.text, pos)
   if m is None:
     return None
-  text = p.text
-  no_attrs = a.DictionaryAttr(())
-  args = []  # (name token, type, attributes)
+  key = m.group(3, 4, 5, 6)
+  sig = _FUNC_SIGNATURES.get(key)
+  if sig is None:
+    sig = _func_signature(p.text, m)
+    if sig is None:
+      return None
+    type_parser.remember(_FUNC_SIGNATURES, key, sig, _FUNC_SIGNATURES_LIMIT)
+  args, fn_props, attr_entries = sig
+  props = {"sym_name": _symbol_attr(m.group(2))}
+  props.update(fn_props)
+  if m.group(1) is not None:
+    # The order of _FUNC_PROPS: visibility after the function type.
+    props = {"sym_name": props["sym_name"],
+             "function_type": props["function_type"],
+             "sym_visibility": _symbol_attr(m.group(1)), **fn_props}
+  base = m.start(3)
+  entry_args = [(lx.Token(lx.PERCENT_ID, arg_name, base + offset), ty, None)
+                for arg_name, offset, ty in args]
+  p.lex.reset(m.end())
+  p.op_names.append(name)
+  try:
+    region = p.parse_region(entry_args=entry_args, default_dialect="func")
+  finally:
+    p.op_names.pop()
+  return core.Operation(name, (), (), dict(attr_entries), props, (region,))
+
+
+def _symbol_attr(text: str) -> a.StringAttr:
+  attr = _SYMBOL_NAMES.get(text)
+  if attr is None:
+    attr = type_parser.remember(_SYMBOL_NAMES, text, a.StringAttr(text),
+                                _FUNC_SIGNATURES_LIMIT)
+  return attr
+
+
+def _func_signature(text, m):
+  """The signature (see _FUNC_SIGNATURES) of the header `m` matched; None
+  where a type or attribute dictionary is not in the parser's caches."""
+  args = []  # (name, offset, type, attributes)
   if m.group(3) is not None:
-    at, end = m.span(3)
+    base = at = m.start(3)
+    end = m.end(3)
     while at < end:
       item = _FUNC_ARG_RE.match(text, at, end)
       ty = pc.cached_type(item.group(2))
-      attrs = no_attrs
+      attrs = _NO_ATTRS
       if item.group(3) is not None:
         attrs = pc.cached_attr_dict(item.group(3))
       if ty is None or attrs is None:
         return None
-      args.append((lx.Token(lx.PERCENT_ID, item.group(1), at), ty, attrs))
+      args.append((item.group(1), at - base, ty, attrs))
       at = item.end()
   results = []  # (type, attributes)
   if m.group(4) is not None:
     ty = pc.cached_type(m.group(4))
     if ty is None:
       return None
-    results.append((ty, no_attrs))
+    results.append((ty, _NO_ATTRS))
   elif m.group(5) is not None:
     at, end = m.span(5)
     while at < end:
       item = _FUNC_RES_RE.match(text, at, end)
       ty = pc.cached_type(item.group(1))
-      attrs = no_attrs
+      attrs = _NO_ATTRS
       if item.group(2) is not None:
         attrs = pc.cached_attr_dict(item.group(2))
       if ty is None or attrs is None:
         return None
       results.append((ty, attrs))
       at = item.end()
-  attrs = {}
+  attr_entries = ()
   if m.group(6) is not None:
     d = pc.cached_attr_dict(m.group(6))
     if d is None:
       return None
-    attrs = dict(d.entries)
-  props = {"sym_name": a.StringAttr(m.group(2)),
-           "function_type": a.TypeAttr(t.FunctionType(
-               tuple(x[1] for x in args), tuple(r[0] for r in results)))}
-  if m.group(1) is not None:
-    props["sym_visibility"] = a.StringAttr(m.group(1))
-  if any(x[2].entries for x in args):
-    props["arg_attrs"] = a.ArrayAttr(tuple(x[2] for x in args))
+    attr_entries = d.entries
+  fn_props = {"function_type": a.TypeAttr(t.FunctionType(
+      tuple(x[2] for x in args), tuple(r[0] for r in results)))}
+  if any(x[3].entries for x in args):
+    fn_props["arg_attrs"] = a.ArrayAttr(tuple(x[3] for x in args))
   if any(r[1].entries for r in results):
-    props["res_attrs"] = a.ArrayAttr(tuple(r[1] for r in results))
+    fn_props["res_attrs"] = a.ArrayAttr(tuple(r[1] for r in results))
+  return (tuple((x[0], x[1], x[2]) for x in args), fn_props, attr_entries)
+
+
+# `module @name attributes {...} {` as the printer writes it, in one match:
+# the name (unquoted) and the dictionary (from the cache) both optional.
+_MODULE_HEAD_FAST_RE = re.compile(
+    r" (?:@(" + _ID + r") )?(?:attributes (" + _DICT + r") )?(?=\{)")
+
+
+def _fast_module(p, name, pos):
+  m = _MODULE_HEAD_FAST_RE.match(p.text, pos)
+  if m is None:
+    return None
+  attrs = {}
+  if m.group(2) is not None:
+    d = pc.cached_attr_dict(m.group(2))
+    if d is None:
+      return None
+    attrs = dict(d.entries)
+  props = {}
+  if m.group(1) is not None:
+    props["sym_name"] = _symbol_attr(m.group(1))
   p.lex.reset(m.end())
   p.op_names.append(name)
   try:
-    region = p.parse_region(entry_args=[(x[0], x[1], None) for x in args],
-                            default_dialect="func")
+    region = p.parse_region(entry_args=[], default_dialect="builtin")
   finally:
     p.op_names.pop()
-  ordered = {k: props[k] for k in _FUNC_PROPS if k in props}
-  return pc.make_op(name, [], [], attrs, ordered, [region])
+  return core.Operation(name, (), (), attrs, props, (region,))
+
+
+register("builtin.module", PrettyForm(_parse_module, _print_module,
+                                      has_regions=True, fast=_fast_module))
 
 
 # A parenthesized result list without nested parentheses (strings may hold

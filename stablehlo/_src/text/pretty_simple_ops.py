@@ -299,7 +299,8 @@ def _print_compare(pr, op):
   return f"{head} {pr.attr_dict(op, elide)}: {fn_type}"
 
 
-register("stablehlo.compare", PrettyForm(_parse_compare, _print_compare))
+register("stablehlo.compare", PrettyForm(_parse_compare, _print_compare,
+                                          fast=pc.fast_compare))
 
 
 def _parse_select(p, name, pos):
@@ -329,7 +330,8 @@ def _print_select(pr, op):
   return f"{pr.vs(op.operands)} {pr.attr_dict(op)}: {ty}"
 
 
-register("stablehlo.select", PrettyForm(_parse_select, _print_select))
+register("stablehlo.select", PrettyForm(_parse_select, _print_select,
+                                         fast=pc.fast_select))
 
 
 def _real_of(ty):
@@ -452,7 +454,8 @@ def _print_slice(pr, op):
           f"{pr.fn_type(op.operand_types, op.result_types)}")
 
 
-register("stablehlo.slice", PrettyForm(_parse_slice, _print_slice))
+register("stablehlo.slice", PrettyForm(_parse_slice, _print_slice,
+                                        fast=pc.fast_slice))
 
 
 def _parse_reduce_precision(p, name, pos):

@@ -31,9 +31,20 @@ _OPAQUE_BUILTIN_TYPES = frozenset(("memref", "vector"))
 _TENSOR_TEXT = (r"tensor<(?:[0-9]+x|\?x)*(?:complex<[A-Za-z][A-Za-z0-9]*>|"
                 r"[A-Za-z][A-Za-z0-9]*)>")
 _TENSOR_LIST = r"\((?:" + _TENSOR_TEXT + r"(?:, " + _TENSOR_TEXT + r")*)?\)"
+# Tensors of `!quant.uniform<...>` elements are kept by their text too (in
+# parse_type only: the op fast paths leave such ops to the token path).
+# Their meaning depends on the module only where it defines a type alias
+# named `quant.uniform`, so a parser with type aliases does not use the
+# cache for a text with `!` in it.
+_QUANT_TEXT = (r"!quant\.uniform<[^<>{}\n]*(?:(?:<[^<>\n]*>|\{[^{}<>\n]*\})"
+               r"[^<>{}\n]*)*>")
+_ANY_TENSOR_TEXT = (r"tensor<(?:[0-9]+x|\?x)*(?:complex<[A-Za-z][A-Za-z0-9]*>|"
+                    r"[A-Za-z][A-Za-z0-9]*|" + _QUANT_TEXT + ")>")
+_ANY_TENSOR_LIST = (r"\((?:" + _ANY_TENSOR_TEXT + r"(?:, " + _ANY_TENSOR_TEXT +
+                    r")*)?\)")
 _CACHED_TYPE_RE = re.compile(
-    r"[ \t\r\n]*(" + _TENSOR_TEXT + "|" + _TENSOR_LIST + " -> (?:" +
-    _TENSOR_TEXT + "|" + _TENSOR_LIST + r")(?![ \t\r\n]*->))")
+    r"[ \t\r\n]*(" + _ANY_TENSOR_TEXT + "|" + _ANY_TENSOR_LIST + " -> (?:" +
+    _ANY_TENSOR_TEXT + "|" + _ANY_TENSOR_LIST + r")(?![ \t\r\n]*->))")
 _TYPE_CACHE: dict[str, t.Type] = {}
 _TYPE_CACHE_LIMIT = 1 << 14
 # The text of a type that may be in the cache (no groups): for the op fast
@@ -45,6 +56,16 @@ TENSOR_TYPE_TEXT = _TENSOR_TEXT
 FUNCTION_TYPE_TEXT = (_TENSOR_LIST + " -> (?:" + _TENSOR_TEXT + "|" +
                       _TENSOR_LIST + ")")
 cached_type = _TYPE_CACHE.get
+
+
+def remember(cache: dict, key, value, limit: int):
+  """Adds an entry to one of the text parser's caches of values by their
+  source text, which are emptied when they reach `limit` entries; returns
+  `value`."""
+  if len(cache) >= limit:
+    cache.clear()
+  cache[key] = value
+  return value
 
 
 class TypeParser:
@@ -200,15 +221,12 @@ class TypeParser:
     lex = self.lex
     tok = lex.peeked
     m = _CACHED_TYPE_RE.match(self.text, lex.pos if tok is None else tok.pos)
-    if m is not None:
+    if m is not None and (not self.type_aliases or "!" not in m.group(1)):
       key = m.group(1)
       ty = _TYPE_CACHE.get(key)
       if ty is None:
-        ty = self._parse_type_guarded()
-        if len(_TYPE_CACHE) >= _TYPE_CACHE_LIMIT:
-          _TYPE_CACHE.clear()
-        _TYPE_CACHE[key] = ty
-        return ty
+        return remember(_TYPE_CACHE, key, self._parse_type_guarded(),
+                        _TYPE_CACHE_LIMIT)
       lex.reset(m.end())
       return ty
     return self._parse_type_guarded()
