@@ -74,6 +74,10 @@ def register(priority: int | None = None) -> None:
   # calls) and of threefry (see lowerings.py).
   from pjrt.jax_plugin import lowerings  # pylint: disable=g-import-not-at-top
   lowerings.register(PLATFORM)
+  # Host callbacks (jax.debug.print, pure_callback, io_callback), which
+  # JAX lowers for its built-in platforms only (see callbacks.py).
+  from pjrt.jax_plugin import callbacks  # pylint: disable=g-import-not-at-top
+  callbacks.register(PLATFORM)
   _enable_donation()
   _follow_compilation_cache_dir()
   _registered = True

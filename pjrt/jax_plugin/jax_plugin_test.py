@@ -279,3 +279,57 @@ def test_jax_compilation_cache_dir_is_the_plugins_persistent_cache(
       {"platform": "openxla_cpu", "parsed": 1, "close": True},
       {"platform": "openxla_cpu", "parsed": 0, "close": True}]
   assert os.listdir(tmp_path / "openxla_cpu")
+
+
+_CALLBACKS = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import jax, jax.numpy as jnp
+    from jax.experimental import io_callback
+    if sys.argv[1]:
+      jax.config.update("jax_compilation_cache_dir", sys.argv[1])
+    seen = []
+
+    @jax.jit
+    def f(x):
+      jax.debug.print("sum={s}", s=x.sum())
+      jax.debug.print("first={a}", a=x[0], ordered=True)
+      y = jax.pure_callback(lambda a: np.sin(a),
+                            jax.ShapeDtypeStruct(x.shape, x.dtype), x)
+      z = io_callback(lambda a: np.asarray(a * 2),
+                      jax.ShapeDtypeStruct(x.shape, x.dtype), x, ordered=True)
+      jax.debug.callback(lambda a: seen.append(np.asarray(a).tolist()), y)
+      return y + z
+
+    x = np.arange(3, dtype=np.float32)
+    got = [np.asarray(f(x)).tolist(), np.asarray(f(x + 1)).tolist()]
+    want = [(np.sin(v) + 2 * v).tolist() for v in (x, x + 1)]
+    print("REPORT " + json.dumps({
+        "platform": jax.default_backend(),
+        "close": bool(np.allclose(got, want, rtol=1e-6)),
+        "seen": bool(np.allclose(seen, [np.sin(x), np.sin(x + 1)],
+                                 rtol=1e-6))}))
+""")
+
+
+@pytest.mark.skipif(backends.cpu_compiler_module() is None,
+                    reason="the cpu backend is not available")
+@pytest.mark.parametrize("platforms", ["openxla_cpu", "openxla_cpu,cpu"])
+def test_host_callbacks_run_on_our_platform(site, tmp_path, platforms):
+  # JAX lowers Python callbacks for its built-in platforms only; the plugin
+  # registers its own rules. With JAX's cpu backend beside ours the
+  # callbacks get arrays on a CPU device, without it numpy arrays.
+  cache = tmp_path / "cache"
+  for _ in range(2):
+    proc = _child(site, platforms, str(cache), script=_CALLBACKS,
+                  backend="cpu")
+    assert _report(proc) == {"platform": "openxla_cpu", "close": True,
+                             "seen": True}
+    out = proc.stdout
+    assert out.index("sum=3.0") < out.index("sum=6.0")
+    assert out.index("first=0.0") < out.index("first=1.0")
+  # The callbacks' indices mean something in one process only: such a
+  # program is never written to the persistent cache.
+  stored = os.listdir(cache / "openxla_cpu") if (
+      cache / "openxla_cpu").exists() else []
+  assert not stored, stored

@@ -238,6 +238,21 @@ def import_hlo(program: programs.Program, verify: bool = True,
   return hlo
 
 
+def register_host_callback(fn) -> tuple[str, int]:
+  """Registers Python function `fn` with the cpu backend's host-callback
+  handler; returns the custom-call target and the index a program names
+  it by (meaningful in this process only: such a program is never stored
+  in or loaded from the persistent cache, see `calls_host`)."""
+  from xla.service.cpu import host_callbacks  # pylint: disable=g-import-not-at-top
+  return host_callbacks.TARGET, host_callbacks.register(fn)
+
+
+def calls_host(code: bytes | str) -> bool:
+  """Whether a serialized or printed program calls a host callback."""
+  from xla.service.cpu import host_callbacks  # pylint: disable=g-import-not-at-top
+  return host_callbacks.calls_host(code)
+
+
 class EvaluatorCompiled(Compiled):
   """Runs the program's HLO with XLA's HLO evaluator."""
 
@@ -254,8 +269,10 @@ class EvaluatorCompiled(Compiled):
     from xla.service.cpu import lapack_handlers  # pylint: disable=g-import-not-at-top
     self._hlo = import_hlo(program, shardings=False)
     # JAX's LAPACK custom calls run on the CPU backend's LAPACK handlers.
+    from xla.service.cpu import host_callbacks  # pylint: disable=g-import-not-at-top
     self._evaluator_cls = functools.partial(
-        hlo_evaluator.HloEvaluator, custom_calls=lapack_handlers.HANDLERS)
+        hlo_evaluator.HloEvaluator,
+        custom_calls={**lapack_handlers.HANDLERS, **host_callbacks.HANDLERS})
 
   def run(self, args, *, donated=frozenset(), process=None):
     del donated, process
@@ -306,6 +323,7 @@ def _cpu_options(compiler, threads: int, program: programs.Program = None,
   (num_replicas, num_partitions, propagation) for the compiler's cache."""
   from pjrt._src.plugin import program_cache  # pylint: disable=g-import-not-at-top
   cache_dir = (program_cache.directory() if config[0] * config[1] == 1
+               and (program is None or not calls_host(program.code))
                else None)
   input_key = None
   if program is not None:

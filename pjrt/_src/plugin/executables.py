@@ -290,6 +290,8 @@ def compile_executable(code: bytes, fmt: str, options_bytes: bytes, *,
   if (backend == "cpu" and opts.num_replicas == 1 and
       opts.num_partitions == 1 and fmt not in programs.HLO_FORMATS):
     cache_dir = program_cache.directory()
+  if cache_dir and backends.calls_host(code):
+    cache_dir = None  # Its host callbacks live in this process only.
   if cache_dir:
     cache_key = program_cache.key(code, fmt, opts, backend, fallback)
     found = program_cache.lookup(cache_dir, cache_key, code, fmt)

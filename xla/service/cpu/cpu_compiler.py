@@ -614,11 +614,13 @@ def _executable(art: cc.Artifact, key: str, options: CpuCompileOptions,
     # Only programs with custom calls need the evaluator's handlers (its
     # import is a third of a second).
     from xla.hlo.evaluator import hlo_evaluator  # pylint: disable=g-import-not-at-top
+    from xla.service.cpu import host_callbacks  # pylint: disable=g-import-not-at-top
     from xla.service.cpu import lapack_handlers  # pylint: disable=g-import-not-at-top
     # JAX's LAPACK calls (lapack_*_ffi), which XLA CPU registers as FFI
     # handlers, run on LAPACK here too.
     builtins = {**hlo_evaluator.BUILTIN_CUSTOM_CALLS,
-                **lapack_handlers.HANDLERS, **fft_host_call.HANDLERS}
+                **lapack_handlers.HANDLERS, **fft_host_call.HANDLERS,
+                **host_callbacks.HANDLERS}
   exe = cpu_executable.CpuExecutable(
       art.plan, art.jit, custom_call_instrs=art.custom_call_instrs,
       threads=options.resolved_threads(), compile_stats=stats,

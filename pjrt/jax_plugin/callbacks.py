@@ -1,0 +1,194 @@
+"""Host callbacks on openxla_cpu: jax.debug.print / jax.debug.callback,
+jax.pure_callback and jax.experimental.io_callback.
+
+JAX 0.10.2 lowers Python callbacks for "cpu", "cuda", "rocm" and "tpu" only:
+on any other platform `jax.debug.print` inside `jit` fails with "MLIR
+translation rule for primitive 'debug_print' not found", and pure_callback
+with "`EmitPythonCallback` not supported". Its "cpu" lowering hands the
+function to jaxlib's CPU client, which a plugin cannot reach.
+
+Our CPU backend runs in the same process as JAX, so the function can go to
+it directly: each rule registers the Python function with the backend
+(`backends.register_host_callback`) and emits a custom call naming it by
+index; at run time the backend calls it with the operands as numpy arrays
+and writes what it returns. Ordered effects (`debug.print(ordered=True)`,
+ordered io_callback) thread JAX's token through the call, as JAX's own
+rules do.
+
+Arguments reach the function as JAX's own impls pass them: where JAX's
+"cpu" backend is initialised too (`JAX_PLATFORMS=openxla_cpu,cpu`), the
+primitive's impl runs, which puts them on a CPU device; otherwise the
+function receives numpy arrays. Programs for several devices are not
+supported yet (`Unimplemented` at lowering).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+import support
+
+
+def _has_cpu_backend() -> bool:
+  from jax._src import xla_bridge  # pylint: disable=g-import-not-at-top
+  try:
+    return bool(xla_bridge.local_devices(backend="cpu"))
+  except RuntimeError:
+    return False
+
+
+def _emit(ctx, fn, operands, *, token=None, has_side_effect: bool):
+  """Emits the custom call of `fn` (numpy arrays in, a sequence of arrays
+  out); returns (results, token or None)."""
+  from jax._src import ffi  # pylint: disable=g-import-not-at-top
+  from jax._src import core  # pylint: disable=g-import-not-at-top
+  from pjrt._src.plugin import backends  # pylint: disable=g-import-not-at-top
+  axis_context = ctx.module_context.axis_context
+  devices = getattr(axis_context, "num_devices", None)
+  if devices is None and hasattr(axis_context, "mesh"):
+    devices = axis_context.mesh.size
+  devices = devices or 1
+  if devices > 1:
+    raise support.UnimplementedError(
+        "host callbacks (jax.debug.print, pure_callback, io_callback) in a "
+        f"program for {devices} devices on openxla_cpu")
+  result_avals = list(ctx.avals_out)
+  checked = _checked(fn, result_avals)
+  if token is not None:
+    operands = [token, *operands]
+    ctx = dataclasses.replace(
+        ctx, avals_in=[core.abstract_token, *ctx.avals_in],
+        avals_out=[core.abstract_token, *ctx.avals_out])
+  target, index = backends.register_host_callback(checked)
+  ctx.module_context.add_keepalive(checked)
+  op = ffi.build_ffi_lowering_function(target, has_side_effect=has_side_effect)(
+      ctx, *operands, index=np.uint64(index))
+  results = list(op.results)
+  new_token = results.pop(0) if token is not None else None
+  return results, new_token
+
+
+def _checked(fn, result_avals):
+  """`fn` with its results converted and checked against `result_avals`."""
+
+  def call(*args):
+    values = fn(*args)
+    values = () if values is None else tuple(values)
+    if len(values) != len(result_avals):
+      raise RuntimeError(
+          f"host callback returned {len(values)} values, expected "
+          f"{len(result_avals)}")
+    out = []
+    for k, (v, aval) in enumerate(zip(values, result_avals)):
+      arr = np.asarray(v)
+      if arr.shape != tuple(aval.shape) or arr.dtype != aval.dtype:
+        raise RuntimeError(
+            f"host callback result {k} is {arr.dtype}{list(arr.shape)}, "
+            f"expected {aval.dtype}{list(aval.shape)}")
+      out.append(arr)
+    return out
+
+  return call
+
+
+def _debug_callback_rule(ctx, *args, effect, partitioned, callback,
+                         **params):
+  from jax._src import debugging  # pylint: disable=g-import-not-at-top
+  from jax._src import effects  # pylint: disable=g-import-not-at-top
+
+  def fn(*flat_args):
+    if _has_cpu_backend():
+      debugging.debug_callback_p.impl(
+          *flat_args, effect=effect, partitioned=partitioned,
+          callback=callback, **params)
+    else:
+      callback(*flat_args)
+    return ()
+
+  if effects.ordered_effects.contains(effect):
+    token = ctx.tokens_in.get(effect)
+    results, token = _emit(ctx, fn, list(args), token=token,
+                           has_side_effect=True)
+    ctx.set_tokens_out(ctx.tokens_in.update_tokens(
+        _token_set({effect: token})))
+    return results
+  results, _ = _emit(ctx, fn, list(args), has_side_effect=True)
+  return results
+
+
+def _token_set(tokens):
+  from jax._src.interpreters import mlir  # pylint: disable=g-import-not-at-top
+  return mlir.TokenSet(tokens)
+
+
+def _debug_print_rule(ctx, *dyn_args, fmt, ordered, partitioned, in_tree,
+                      static_args, np_printoptions, has_placeholders,
+                      logging_record):
+  import functools  # pylint: disable=g-import-not-at-top
+  from jax._src import debugging  # pylint: disable=g-import-not-at-top
+  # The same callback JAX's own rule builds (private helpers of
+  # jax._src.debugging at 0.10.2).
+  callback = functools.partial(
+      debugging._format_print_callback, fmt, dict(np_printoptions),  # pylint: disable=protected-access
+      has_placeholders, logging_record)
+  callback = debugging._make_flat_callback(in_tree, callback, static_args)  # pylint: disable=protected-access
+  effect = (debugging.ordered_debug_effect if ordered
+            else debugging.debug_effect)
+  return _debug_callback_rule(ctx, *dyn_args, effect=effect,
+                              partitioned=partitioned, callback=callback)
+
+
+def _pure_callback_rule(ctx, *args, callback, sharding, **params):
+  from jax._src import callback as cb  # pylint: disable=g-import-not-at-top
+  del sharding
+
+  def fn(*flat_args):
+    if _has_cpu_backend():
+      return cb.pure_callback_impl(*flat_args, callback=callback,
+                                   sharding=None, **params)
+    return callback(*flat_args)
+
+  results, _ = _emit(ctx, fn, list(args), has_side_effect=False)
+  return results
+
+
+def _io_callback_rule(ctx, *args, callback, sharding, ordered, **params):
+  from jax._src import callback as cb  # pylint: disable=g-import-not-at-top
+  del sharding
+
+  def fn(*flat_args):
+    if _has_cpu_backend():
+      return cb.io_callback_impl(*flat_args, callback=callback,
+                                 sharding=None, ordered=ordered, **params)
+    return callback(*flat_args)
+
+  if ordered:
+    effect = cb._OrderedIOEffect  # pylint: disable=protected-access
+    token = ctx.tokens_in.get(effect)
+    results, token = _emit(ctx, fn, list(args), token=token,
+                           has_side_effect=True)
+    ctx.set_tokens_out(ctx.tokens_in.update_tokens(
+        _token_set({effect: token})))
+    return results
+  results, _ = _emit(ctx, fn, list(args), has_side_effect=True)
+  return results
+
+
+def register(platform: str) -> list[str]:
+  """Registers the rules above for `platform`; returns the primitives'
+  names."""
+  from jax._src import callback as cb  # pylint: disable=g-import-not-at-top
+  from jax._src import debugging  # pylint: disable=g-import-not-at-top
+  from jax._src.interpreters import mlir  # pylint: disable=g-import-not-at-top
+  rules = [(debugging.debug_callback_p, _debug_callback_rule),
+           (cb.pure_callback_p, _pure_callback_rule),
+           (cb.io_callback_p, _io_callback_rule)]
+  print_p = getattr(debugging, "debug_print_p", None)
+  if print_p is not None:
+    rules.append((print_p, _debug_print_rule))
+  for prim, rule in rules:
+    # Not cacheable: each lowering registers its own function.
+    mlir.register_lowering(prim, rule, platform=platform, cacheable=False)
+  return [prim.name for prim, _ in rules]
