@@ -39,9 +39,11 @@ def _has_cpu_backend() -> bool:
     return False
 
 
-def _emit(ctx, fn, operands, *, token=None, has_side_effect: bool):
+def _emit(ctx, fn, operands, *, token=None, has_side_effect: bool,
+          sharding=None):
   """Emits the custom call of `fn` (numpy arrays in, a sequence of arrays
-  out); returns (results, token or None)."""
+  out), with `sharding` (JAX's annotation for the call) if any; returns
+  (results, token or None)."""
   from jax._src import ffi  # pylint: disable=g-import-not-at-top
   from jax._src import core  # pylint: disable=g-import-not-at-top
   from pjrt._src.plugin import backends  # pylint: disable=g-import-not-at-top
@@ -58,6 +60,14 @@ def _emit(ctx, fn, operands, *, token=None, has_side_effect: bool):
   checked = _checked(fn, result_avals)
   if token is not None:
     operands = [token, *operands]
+    from jax._src import sharding_impls as si  # pylint: disable=g-import-not-at-top
+    if isinstance(sharding, si.SdyArrayList) and result_avals:
+      # One annotation per result: the token's first (as JAX's rule).
+      sharding = si.SdyArrayList((
+          si.SdyArray(mesh_shape=(), dim_shardings=(),
+                      logical_device_ids=(
+                          sharding.shardings[0].logical_device_ids)),
+          *sharding.shardings))
     ctx = dataclasses.replace(
         ctx, avals_in=[core.abstract_token, *ctx.avals_in],
         avals_out=[core.abstract_token, *ctx.avals_out])
@@ -65,6 +75,9 @@ def _emit(ctx, fn, operands, *, token=None, has_side_effect: bool):
   ctx.module_context.add_keepalive(checked)
   op = ffi.build_ffi_lowering_function(target, has_side_effect=has_side_effect)(
       ctx, *operands, index=np.uint64(index))
+  if sharding is not None:
+    from jax._src.interpreters import mlir  # pylint: disable=g-import-not-at-top
+    mlir.set_sharding(ctx.module_context, op, sharding)
   results = list(op.results)
   new_token = results.pop(0) if token is not None else None
   return results, new_token
@@ -73,20 +86,27 @@ def _emit(ctx, fn, operands, *, token=None, has_side_effect: bool):
 def _checked(fn, result_avals):
   """`fn` with its results converted and checked against `result_avals`."""
 
+  from jax._src import dtypes  # pylint: disable=g-import-not-at-top
+
   def call(*args):
     values = fn(*args)
     values = () if values is None else tuple(values)
     if len(values) != len(result_avals):
       raise RuntimeError(
-          f"host callback returned {len(values)} values, expected "
-          f"{len(result_avals)}")
+          "Mismatched number of outputs from callback. "
+          f"Expected: {len(result_avals)}, Actual: {len(values)}")
     out = []
     for k, (v, aval) in enumerate(zip(values, result_avals)):
-      arr = np.asarray(v)
-      if arr.shape != tuple(aval.shape) or arr.dtype != aval.dtype:
+      # Python scalars and 64-bit values as JAX's own rule takes them.
+      arr = dtypes.canonicalize_value(np.asarray(v))
+      if arr.shape != tuple(aval.shape):
         raise RuntimeError(
-            f"host callback result {k} is {arr.dtype}{list(arr.shape)}, "
-            f"expected {aval.dtype}{list(aval.shape)}")
+            f"Incorrect output shape for return value #{k}: "
+            f"Expected: {aval.shape}, Actual: {arr.shape}")
+      if arr.dtype != aval.dtype:
+        raise RuntimeError(
+            f"Incorrect output dtype for return value #{k}: "
+            f"Expected: {aval.dtype}, Actual: {arr.dtype}")
       out.append(arr)
     return out
 
@@ -114,8 +134,16 @@ def _debug_callback_rule(ctx, *args, effect, partitioned, callback,
     ctx.set_tokens_out(ctx.tokens_in.update_tokens(
         _token_set({effect: token})))
     return results
-  results, _ = _emit(ctx, fn, list(args), has_side_effect=True)
+  results, _ = _emit(ctx, fn, list(args), has_side_effect=True,
+                     sharding=_op_sharding(ctx, None))
   return results
+
+
+def _op_sharding(ctx, sharding):
+  """JAX's sharding annotation for a callback (a maximal one under jit)."""
+  from jax._src import callback as cb  # pylint: disable=g-import-not-at-top
+  return cb._callback_op_sharding(  # pylint: disable=protected-access
+      ctx.module_context.axis_context, sharding, ctx.avals_out)
 
 
 def _token_set(tokens):
@@ -142,7 +170,7 @@ def _debug_print_rule(ctx, *dyn_args, fmt, ordered, partitioned, in_tree,
 
 def _pure_callback_rule(ctx, *args, callback, sharding, **params):
   from jax._src import callback as cb  # pylint: disable=g-import-not-at-top
-  del sharding
+  op_sharding = _op_sharding(ctx, sharding)
 
   def fn(*flat_args):
     if _has_cpu_backend():
@@ -150,13 +178,14 @@ def _pure_callback_rule(ctx, *args, callback, sharding, **params):
                                    sharding=None, **params)
     return callback(*flat_args)
 
-  results, _ = _emit(ctx, fn, list(args), has_side_effect=False)
+  results, _ = _emit(ctx, fn, list(args), has_side_effect=False,
+                     sharding=op_sharding)
   return results
 
 
 def _io_callback_rule(ctx, *args, callback, sharding, ordered, **params):
   from jax._src import callback as cb  # pylint: disable=g-import-not-at-top
-  del sharding
+  op_sharding = _op_sharding(ctx, sharding)
 
   def fn(*flat_args):
     if _has_cpu_backend():
@@ -168,11 +197,12 @@ def _io_callback_rule(ctx, *args, callback, sharding, ordered, **params):
     effect = cb._OrderedIOEffect  # pylint: disable=protected-access
     token = ctx.tokens_in.get(effect)
     results, token = _emit(ctx, fn, list(args), token=token,
-                           has_side_effect=True)
+                           has_side_effect=True, sharding=op_sharding)
     ctx.set_tokens_out(ctx.tokens_in.update_tokens(
         _token_set({effect: token})))
     return results
-  results, _ = _emit(ctx, fn, list(args), has_side_effect=True)
+  results, _ = _emit(ctx, fn, list(args), has_side_effect=True,
+                     sharding=op_sharding)
   return results
 
 

@@ -304,11 +304,32 @@ _CALLBACKS = textwrap.dedent("""
     x = np.arange(3, dtype=np.float32)
     got = [np.asarray(f(x)).tolist(), np.asarray(f(x + 1)).tolist()]
     want = [(np.sin(v) + 2 * v).tolist() for v in (x, x + 1)]
+
+    def loop(n):  # an ordered print in a loop: its token is in the carry
+      def body(i, c):
+        jax.debug.print("step={i}", i=i, ordered=True)
+        return c + i
+      return jax.lax.fori_loop(0, n, body, 0)
+
+    total = int(jax.jit(loop)(3))
+    # A Python scalar result is taken as JAX takes it (canonicalised); a
+    # wrong shape is JAX's error.
+    literal = float(jax.jit(lambda: jax.pure_callback(
+        lambda: 1.5, jax.ShapeDtypeStruct((), np.float32)))())
+    try:
+      np.asarray(jax.jit(lambda: jax.pure_callback(
+          lambda: np.zeros(2, np.float32),
+          jax.ShapeDtypeStruct((3,), np.float32)))())
+      bad = ""
+    except Exception as e:  # pylint: disable=broad-except
+      bad = str(e)
     print("REPORT " + json.dumps({
         "platform": jax.default_backend(),
         "close": bool(np.allclose(got, want, rtol=1e-6)),
         "seen": bool(np.allclose(seen, [np.sin(x), np.sin(x + 1)],
-                                 rtol=1e-6))}))
+                                 rtol=1e-6)),
+        "loop": total, "literal": literal,
+        "shape_error": "Incorrect output shape for return value #0" in bad}))
 """)
 
 
@@ -324,10 +345,12 @@ def test_host_callbacks_run_on_our_platform(site, tmp_path, platforms):
     proc = _child(site, platforms, str(cache), script=_CALLBACKS,
                   backend="cpu")
     assert _report(proc) == {"platform": "openxla_cpu", "close": True,
-                             "seen": True}
+                             "seen": True, "loop": 3, "literal": 1.5,
+                             "shape_error": True}
     out = proc.stdout
     assert out.index("sum=3.0") < out.index("sum=6.0")
     assert out.index("first=0.0") < out.index("first=1.0")
+    assert out.index("step=0") < out.index("step=1") < out.index("step=2")
   # The callbacks' indices mean something in one process only: such a
   # program is never written to the persistent cache.
   stored = os.listdir(cache / "openxla_cpu") if (

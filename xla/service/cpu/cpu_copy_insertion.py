@@ -325,6 +325,11 @@ def _array_leaves(shape):
   return [idx for idx, s in shape_util.leaf_shapes(shape)]
 
 
+def _buffer_leaves(shape) -> set:
+  """The leaves that have a buffer (not tokens): only those are copied."""
+  return {idx for idx, s in shape_util.leaf_shapes(shape) if s.is_array()}
+
+
 # Ops that update their operand 0 in place (its buffer becomes theirs).
 _UPDATES_OPERAND_0 = frozenset({O.kScatter, O.kDynamicUpdateSlice})
 
@@ -356,9 +361,10 @@ def _fix_while_body(body) -> bool:
     counts[_key(s)] = counts.get(_key(s), 0) + 1
   new_leaves = {}
   plan = {}
+  buffered = _buffer_leaves(param.shape)
   for idx in leaves:
     s = srcs[idx]
-    if s[0] is param and s[1] == idx:
+    if (s[0] is param and s[1] == idx) or idx not in buffered:
       plan[idx] = "pass"
     elif s[0] is param or (s[0].opcode == O.kParameter):
       plan[idx] = "copy2"
@@ -424,9 +430,10 @@ def _fix_branch(branch) -> bool:
   counts: dict[tuple, int] = {}
   for s in srcs.values():
     counts[_key(s)] = counts.get(_key(s), 0) + 1
+  buffered = _buffer_leaves(root.shape)
   need = {idx for idx, s in srcs.items()
-          if s[0].opcode in (O.kParameter, O.kConstant) or
-          counts[_key(s)] > 1}
+          if idx in buffered and (s[0].opcode in (O.kParameter, O.kConstant)
+                                  or counts[_key(s)] > 1)}
   if not need:
     return False
   leaf_map = {}
@@ -447,7 +454,10 @@ def _dedupe_tuple_operand(comp, instr, number: int) -> bool:
   leaves = _array_leaves(init.shape)
   seen = set()
   dup = []
+  buffered = _buffer_leaves(init.shape)
   for idx in leaves:
+    if idx not in buffered:
+      continue
     k = _key(source(init, idx))
     if k in seen:
       dup.append(idx)

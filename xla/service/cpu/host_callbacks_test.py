@@ -50,3 +50,39 @@ def test_unknown_index_says_the_program_is_from_another_process():
   _, exe = ct.compile_text(_module(10**9))
   with pytest.raises(support.XlaError, match="another process"):
     exe.execute([np.zeros(3, np.float32)])
+
+
+def test_ordered_callback_in_a_loop_threads_its_token():
+  # The token the call takes and returns is part of the loop's carry; copy
+  # insertion used to copy it like an array (an invalid `token[] copy`).
+  seen = []
+  index = host_callbacks.register(lambda i: seen.append(int(i)))
+  text = f"""
+HloModule token_carry
+
+cond {{
+  p = (s32[], token[]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  ROOT lt = pred[] compare(i, s32[] constant(3)), direction=LT
+}}
+
+body {{
+  p = (s32[], token[]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  t = token[] get-tuple-element(p), index=1
+  t2 = token[] custom-call(t, i), custom_call_target="{host_callbacks.TARGET}", custom_call_has_side_effect=true, backend_config="{{index = {index} : ui64}}"
+  n = s32[] add(i, s32[] constant(1))
+  ROOT r = (s32[], token[]) tuple(n, t2)
+}}
+
+ENTRY main {{
+  x = s32[] parameter(0)
+  t = token[] after-all()
+  init = (s32[], token[]) tuple(x, t)
+  w = (s32[], token[]) while(init), condition=cond, body=body
+  ROOT r = s32[] get-tuple-element(w), index=0
+}}
+"""
+  _, exe = ct.compile_text(text)
+  assert exe.execute([np.int32(0)])[0] == 3
+  assert seen == [0, 1, 2]
