@@ -127,43 +127,57 @@ def _dictionary(entries) -> tree.Attr | None:
                    (tuple((bc.string(k), v) for k, v in pairs),))
 
 
+# op name -> (declared attribute names, their property kinds, the names
+# that must be present); see _layout.
+_LAYOUTS: dict = {}
+
+
+def _layout(name: str) -> tuple:
+  """How op `name` stores its attributes: (declared names in properties
+  order, their kinds, the required names)."""
+  hit = _LAYOUTS.get(name)
+  if hit is not None:
+    return hit
+  foreign = foreign_properties(name)
+  if foreign is not None:
+    hit = (tuple(n for n, _ in foreign), tuple(k for _, k in foreign),
+           tuple(n for n, k in foreign if k == "attr"))
+  else:
+    definition = ops.lookup(name)
+    if definition is None:
+      raise support.InternalError(f"no VHLO definition for {name}")
+    declared = definition.property_names
+    hit = (declared, ("attr",) * len(declared), declared)
+  _LAYOUTS[name] = hit
+  return hit
+
+
 def finalize(root: VhloOp, bytecode_version: int) -> None:
   """Sets `attrs` / `properties` of every op from `named`."""
   native = bytecode_version >= encoding.V_NATIVE_PROPERTIES
   for op in root.walk():
     if not isinstance(op, VhloOp):
       continue
-    foreign = foreign_properties(op.name)
-    if foreign is not None:
-      declared = tuple(n for n, _ in foreign)
-      kinds = tuple(k for _, k in foreign)
-      missing = [n for n, k in foreign if k == "attr" and n not in op.named]
-      if missing:
-        raise support.InternalError(
-            f"{op.name} lacks required attributes {missing}")
-      required = False
-    else:
-      definition = op.definition
-      if definition is None:
-        raise support.InternalError(f"no VHLO definition for {op.name}")
-      declared = definition.property_names
-      kinds = ("attr",) * len(declared)
-      required = True
-    if required:
-      missing = [n for n in declared if n not in op.named]
-      if missing:
+    declared, kinds, required = _layout(op.name)
+    named = op.named
+    for n in required:
+      if n not in named:
+        missing = [n for n in required if n not in named]
         raise support.InternalError(
             f"{op.name} lacks required attributes {missing}")
     if native:
-      inherent = tuple(op.named.get(n) for n in declared)
+      inherent = tuple([named.get(n) for n in declared])
       # Ops with declared attributes carry a properties blob (ODS gives
       # them a properties struct); the others carry none.
       op.properties = tree.Properties(kinds, inherent) if declared else None
-      op.attrs = _dictionary([(k, v) for k, v in op.named.items()
-                              if k not in declared])
+      if len(named) > len(declared) - inherent.count(None):
+        op.attrs = _dictionary([(k, v) for k, v in named.items()
+                                if k not in declared])
+      else:  # every attribute is a declared one
+        op.attrs = None
     else:
       op.properties = None
-      op.attrs = _dictionary(list(op.named.items()))
+      op.attrs = _dictionary(list(named.items()))
 
 
 def to_file(root: VhloOp, bytecode_version: int,
