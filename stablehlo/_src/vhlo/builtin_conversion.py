@@ -410,20 +410,39 @@ def range_numbers(attr) -> tuple:
 _FILE_LOC_TEXT_RE = re.compile(r'".*":[0-9]+:[0-9]+', re.S)
 
 
-def location_to_builtin(loc, aliases=None, depth: int = 0):
-  """The builtin location attribute of one of our `Location`s."""
-  if loc is None or loc.kind == "unknown":
-    return UNKNOWN_LOC
-  if loc.kind == "file" and (loc.end_line is not None or
-                             loc.end_col is not None):
+# id(file Location) -> (the location, its builtin attribute): locations
+# are immutable, and a parsed module has one per op. Emptied when full.
+_FILE_LOCATIONS: dict = {}
+_FILE_LOCATIONS_LIMIT = 1 << 15
+
+
+def _file_location(loc):
+  """The builtin attribute of a "file" location spelled as one, else None."""
+  if loc.end_line is not None or loc.end_col is not None:
     end_line = loc.line if loc.end_line is None else loc.end_line
     end_col = loc.col if loc.end_col is None else loc.end_col
     return file_range(loc.filename or "", loc.line, loc.col, end_line,
                       end_col)
-  if loc.kind == "file" and (loc.text is None or
-                             _FILE_LOC_TEXT_RE.fullmatch(loc.text)):
+  if loc.text is None or _FILE_LOC_TEXT_RE.fullmatch(loc.text):
     return ba("FileLineColLoc", string(loc.filename or ""), int(loc.line),
               int(loc.col))
+  return None
+
+
+def location_to_builtin(loc, aliases=None, depth: int = 0):
+  """The builtin location attribute of one of our `Location`s."""
+  if loc is None or loc.kind == "unknown":
+    return UNKNOWN_LOC
+  if loc.kind == "file":
+    hit = _FILE_LOCATIONS.get(id(loc))
+    if hit is not None and hit[0] is loc:
+      return hit[1]
+    converted = _file_location(loc)
+    if converted is not None:
+      if len(_FILE_LOCATIONS) >= _FILE_LOCATIONS_LIMIT:
+        _FILE_LOCATIONS.clear()
+      _FILE_LOCATIONS[id(loc)] = (loc, converted)
+      return converted
   if loc.text is None:
     return UNKNOWN_LOC
   parser = _LocParser(loc.text, aliases or {})
