@@ -16,6 +16,8 @@ Use-list orders read from a file are written back as they were.
 
 from __future__ import annotations
 
+import operator
+
 import support
 from stablehlo._src.bytecode import builtin_codec
 from stablehlo._src.bytecode import codec
@@ -25,6 +27,9 @@ from stablehlo._src.bytecode import tree
 Section = encoding.Section
 _RESOURCE_KIND_CODES = {"blob": 0, "bool": 1, "string": 2}
 _PROPERTY_WRITERS: dict = {}  # property kinds -> their write function
+_CODED = (tree.Attr, tree.Type)  # entries a codec writes field by field
+_REFS = operator.attrgetter("refs")
+_DIALECT = operator.attrgetter("dialect")
 
 
 def write(f: tree.BytecodeFile, version: int | None = None,
@@ -42,12 +47,11 @@ class _Numbering:
   __slots__ = ("value", "dialect", "refs", "number", "write")
 
   def __init__(self, value, dialect):
-    self.value, self.dialect, self.refs, self.number = value, dialect, 1, -1
+    self.value = value
+    self.dialect = dialect
+    self.refs = 1
+    self.number = -1
     self.write = None  # the entry's write function (Attr / Type entries)
-
-
-def _entry_dialect(entry) -> str:
-  return entry.dialect
 
 
 def compute_isolation(root: tree.Op) -> dict:
@@ -96,6 +100,7 @@ class _Writer(codec.EncodeContext):
     self.properties_index: dict = {}
     self.resource_numbers: dict = {}
     self._by_id: dict = {}  # id(entry) -> (entry, its _Numbering)
+    self._functions: dict = {}  # (class, dialect, kind) -> entry functions
     self.isolated = compute_isolation(f.root)
     self._number_ir(f.root)
 
@@ -110,45 +115,41 @@ class _Writer(codec.EncodeContext):
   # and comparing the content. The object is kept, so its id stays its own.
 
   def _number_attr(self, attr) -> None:
-    hit = self._by_id.get(id(attr))
-    if hit is not None and hit[0] is attr:
-      hit[1].refs += 1
-      return
-    known = self.attrs.get(attr)
-    if known is not None:
-      known.refs += 1
-      self._by_id[id(attr)] = (attr, known)
-      return
-    numbering = _Numbering(attr, None)
-    self.attrs[attr] = numbering
-    self._by_id[id(attr)] = (attr, numbering)
-    self.ordered_attrs.append(numbering)
-    numbering.dialect = self._dialect(_entry_dialect(attr))
-    self._number_nested(attr, numbering)
+    self._number_entry(attr, self.attrs, self.ordered_attrs)
 
   def _number_type(self, type_) -> None:
-    hit = self._by_id.get(id(type_))
-    if hit is not None and hit[0] is type_:
+    self._number_entry(type_, self.types, self.ordered_types)
+
+  def _number_entry(self, entry, table: dict, ordered: list) -> None:
+    by_id = self._by_id
+    hit = by_id.get(id(entry))
+    if hit is not None and hit[0] is entry:
       hit[1].refs += 1
       return
-    known = self.types.get(type_)
-    if known is not None:
+    dialect = self.dialects.get(entry.dialect)
+    if dialect is None:  # (an equal entry would have added it)
+      dialect = self._dialect(entry.dialect)
+    numbering = _Numbering(entry, dialect)
+    known = table.setdefault(entry, numbering)
+    if known is not numbering:  # an equal entry, numbered before
       known.refs += 1
-      self._by_id[id(type_)] = (type_, known)
+      by_id[id(entry)] = (entry, known)
       return
-    numbering = _Numbering(type_, None)
-    self.types[type_] = numbering
-    self._by_id[id(type_)] = (type_, numbering)
-    self.ordered_types.append(numbering)
-    numbering.dialect = self._dialect(_entry_dialect(type_))
-    self._number_nested(type_, numbering)
+    by_id[id(entry)] = (entry, numbering)
+    ordered.append(numbering)
+    if entry.__class__ in _CODED:
+      numbering.write, number_nested = self._entry_functions(entry)
+      number_nested(entry.fields, self)
 
-  def _number_nested(self, entry, numbering) -> None:
-    if not isinstance(entry, (tree.Attr, tree.Type)):
-      return
-    write, number_nested = _entry_functions(entry)
-    numbering.write = write
-    number_nested(entry.fields, self)
+  def _entry_functions(self, entry) -> tuple:
+    """(write, number_nested) of a codec-encoded entry (`_entry_functions`),
+    kept per kind for this file: the codecs do not change while it is
+    written."""
+    key = (entry.__class__, entry.dialect, entry.kind)
+    fns = self._functions.get(key)
+    if fns is None:
+      fns = self._functions[key] = _entry_functions(entry)
+    return fns
 
   def _number_op_name(self, name: str) -> None:
     known = self.op_names.get(name)
@@ -159,23 +160,44 @@ class _Writer(codec.EncodeContext):
     self.op_names[name] = numbering
     self.ordered_op_names.append(numbering)
 
+  # The numbering below counts a reference already numbered (by identity)
+  # in place, and calls _number_attr / _number_type for the others.
+
   def _number_op(self, op: tree.Op) -> None:
-    self._number_op_name(op.name)
-    for result in op.results:
-      self.value_ids.setdefault(result, self.next_value_id)
-      self.next_value_id += 1
-      self._number_type(result.type)
+    known = self.op_names.get(op.name)
+    if known is not None:
+      known.refs += 1
+    else:
+      self._number_op_name(op.name)
+    by_id = self._by_id.get
+    if op.results:
+      value_ids = self.value_ids
+      for result in op.results:
+        if result not in value_ids:
+          value_ids[result] = self.next_value_id
+        self.next_value_id += 1
+        ty = result.type
+        h = by_id(id(ty))
+        if h is not None and h[0] is ty:
+          h[1].refs += 1
+        else:
+          self._number_type(ty)
     if op.attrs is not None:
       self._number_attr(op.attrs)
-    if op.properties is not None:
+    properties = op.properties
+    if properties is not None:
       if self.version < encoding.V_NATIVE_PROPERTIES:
         raise support.InvalidArgumentError(
             f"{op.name} has native properties, which bytecode version "
             f"{self.version} cannot hold (convert them to attributes first)")
-      if isinstance(op.properties, tree.Properties):
-        for value in op.properties.values:
+      if properties.__class__ is tree.Properties:
+        for value in properties.values:
           if value is not None:
-            self._number_attr(value)
+            h = by_id(id(value))
+            if h is not None and h[0] is value:
+              h[1].refs += 1
+            else:
+              self._number_attr(value)
     self._number_attr(op.location)
 
   def _number_region(self, region: tree.Region) -> None:
@@ -214,7 +236,7 @@ class _Writer(codec.EncodeContext):
 
     for ordered in (self.ordered_attrs, self.ordered_op_names,
                     self.ordered_types):
-      ordered.sort(key=lambda n: -n.refs)  # Stable.
+      ordered.sort(key=_REFS, reverse=True)  # Stable, reverse too.
       _group_by_dialect_per_byte(ordered)
 
     resource_number = 0
@@ -348,63 +370,75 @@ class _Writer(codec.EncodeContext):
     return True
 
   def _properties_id(self, op: tree.Op) -> int:
-    blob = encoding.Emitter()
-    if isinstance(op.properties, tree.RawProperties):
-      blob.raw(op.properties.data)
+    props = op.properties
+    if props.__class__ is tree.RawProperties:
+      blob = bytes(props.data)
     else:
-      kinds = op.properties.kinds
+      kinds = props.kinds
       write = _PROPERTY_WRITERS.get(kinds)
       if write is None:
         spec = tuple(("", k) for k in kinds)
         write = _PROPERTY_WRITERS[kinds] = _make_entry_writer(None, None, spec)
-      write(op.properties.values, blob.buf, blob, self)
-    size = len(blob.buf)
-    if size < 0x80:
-      key = bytes(((size << 1) | 1,)) + blob.buf
-    else:
+      e = encoding.Emitter()
+      write(props.values, e.buf, e, self)
+      blob = bytes(e.buf)
+    # Equal blobs are stored once, each with its size in front.
+    index = self.properties_index.get(blob)
+    if index is None:
+      index = self.properties_index[blob] = len(self.properties)
       stored = encoding.Emitter()
-      stored.varint(size)
-      stored.raw(blob.buf)
-      key = bytes(stored.buf)
-    if key not in self.properties_index:
-      self.properties_index[key] = len(self.properties)
-      self.properties.append(key)
-    return self.properties_index[key]
+      stored.varint(len(blob))
+      stored.raw(blob)
+      self.properties.append(bytes(stored.buf))
+    return index
 
   def _write_op(self, e: encoding.Emitter, op: tree.Op) -> None:
-    # Varints below 0x80 (nearly all here) are appended in place.
+    # Varints below 0x80 (nearly all here) are appended in place, and
+    # references numbered by identity are looked up in place.
     buf = e.buf
+    append = buf.append
+    by_id = self._by_id.get
     x = self.op_names[op.name].number
-    buf.append((x << 1) | 1) if x < 0x80 else e.varint(x)
+    append((x << 1) | 1) if x < 0x80 else e.varint(x)
     mask_at = len(buf)
-    buf.append(0)
+    append(0)
     mask = 0
-    x = self.attr_index(op.location)
-    buf.append((x << 1) | 1) if x < 0x80 else e.varint(x)
-    if op.attrs is not None:
+    v = op.location
+    h = by_id(id(v))
+    x = h[1].number if h is not None and h[0] is v else self.attrs[v].number
+    append((x << 1) | 1) if x < 0x80 else e.varint(x)
+    v = op.attrs
+    if v is not None:
       mask |= encoding.HAS_ATTRS
-      x = self.attr_index(op.attrs)
-      buf.append((x << 1) | 1) if x < 0x80 else e.varint(x)
+      h = by_id(id(v))
+      x = h[1].number if h is not None and h[0] is v else self.attrs[v].number
+      append((x << 1) | 1) if x < 0x80 else e.varint(x)
     if op.properties is not None:
       mask |= encoding.HAS_PROPERTIES
-      e.varint(self._properties_id(op))
+      x = self._properties_id(op)
+      append((x << 1) | 1) if x < 0x80 else e.varint(x)
     results = op.results
     if results:
       mask |= encoding.HAS_RESULTS
-      e.varint(len(results))
+      x = len(results)
+      append((x << 1) | 1) if x < 0x80 else e.varint(x)
       for result in results:
-        x = self.type_index(result.type)
-        buf.append((x << 1) | 1) if x < 0x80 else e.varint(x)
-    if op.operands:
+        v = result.type
+        h = by_id(id(v))
+        x = h[1].number if h is not None and h[0] is v else self.types[v].number
+        append((x << 1) | 1) if x < 0x80 else e.varint(x)
+    operands = op.operands
+    if operands:
       mask |= encoding.HAS_OPERANDS
-      e.varint(len(op.operands))
+      x = len(operands)
+      append((x << 1) | 1) if x < 0x80 else e.varint(x)
       value_ids = self.value_ids
-      for operand in op.operands:
+      for operand in operands:
         x = value_ids.get(operand)
         if x is None:
           raise support.InvalidArgumentError(
               f"{op.name} uses a value that is defined nowhere in the IR")
-        buf.append((x << 1) | 1) if x < 0x80 else e.varint(x)
+        append((x << 1) | 1) if x < 0x80 else e.varint(x)
     if op.successors:
       mask |= encoding.HAS_SUCCESSORS
       e.varint(len(op.successors))
@@ -515,8 +549,12 @@ def _group_by_dialect_per_byte(ordered: list) -> None:
   for width in range(1, 9):
     in_group = (1 << (7 * width)) - in_group
     band = ordered[start:start + in_group]
-    band.sort(key=lambda n, d=first_dialect: (n.dialect != d, n.dialect))
-    ordered[start:start + len(band)] = band
+    # A stable sort by (dialect != first_dialect, dialect).
+    rest = [n for n in band if n.dialect != first_dialect]
+    if rest:
+      rest.sort(key=_DIALECT)
+      band = [n for n in band if n.dialect == first_dialect] + rest
+      ordered[start:start + len(band)] = band
     first_dialect = band[-1].dialect
     start += len(band)
     if start >= len(ordered):
