@@ -145,7 +145,7 @@ def read_vhlo(data: bytes) -> tuple:
         "not a portable artifact: missing the MLIR bytecode magic number")
 
   def run():
-    f = reader.read(data)
+    f = reader.read(data, op_class=vhlo_ir.VhloOp)
     return vhlo_ir.from_file(f), f
 
   return _guard(run, "deserialize_portable_artifact")

@@ -92,7 +92,12 @@ def _named_of(op: tree.Op) -> dict:
 
 
 def from_file(f: tree.BytecodeFile) -> VhloOp:
-  """The root op of `f` with every op turned into a `VhloOp`."""
+  """The root op of `f` with every op turned into a `VhloOp`; a file read
+  with `op_class=VhloOp` gets its ops' `named` set in place."""
+  if isinstance(f.root, VhloOp):
+    for op in f.root.walk():
+      op.named = _named_of(op)
+    return f.root
 
   def convert_op(op: tree.Op) -> VhloOp:
     new = VhloOp(name=op.name, location=op.location, results=op.results,
