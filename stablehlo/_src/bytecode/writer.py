@@ -60,21 +60,21 @@ def compute_isolation(root: tree.Op) -> dict:
 
   def free_values(op):
     """Values used inside op's regions but defined outside them."""
-    used, defined = set(), set()
+    used, defined = [], set()
     for region in op.regions:
       for block in region.blocks:
         defined.update(block.args)
         for inner in block.ops:
-          used.update(inner.operands)
+          used += inner.operands
           defined.update(inner.results)
           if inner.regions:  # an op without regions uses nothing inside
-            used.update(free_values(inner))
-    free = used - defined
-    if op.regions:
-      isolated[id(op)] = not free
-    return free
+            used += free_values(inner)
+    free = defined.issuperset(used) or {v for v in used if v not in defined}
+    isolated[id(op)] = free is True
+    return () if free is True else free
 
-  free_values(root)
+  if root.regions:
+    free_values(root)
   return isolated
 
 
@@ -114,32 +114,50 @@ class _Writer(codec.EncodeContext):
   # object's id to (object, numbering) so those references skip hashing
   # and comparing the content. The object is kept, so its id stays its own.
 
+  # _number_attr and _number_type are one routine over the attribute or
+  # the type tables, spelled out twice: they run once per reference.
+
   def _number_attr(self, attr) -> None:
-    self._number_entry(attr, self.attrs, self.ordered_attrs)
-
-  def _number_type(self, type_) -> None:
-    self._number_entry(type_, self.types, self.ordered_types)
-
-  def _number_entry(self, entry, table: dict, ordered: list) -> None:
     by_id = self._by_id
-    hit = by_id.get(id(entry))
-    if hit is not None and hit[0] is entry:
+    hit = by_id.get(id(attr))
+    if hit is not None and hit[0] is attr:
       hit[1].refs += 1
       return
-    dialect = self.dialects.get(entry.dialect)
+    dialect = self.dialects.get(attr.dialect)
     if dialect is None:  # (an equal entry would have added it)
-      dialect = self._dialect(entry.dialect)
-    numbering = _Numbering(entry, dialect)
-    known = table.setdefault(entry, numbering)
+      dialect = self._dialect(attr.dialect)
+    numbering = _Numbering(attr, dialect)
+    known = self.attrs.setdefault(attr, numbering)
     if known is not numbering:  # an equal entry, numbered before
       known.refs += 1
-      by_id[id(entry)] = (entry, known)
+      by_id[id(attr)] = (attr, known)
       return
-    by_id[id(entry)] = (entry, numbering)
-    ordered.append(numbering)
-    if entry.__class__ in _CODED:
-      numbering.write, number_nested = self._entry_functions(entry)
-      number_nested(entry.fields, self)
+    by_id[id(attr)] = (attr, numbering)
+    self.ordered_attrs.append(numbering)
+    if attr.__class__ in _CODED:
+      numbering.write, number_nested = self._entry_functions(attr)
+      number_nested(attr.fields, self)
+
+  def _number_type(self, type_) -> None:
+    by_id = self._by_id
+    hit = by_id.get(id(type_))
+    if hit is not None and hit[0] is type_:
+      hit[1].refs += 1
+      return
+    dialect = self.dialects.get(type_.dialect)
+    if dialect is None:
+      dialect = self._dialect(type_.dialect)
+    numbering = _Numbering(type_, dialect)
+    known = self.types.setdefault(type_, numbering)
+    if known is not numbering:
+      known.refs += 1
+      by_id[id(type_)] = (type_, known)
+      return
+    by_id[id(type_)] = (type_, numbering)
+    self.ordered_types.append(numbering)
+    if type_.__class__ in _CODED:
+      numbering.write, number_nested = self._entry_functions(type_)
+      number_nested(type_.fields, self)
 
   def _entry_functions(self, entry) -> tuple:
     """(write, number_nested) of a codec-encoded entry (`_entry_functions`),
@@ -541,7 +559,9 @@ class _Writer(codec.EncodeContext):
 
 def _group_by_dialect_per_byte(ordered: list) -> None:
   """IRNumbering's groupByDialectPerByte: sort by dialect per varint band."""
-  if not ordered:
+  if len(ordered) < 2:
+    for number, numbering in enumerate(ordered):
+      numbering.number = number
     return
   first_dialect = 0
   in_group = 0
