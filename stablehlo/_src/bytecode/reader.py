@@ -131,7 +131,24 @@ class _FileReader(codec.DecodeContext):
 
   def _read_strings(self, r: encoding.Reader) -> None:
     n = r.count("string count")
-    sizes = [r.varint("string size") for _ in range(n)][::-1]
+    data = r.data
+    sizes = data[r.pos:r.pos + n]
+    if len(sizes) == n and all(b & 1 for b in sizes):  # one-byte sizes
+      r.pos += n
+      sizes = [b >> 1 for b in reversed(sizes)]
+      # The strings, back to back, each with its NUL: one split when no
+      # string holds a NUL of its own.
+      pieces = data[r.pos:r.end].split(b"\0")
+      if (len(pieces) == n + 1 and not pieces[-1] and
+          all(len(p) + 1 == size for p, size in zip(pieces, sizes))):
+        try:
+          self.strings.extend([p.decode("utf-8") for p in pieces[:-1]])
+          r.pos = r.end
+          return
+        except UnicodeDecodeError:
+          pass  # the loop below reports which one
+    else:
+      sizes = [r.varint("string size") for _ in range(n)][::-1]
     if sum(sizes) != r.remaining():
       raise r.error(f"string sizes add up to {sum(sizes)}, section holds "
                     f"{r.remaining()} bytes")
