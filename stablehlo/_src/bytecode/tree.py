@@ -138,6 +138,12 @@ class Properties:
   kinds: tuple
   values: tuple
 
+  def __init__(self, kinds: tuple, values: tuple):
+    # As _Uniqued: serializing makes one per op with properties.
+    d = self.__dict__
+    d["kinds"] = kinds
+    d["values"] = values
+
 
 @dataclasses.dataclass(frozen=True)
 class RawProperties:

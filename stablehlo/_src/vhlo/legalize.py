@@ -513,6 +513,7 @@ class _Legalizer:
     self.type_cache: dict = {}
     self.type_ids: dict = {}  # id(type) -> (type, its conversion)
     self.casts = _Casts()
+    self.aliases = module.location_aliases
 
   def type(self, ty: t.Type) -> tree.Type:
     # By identity first: the parser shares one object per type text, and
@@ -534,7 +535,7 @@ class _Legalizer:
     return cached
 
   def loc(self, loc) -> tree.Attr:
-    return bc.location_to_builtin(loc, self.module.location_aliases)
+    return bc.location_to_builtin(loc, self.aliases)
 
   def value(self, v: core.Value, op, vhlo_user: bool = True) -> tree.Value:
     """The tree value for `v` as `op` uses it: cast into VHLO for a VHLO
@@ -588,6 +589,8 @@ class _Legalizer:
     return out
 
   def op(self, op: core.Operation, out: list) -> None:
+    # Runs once per op: the by-identity lookups of types and values, and
+    # the result bookkeeping, are inline.
     op_name = op.name
     hit = _LATEST.get(op_name)
     if hit is None:
@@ -611,14 +614,39 @@ class _Legalizer:
           named[name] = ac.to_vhlo_shared(attr)
     except tc.ConversionError as e:
       raise _fail(op, str(e)) from e
-    try:
-      result_types = [self.type(r.type) for r in op.results]
-    except tc.ConversionError as e:
-      raise _fail(op, str(e)) from e
-    new = vhlo_ir.VhloOp(
-        name=full_name, location=self.loc(op.location),
-        operands=self.operands(op), named=named)
-    self._results(op, new, result_types, out)
+    result_types = []
+    if op.results:
+      type_ids = self.type_ids
+      try:
+        for r in op.results:
+          ty = r.type
+          h = type_ids.get(id(ty))
+          result_types.append(h[1] if h is not None and h[0] is ty
+                              else self.type(ty))
+      except tc.ConversionError as e:
+        raise _fail(op, str(e)) from e
+    location = bc.location_to_builtin(op.location, self.aliases)
+    operands = []
+    if op.operands:
+      values = self.values
+      for v in op.operands:
+        mapped = values.get(id(v))
+        # A VHLO value (nearly always) is used as it is.
+        if mapped is not None and mapped.type.__class__ is tree.Type and \
+            mapped.type.dialect == "vhlo":
+          operands.append(mapped)
+        else:
+          operands.append(self.value(v, op))
+    new = vhlo_ir.VhloOp(name=full_name, location=location,
+                         operands=operands, named=named)
+    out.append(new)
+    if result_types:
+      new.results = results = [tree.Value(ty) for ty in result_types]
+      values, home = self.values, self.casts.home
+      for i, old in enumerate(op.results):
+        value = results[i]
+        values[id(old)] = value
+        home[id(value)] = (out, new, location, i)
     if op.regions:
       new.regions = [self.region(r, op) for r in op.regions]
     if op.successors:
@@ -629,20 +657,6 @@ class _Legalizer:
       if missing:
         raise _fail(op, f"missing required attribute(s) "
                     f"{', '.join(missing)}")
-
-  def operands(self, op: core.Operation) -> list:
-    """The tree values a VHLO op converted from `op` uses."""
-    out = []
-    values = self.values
-    for v in op.operands:
-      mapped = values.get(id(v))
-      # A VHLO value (nearly always) is used as it is.
-      if mapped is not None and mapped.type.__class__ is tree.Type and \
-          mapped.type.dialect == "vhlo":
-        out.append(mapped)
-      else:
-        out.append(self.value(v, op))
-    return out
 
   def _results(self, op, new, result_types, out) -> None:
     out.append(new)
