@@ -579,9 +579,31 @@ def forget_locations() -> None:
   _LOCATION_TEXTS.clear()
 
 
+# (file name, line, column) -> our Location (immutable, so shared by the
+# ops and artifacts that hold it); emptied when full. Most ops of an
+# artifact have a file location of their own, which no per-object table
+# of one artifact's entries sees twice.
+_FILE_LOCATIONS_READ: dict = {}
+
+
 def location_from_builtin(attr) -> a.Location:
   if attr is None:
     return a.UNKNOWN_LOC
+  if attr.__class__ is tree.Attr and attr.kind == "FileLineColLoc" and \
+      attr.dialect == DIALECT and len(attr.fields) == 3:
+    name, line, col = attr.fields
+    if name.__class__ is tree.Attr and name.kind == "StringAttr" and \
+        name.fields and name.fields[0].__class__ is str and \
+        line.__class__ is int and col.__class__ is int:
+      # What _location_from_builtin makes of it, by content.
+      key = (name.fields[0], line, col)
+      location = _FILE_LOCATIONS_READ.get(key)
+      if location is None:
+        if len(_FILE_LOCATIONS_READ) >= _LOCATION_TEXTS_MAX:
+          _FILE_LOCATIONS_READ.clear()
+        location = _FILE_LOCATIONS_READ[key] = a.file_location(
+            key[0], line, col, f"{_quoted_filename(key[0])}:{line}:{col}")
+      return location
   if isinstance(attr, tree.Attr) and attr.kind == "UnknownLoc":
     return a.UNKNOWN_LOC
   hit = _LOCATIONS.get(id(attr))
