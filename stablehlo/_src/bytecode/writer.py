@@ -99,7 +99,8 @@ class _Writer(codec.EncodeContext):
     self.properties: list = []
     self.properties_index: dict = {}
     self.resource_numbers: dict = {}
-    self._by_id: dict = {}  # id(entry) -> (entry, its _Numbering)
+    self._by_id: dict = {}  # id(entry) -> its _Numbering (of that object)
+    self._aliases: dict = {}  # id(entry) -> (entry, numbering of an equal)
     self._functions: dict = {}  # (class, dialect, kind) -> entry functions
     self.isolated = compute_isolation(f.root)
     self._number_ir(f.root)
@@ -111,8 +112,10 @@ class _Writer(codec.EncodeContext):
 
   # Entries are keyed by content (equal attributes share a number), but
   # the same object is usually referenced many times: `_by_id` maps an
-  # object's id to (object, numbering) so those references skip hashing
-  # and comparing the content. The object is kept, so its id stays its own.
+  # object's id to its numbering (whose `value` is that object) so those
+  # references skip hashing and comparing the content; `_aliases` does
+  # the same for objects equal to one numbered before. Either keeps the
+  # object, so its id stays its own.
 
   # _number_attr and _number_type are one routine over the attribute or
   # the type tables, spelled out twice: they run once per reference.
@@ -120,8 +123,12 @@ class _Writer(codec.EncodeContext):
   def _number_attr(self, attr) -> None:
     by_id = self._by_id
     hit = by_id.get(id(attr))
-    if hit is not None and hit[0] is attr:
-      hit[1].refs += 1
+    if hit is not None and hit.value is attr:
+      hit.refs += 1
+      return
+    alias = self._aliases.get(id(attr))
+    if alias is not None and alias[0] is attr:
+      alias[1].refs += 1
       return
     dialect = self.dialects.get(attr.dialect)
     if dialect is None:  # (an equal entry would have added it)
@@ -130,9 +137,9 @@ class _Writer(codec.EncodeContext):
     known = self.attrs.setdefault(attr, numbering)
     if known is not numbering:  # an equal entry, numbered before
       known.refs += 1
-      by_id[id(attr)] = (attr, known)
+      self._aliases[id(attr)] = (attr, known)
       return
-    by_id[id(attr)] = (attr, numbering)
+    by_id[id(attr)] = numbering
     self.ordered_attrs.append(numbering)
     if attr.__class__ in _CODED:
       numbering.write, number_nested = self._entry_functions(attr)
@@ -141,8 +148,12 @@ class _Writer(codec.EncodeContext):
   def _number_type(self, type_) -> None:
     by_id = self._by_id
     hit = by_id.get(id(type_))
-    if hit is not None and hit[0] is type_:
-      hit[1].refs += 1
+    if hit is not None and hit.value is type_:
+      hit.refs += 1
+      return
+    alias = self._aliases.get(id(type_))
+    if alias is not None and alias[0] is type_:
+      alias[1].refs += 1
       return
     dialect = self.dialects.get(type_.dialect)
     if dialect is None:
@@ -151,9 +162,9 @@ class _Writer(codec.EncodeContext):
     known = self.types.setdefault(type_, numbering)
     if known is not numbering:
       known.refs += 1
-      by_id[id(type_)] = (type_, known)
+      self._aliases[id(type_)] = (type_, known)
       return
-    by_id[id(type_)] = (type_, numbering)
+    by_id[id(type_)] = numbering
     self.ordered_types.append(numbering)
     if type_.__class__ in _CODED:
       numbering.write, number_nested = self._entry_functions(type_)
@@ -196,8 +207,8 @@ class _Writer(codec.EncodeContext):
         self.next_value_id += 1
         ty = result.type
         h = by_id(id(ty))
-        if h is not None and h[0] is ty:
-          h[1].refs += 1
+        if h is not None and h.value is ty:
+          h.refs += 1
         else:
           self._number_type(ty)
     if op.attrs is not None:
@@ -212,8 +223,8 @@ class _Writer(codec.EncodeContext):
         for value in properties.values:
           if value is not None:
             h = by_id(id(value))
-            if h is not None and h[0] is value:
-              h[1].refs += 1
+            if h is not None and h.value is value:
+              h.refs += 1
             else:
               self._number_attr(value)
     self._number_attr(op.location)
@@ -270,14 +281,14 @@ class _Writer(codec.EncodeContext):
 
   def attr_index(self, attr) -> int:
     hit = self._by_id.get(id(attr))
-    if hit is not None and hit[0] is attr:
-      return hit[1].number
+    if hit is not None and hit.value is attr:
+      return hit.number
     return self.attrs[attr].number
 
   def type_index(self, type_) -> int:
     hit = self._by_id.get(id(type_))
-    if hit is not None and hit[0] is type_:
-      return hit[1].number
+    if hit is not None and hit.value is type_:
+      return hit.number
     return self.types[type_].number
 
   def string_index(self, value: str) -> int:
@@ -423,13 +434,13 @@ class _Writer(codec.EncodeContext):
     mask = 0
     v = op.location
     h = by_id(id(v))
-    x = h[1].number if h is not None and h[0] is v else self.attrs[v].number
+    x = h.number if h is not None and h.value is v else self.attrs[v].number
     append((x << 1) | 1) if x < 0x80 else e.varint(x)
     v = op.attrs
     if v is not None:
       mask |= encoding.HAS_ATTRS
       h = by_id(id(v))
-      x = h[1].number if h is not None and h[0] is v else self.attrs[v].number
+      x = h.number if h is not None and h.value is v else self.attrs[v].number
       append((x << 1) | 1) if x < 0x80 else e.varint(x)
     if op.properties is not None:
       mask |= encoding.HAS_PROPERTIES
@@ -443,7 +454,7 @@ class _Writer(codec.EncodeContext):
       for result in results:
         v = result.type
         h = by_id(id(v))
-        x = h[1].number if h is not None and h[0] is v else self.types[v].number
+        x = h.number if h is not None and h.value is v else self.types[v].number
         append((x << 1) | 1) if x < 0x80 else e.varint(x)
     operands = op.operands
     if operands:
@@ -635,8 +646,8 @@ def _make_entry_numberer(spec):
 
   def ref(indent, v, method):
     return [f"{indent}h = by_id(id({v}))",
-            f"{indent}if h is not None and h[0] is {v}:",
-            f"{indent}  h[1].refs += 1",
+            f"{indent}if h is not None and h.value is {v}:",
+            f"{indent}  h.refs += 1",
             f"{indent}else:",
             f"{indent}  w.{method}({v})"]
 
@@ -688,7 +699,7 @@ def _make_entry_writer(dialect_codec, code, spec):
       needs.add("by_id")
       lines += [f"  v = {v}",
                 "  h = by_id(id(v))",
-                f"  x = h[1].number if h is not None and h[0] is v else "
+                f"  x = h.number if h is not None and h.value is v else "
                 f"{table}[v].number"]
     elif kind == "opt_attr":
       needs.add("by_id")
@@ -697,7 +708,7 @@ def _make_entry_writer(dialect_codec, code, spec):
                 "    x = 0",
                 "  else:",
                 "    h = by_id(id(v))",
-                "    x = ((h[1].number if h is not None and h[0] is v else "
+                "    x = ((h.number if h is not None and h.value is v else "
                 "w.attrs[v].number) << 1) | 1"]
     elif kind == "varint":
       lines.append(f"  x = {v}")
