@@ -163,15 +163,16 @@ def finalize(root: VhloOp, bytecode_version: int) -> None:
   for op in root.walk():
     if not isinstance(op, VhloOp):
       continue
-    declared, kinds, required = _layout(op.name)
+    name = op.name
+    layout = _LAYOUTS.get(name)
+    declared, kinds, required = layout or _layout(name)
     named = op.named
-    for n in required:
-      if n not in named:
-        missing = [n for n in required if n not in named]
-        raise support.InternalError(
-            f"{op.name} lacks required attributes {missing}")
     if native:
       inherent = tuple([named.get(n) for n in declared])
+      # A VHLO op requires all it declares: only an absent one (None
+      # here) calls for the check by name.
+      if required is not declared or None in inherent:
+        _check_required(op, required)
       # Ops with declared attributes carry a properties blob (ODS gives
       # them a properties struct); the others carry none.
       op.properties = tree.Properties(kinds, inherent) if declared else None
@@ -181,8 +182,16 @@ def finalize(root: VhloOp, bytecode_version: int) -> None:
       else:  # every attribute is a declared one
         op.attrs = None
     else:
+      _check_required(op, required)
       op.properties = None
       op.attrs = _dictionary(list(named.items()))
+
+
+def _check_required(op: VhloOp, required: tuple) -> None:
+  missing = [n for n in required if n not in op.named]
+  if missing:
+    raise support.InternalError(
+        f"{op.name} lacks required attributes {missing}")
 
 
 def to_file(root: VhloOp, bytecode_version: int,
