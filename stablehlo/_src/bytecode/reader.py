@@ -435,8 +435,13 @@ class _FileReader(codec.DecodeContext):
     if mask & encoding.HAS_ATTRS:
       op.attrs = self.attr(r.varint("op attributes"), r)
     if mask & encoding.HAS_PROPERTIES:
-      op.properties = self._op_properties(
-          r, r.index(len(self.properties), "op properties"), name, registered)
+      p = r.pos
+      x = data[p] >> 1 if p < r.end and data[p] & 1 else -1
+      if 0 <= x < len(self.properties):
+        r.pos = p + 1
+      else:
+        x = r.index(len(self.properties), "op properties")
+      op.properties = self._op_properties(r, x, name, registered)
     result_types = []
     if mask & encoding.HAS_RESULTS:
       count = r.count("result count")
@@ -536,8 +541,9 @@ class _FileReader(codec.DecodeContext):
 
   def _op_properties(self, r, index, name, registered):
     key = (index, name, registered)
-    if key in self.decoded_properties:
-      return self.decoded_properties[key]
+    hit = self.decoded_properties.get(key)
+    if hit is not None:
+      return hit
     start, end = self.properties[index]
     body = encoding.Reader(self.data, start, end)
     if registered is False:
