@@ -215,6 +215,12 @@ def _struct_text(mnemonic: str, fields: list) -> str:
   return f"#stablehlo.{mnemonic}<{body}>"
 
 
+# Every op name _implode below acts on.
+_OPS_WITH_STRUCTS = frozenset((
+    "convolution_v1", "dynamic_conv_v2", "dot_general_v2", "dynamic_gather_v2",
+    "gather_v2", "scatter_v2", "recv_v2", "send_v2"))
+
+
 def _implode(op, name: str, named: dict, out: dict) -> None:
   """Folds the per-field attributes back into StableHLO structs."""
   if name in ("convolution_v1", "dynamic_conv_v2"):
@@ -490,20 +496,31 @@ class _Unlegalizer:
     named = dict(op.named)
     out: dict = {}
     try:
-      _remove_defaults(definition.name, named)
-      _implode(op, definition.name, named, out)
-      for attr_name in list(named):
-        attr = named[attr_name]
+      if definition.name in _OPS_WITH_DEFAULTS:
+        _remove_defaults(definition.name, named)
+      if definition.name in _OPS_WITH_STRUCTS:
+        _implode(op, definition.name, named, out)
+      for attr_name, attr in named.items():
         if attr_name in special and _convert_special(
             op, definition.name, attr_name, attr, out):
           continue
         out[attr_name] = ac.from_vhlo_shared(attr)
-      result_types = [self.type(r.type) for r in op.results]
+      type_cache = self.type_cache
+      result_types = []
+      for r in op.results:
+        ty = type_cache.get(r.type)
+        result_types.append(self.type(r.type) if ty is None else ty)
     except tc.ConversionError as e:
       raise _fail(op, str(e)) from e
+    operands = []
+    if op.operands:
+      values = self.values
+      for v in op.operands:
+        mapped = values.get(id(v))
+        operands.append(self.value(v, op) if mapped is None else mapped)
     new = core.Operation(
-        name, [self.value(v, op) for v in op.operands], result_types,
-        attributes={k: out[k] for k in sorted(out)},
+        name, operands, result_types,
+        attributes={k: out[k] for k in sorted(out)} if out else None,
         location=bc.location_from_builtin(op.location))
     for old, value in zip(op.results, new.results):
       self.values[id(old)] = value
