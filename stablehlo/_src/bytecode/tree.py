@@ -36,11 +36,12 @@ class _Uniqued:
     d["fields"] = fields
 
   def __hash__(self):
-    h = self.__dict__.get("_hash")
-    if h is None:
-      h = hash((self.dialect, self.kind, self.fields))
-      self.__dict__["_hash"] = h
-    return h
+    try:
+      return self._hash
+    except AttributeError:
+      h = self.__dict__["_hash"] = hash((self.dialect, self.kind,
+                                         self.fields))
+      return h
 
   def __eq__(self, other):
     if self is other:

@@ -100,8 +100,8 @@ class _Writer(codec.EncodeContext):
     self.properties_index: dict = {}
     self.resource_numbers: dict = {}
     self._by_id: dict = {}  # id(entry) -> its _Numbering (of that object)
-    self._aliases: dict = {}  # id(entry) -> (entry, numbering of an equal)
     self._functions: dict = {}  # (class, dialect, kind) -> entry functions
+    self._scratch = encoding.Emitter()  # holds one properties blob at a time
     self.isolated = compute_isolation(f.root)
     self._number_ir(f.root)
 
@@ -112,10 +112,10 @@ class _Writer(codec.EncodeContext):
 
   # Entries are keyed by content (equal attributes share a number), but
   # the same object is usually referenced many times: `_by_id` maps an
-  # object's id to its numbering (whose `value` is that object) so those
-  # references skip hashing and comparing the content; `_aliases` does
-  # the same for objects equal to one numbered before. Either keeps the
-  # object, so its id stays its own.
+  # object's id to its numbering (whose `value` is that object, which
+  # keeps its id its own) so those references skip hashing and comparing
+  # the content. Objects equal to an entry numbered before are found by
+  # content each time.
 
   # _number_attr and _number_type are one routine over the attribute or
   # the type tables, spelled out twice: they run once per reference.
@@ -126,10 +126,6 @@ class _Writer(codec.EncodeContext):
     if hit is not None and hit.value is attr:
       hit.refs += 1
       return
-    alias = self._aliases.get(id(attr))
-    if alias is not None and alias[0] is attr:
-      alias[1].refs += 1
-      return
     dialect = self.dialects.get(attr.dialect)
     if dialect is None:  # (an equal entry would have added it)
       dialect = self._dialect(attr.dialect)
@@ -137,23 +133,21 @@ class _Writer(codec.EncodeContext):
     known = self.attrs.setdefault(attr, numbering)
     if known is not numbering:  # an equal entry, numbered before
       known.refs += 1
-      self._aliases[id(attr)] = (attr, known)
       return
     by_id[id(attr)] = numbering
     self.ordered_attrs.append(numbering)
     if attr.__class__ in _CODED:
-      numbering.write, number_nested = self._entry_functions(attr)
-      number_nested(attr.fields, self)
+      fns = self._functions.get((attr.__class__, attr.dialect, attr.kind))
+      if fns is None:
+        fns = self._entry_functions(attr)
+      numbering.write = fns[0]
+      fns[1](attr.fields, self)
 
   def _number_type(self, type_) -> None:
     by_id = self._by_id
     hit = by_id.get(id(type_))
     if hit is not None and hit.value is type_:
       hit.refs += 1
-      return
-    alias = self._aliases.get(id(type_))
-    if alias is not None and alias[0] is type_:
-      alias[1].refs += 1
       return
     dialect = self.dialects.get(type_.dialect)
     if dialect is None:
@@ -162,13 +156,15 @@ class _Writer(codec.EncodeContext):
     known = self.types.setdefault(type_, numbering)
     if known is not numbering:
       known.refs += 1
-      self._aliases[id(type_)] = (type_, known)
       return
     by_id[id(type_)] = numbering
     self.ordered_types.append(numbering)
     if type_.__class__ in _CODED:
-      numbering.write, number_nested = self._entry_functions(type_)
-      number_nested(type_.fields, self)
+      fns = self._functions.get((type_.__class__, type_.dialect, type_.kind))
+      if fns is None:
+        fns = self._entry_functions(type_)
+      numbering.write = fns[0]
+      fns[1](type_.fields, self)
 
   def _entry_functions(self, entry) -> tuple:
     """(write, number_nested) of a codec-encoded entry (`_entry_functions`),
@@ -408,9 +404,10 @@ class _Writer(codec.EncodeContext):
       if write is None:
         spec = tuple(("", k) for k in kinds)
         write = _PROPERTY_WRITERS[kinds] = _make_entry_writer(None, None, spec)
-      e = encoding.Emitter()
-      write(props.values, e.buf, e, self)
-      blob = bytes(e.buf)
+      e = self._scratch
+      buf = e.buf = bytearray()
+      write(props.values, buf, e, self)
+      blob = bytes(buf)
     # Equal blobs are stored once, each with its size in front.
     index = self.properties_index.get(blob)
     if index is None:
