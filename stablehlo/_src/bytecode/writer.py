@@ -257,7 +257,8 @@ class _Writer(codec.EncodeContext):
       self._number_region(region)
       for block in region.blocks:
         for op in block.ops:
-          push_regions(op)
+          if op.regions:
+            push_regions(op)
 
     for ordered in (self.ordered_attrs, self.ordered_op_names,
                     self.ordered_types):
