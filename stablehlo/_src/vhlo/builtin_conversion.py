@@ -412,7 +412,9 @@ _FILE_LOC_TEXT_RE = re.compile(r'".*":[0-9]+:[0-9]+', re.S)
 
 # id(file Location) -> (the location, its builtin attribute): locations
 # are immutable, and a parsed module has one per op. Emptied when full.
-_FILE_LOCATIONS: dict = {}
+# Public for callers that look a location up before calling
+# location_to_builtin (once per op).
+FILE_LOCATIONS: dict = {}
 _FILE_LOCATIONS_LIMIT = 1 << 15
 
 
@@ -434,14 +436,14 @@ def location_to_builtin(loc, aliases=None, depth: int = 0):
   if loc is None or loc.kind == "unknown":
     return UNKNOWN_LOC
   if loc.kind == "file":
-    hit = _FILE_LOCATIONS.get(id(loc))
+    hit = FILE_LOCATIONS.get(id(loc))
     if hit is not None and hit[0] is loc:
       return hit[1]
     converted = _file_location(loc)
     if converted is not None:
-      if len(_FILE_LOCATIONS) >= _FILE_LOCATIONS_LIMIT:
-        _FILE_LOCATIONS.clear()
-      _FILE_LOCATIONS[id(loc)] = (loc, converted)
+      if len(FILE_LOCATIONS) >= _FILE_LOCATIONS_LIMIT:
+        FILE_LOCATIONS.clear()
+      FILE_LOCATIONS[id(loc)] = (loc, converted)
       return converted
   if loc.text is None:
     return UNKNOWN_LOC

@@ -503,6 +503,13 @@ def _is_vhlo_type(ty) -> bool:
       ty.dialect == "vhlo"
 
 
+# id(our type) -> (the type, its VHLO type): types are immutable and the
+# parser shares one object per type text, so the conversion is kept per
+# object across modules (bounded: emptied when full).
+_TYPE_IDS: dict = {}
+_TYPE_IDS_LIMIT = 1 << 14
+
+
 class _Legalizer:
   """Converts one module; keeps the value and block maps."""
 
@@ -511,7 +518,7 @@ class _Legalizer:
     self.values: dict = {}
     self.blocks: dict = {}
     self.type_cache: dict = {}
-    self.type_ids: dict = {}  # id(type) -> (type, its conversion)
+    self.type_ids = _TYPE_IDS  # id(type) -> (type, its conversion)
     self.casts = _Casts()
     self.aliases = module.location_aliases
 
@@ -531,7 +538,9 @@ class _Legalizer:
         self.type_cache[ty] = cached
       except TypeError:
         pass
-    self.type_ids[id(ty)] = (ty, cached)
+    if len(_TYPE_IDS) >= _TYPE_IDS_LIMIT:
+      _TYPE_IDS.clear()
+    _TYPE_IDS[id(ty)] = (ty, cached)
     return cached
 
   def loc(self, loc) -> tree.Attr:
@@ -573,7 +582,10 @@ class _Legalizer:
     out = tree.Region()
     foreign = parent.dialect == sdy_conversion.DIALECT
     for block in region.blocks:
-      out.blocks.append(self.blocks.setdefault(id(block), tree.Block()))
+      known = self.blocks.get(id(block))  # (made earlier as a successor)
+      if known is None:
+        known = self.blocks[id(block)] = tree.Block()
+      out.blocks.append(known)
     for block, new in zip(region.blocks, out.blocks):
       locs = block.argument_locations
       for i, arg in enumerate(block.arguments):
@@ -584,8 +596,9 @@ class _Legalizer:
         self.values[id(arg)] = value
         self.casts.define(value, new.ops, None, value.loc, i)
         new.args.append(value)
+      convert, ops_list = self.op, new.ops
       for op in block.operations:
-        self.op(op, new.ops)
+        convert(op, ops_list)
     return out
 
   def op(self, op: core.Operation, out: list) -> None:
@@ -625,7 +638,10 @@ class _Legalizer:
                               else self.type(ty))
       except tc.ConversionError as e:
         raise _fail(op, str(e)) from e
-    location = bc.location_to_builtin(op.location, self.aliases)
+    loc = op.location
+    h = bc.FILE_LOCATIONS.get(id(loc))
+    location = (h[1] if h is not None and h[0] is loc
+                else bc.location_to_builtin(loc, self.aliases))
     operands = []
     if op.operands:
       values = self.values
@@ -637,8 +653,7 @@ class _Legalizer:
           operands.append(mapped)
         else:
           operands.append(self.value(v, op))
-    new = vhlo_ir.VhloOp(name=full_name, location=location,
-                         operands=operands, named=named)
+    new = vhlo_ir.VhloOp.make(full_name, location, operands, named)
     out.append(new)
     if result_types:
       new.results = results = [tree.Value(ty) for ty in result_types]

@@ -47,6 +47,13 @@ class VhloOp(tree.Op):
   def definition(self) -> ops.OpDef | None:
     return ops.lookup(self.name)
 
+  @classmethod
+  def make(cls, name: str, location, operands: list, named: dict) -> "VhloOp":
+    """`VhloOp(name=..., location=..., operands=..., named=...)` with the
+    fields passed by position (legalization makes one per op)."""
+    return cls(name, location, None, [], operands, [], [], None, [], False,
+               named)
+
 
 def _dict_entries(attr) -> list:
   if attr is None:
@@ -69,16 +76,21 @@ def _named_of(op: tree.Op) -> dict:
   if props is not None:
     if isinstance(props, tree.RawProperties):
       raise support.DataLossError(f"{op.name}: undecodable properties")
-    foreign = foreign_properties(op.name)
-    if foreign is not None:
-      names = tuple(n for n, _ in foreign)
+    layout = _LAYOUTS.get(op.name)
+    if layout is not None:
+      names = layout[0]
     else:
-      definition = ops.lookup(op.name)
-      if definition is None:
-        raise support.InvalidArgumentError(
-            f"unregistered operation '{op.name}' found in dialect "
-            f"('{op.dialect}')")
-      names = definition.property_names
+      foreign = foreign_properties(op.name)
+      if foreign is not None:
+        names = tuple(n for n, _ in foreign)
+      else:
+        definition = ops.lookup(op.name)
+        if definition is None:
+          raise support.InvalidArgumentError(
+              f"unregistered operation '{op.name}' found in dialect "
+              f"('{op.dialect}')")
+        names = definition.property_names
+      _layout(op.name)  # a known op: the next ones find its names there
     if len(props.values) != len(names):
       raise support.DataLossError(
           f"{op.name}: expected {len(names)} properties, found "
