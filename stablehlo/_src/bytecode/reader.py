@@ -119,10 +119,10 @@ class _FileReader(codec.DecodeContext):
     root = self._read_ir(sections[Section.IR])
     # Decode every entry, also unreferenced ones, so corruption anywhere in
     # the attribute/type section is reported.
-    for i in range(len(self.attrs)):
-      self.attr(i, self.r)
-    for i in range(len(self.types)):
-      self.type(i, self.r)
+    for table, what in ((self.attrs, "attribute"), (self.types, "type")):
+      for i, entry in enumerate(table):
+        if entry.value is None:
+          self._resolve(table, i, self.r, what)
     return tree.BytecodeFile(
         version=self.version, producer=producer, root=root,
         dialect_versions=self.dialect_versions,
