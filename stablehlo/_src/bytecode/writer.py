@@ -54,6 +54,28 @@ class _Numbering:
     self.write = None  # the entry's write function (Attr / Type entries)
 
 
+class _Alias:
+  """The by-identity entry of an object equal to one numbered before: it
+  counts and reads the number of that one's numbering."""
+  __slots__ = ("value", "target")
+
+  def __init__(self, value, target: _Numbering):
+    self.value = value
+    self.target = target
+
+  @property
+  def refs(self) -> int:
+    return self.target.refs
+
+  @refs.setter
+  def refs(self, refs: int) -> None:
+    self.target.refs = refs
+
+  @property
+  def number(self) -> int:
+    return self.target.number
+
+
 def compute_isolation(root: tree.Op) -> dict:
   """id(op) -> whether its regions use no value defined outside the op."""
   isolated = {}
@@ -114,8 +136,8 @@ class _Writer(codec.EncodeContext):
   # the same object is usually referenced many times: `_by_id` maps an
   # object's id to its numbering (whose `value` is that object, which
   # keeps its id its own) so those references skip hashing and comparing
-  # the content. Objects equal to an entry numbered before are found by
-  # content each time.
+  # the content; an object equal to an entry numbered before (a type
+  # converted twice, say) maps to an _Alias of that entry's numbering.
 
   # _number_attr and _number_type are one routine over the attribute or
   # the type tables, spelled out twice: they run once per reference.
@@ -133,6 +155,7 @@ class _Writer(codec.EncodeContext):
     known = self.attrs.setdefault(attr, numbering)
     if known is not numbering:  # an equal entry, numbered before
       known.refs += 1
+      by_id[id(attr)] = _Alias(attr, known)
       return
     by_id[id(attr)] = numbering
     self.ordered_attrs.append(numbering)
@@ -154,8 +177,9 @@ class _Writer(codec.EncodeContext):
       dialect = self._dialect(type_.dialect)
     numbering = _Numbering(type_, dialect)
     known = self.types.setdefault(type_, numbering)
-    if known is not numbering:
+    if known is not numbering:  # an equal entry, numbered before
       known.refs += 1
+      by_id[id(type_)] = _Alias(type_, known)
       return
     by_id[id(type_)] = numbering
     self.ordered_types.append(numbering)
