@@ -180,15 +180,19 @@ def finalize(root: VhloOp, bytecode_version: int) -> None:
     declared, kinds, required = layout or _layout(name)
     named = op.named
     if native:
-      inherent = tuple([named.get(n) for n in declared])
-      # A VHLO op requires all it declares: only an absent one (None
-      # here) calls for the check by name.
-      if required is not declared or None in inherent:
+      # (Counted by key: comparing the attributes with None would call
+      # their __eq__.)
+      present = sum(map(named.__contains__, declared))
+      # A VHLO op requires all it declares: only an absent one calls for
+      # the check by name.
+      if required is not declared or present < len(declared):
         _check_required(op, required)
       # Ops with declared attributes carry a properties blob (ODS gives
       # them a properties struct); the others carry none.
-      op.properties = tree.Properties(kinds, inherent) if declared else None
-      if len(named) > len(declared) - inherent.count(None):
+      op.properties = (tree.Properties(kinds, tuple([named.get(n)
+                                                     for n in declared]))
+                       if declared else None)
+      if len(named) > present:
         op.attrs = _dictionary([(k, v) for k, v in named.items()
                                 if k not in declared])
       else:  # every attribute is a declared one
