@@ -337,10 +337,16 @@ class _Writer(codec.EncodeContext):
     strings = encoding.Emitter()
     encoded = [s.encode("utf-8") for s in self.strings]
     strings.varint(len(encoded))
+    sbuf = strings.buf
     for s in reversed(encoded):
-      strings.varint(len(s) + 1)
-    for s in encoded:
-      strings.nul_string(s)
+      x = len(s) + 1
+      if x < 0x80:  # most strings
+        sbuf.append((x << 1) | 1)
+      else:
+        strings.varint(x)
+    sbuf += b"\0".join(encoded)
+    if encoded:
+      sbuf.append(0)
     out.section(Section.STRING, strings)
     if self.version >= encoding.V_NATIVE_PROPERTIES:
       props = encoding.Emitter()
@@ -736,6 +742,31 @@ def _make_entry_writer(dialect_codec, code, spec):
       lines.append(f"  x = {v}")
     elif kind == "string":
       lines += [f"  x = w.string_index({v})"]
+    elif kind in ("attrs", "types", "svarints", "blob"):
+      # A count (a size for a blob), then the elements (the bytes).
+      lines += [f"  vs = {v}",
+                "  x = len(vs)",
+                "  if x < 0x80:",
+                "    buf.append((x << 1) | 1)",
+                "  else:",
+                "    e.varint(x)"]
+      if kind == "blob":
+        lines.append("  buf += vs")
+        continue
+      lines.append("  for v in vs:")
+      if kind == "svarints":
+        lines.append("    x = zigzag(v)")
+      else:
+        table = "w.attrs" if kind == "attrs" else "w.types"
+        needs.add("by_id")
+        lines += ["    h = by_id(id(v))",
+                  f"    x = h.number if h is not None and h.value is v else "
+                  f"{table}[v].number"]
+      lines += ["    if 0 <= x < 0x80:",
+                "      buf.append((x << 1) | 1)",
+                "    else:",
+                "      e.varint(x)"]
+      continue
     else:
       lines.append(f"  write_field(dialect_codec, {kind!r}, {v}, e, w, "
                    f"list(values[:{i}]))")
@@ -747,7 +778,8 @@ def _make_entry_writer(dialect_codec, code, spec):
   if "by_id" in needs:
     lines.insert(1, "  by_id = w._by_id.get")
   scope = {"support": support, "dialect_codec": dialect_codec,
-           "write_field": codec.write_field}
+           "write_field": codec.write_field,
+           "zigzag": encoding.zigzag_encode}
   exec("\n".join(lines), scope)  # pylint: disable=exec-used
   return scope["write_entry"]
 
