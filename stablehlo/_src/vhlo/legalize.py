@@ -620,11 +620,14 @@ class _Legalizer:
       named = _defaults(op, attrs) if op_name in _OPS_WITH_DEFAULTS else {}
       if attrs:
         special = op_name in _OPS_WITH_SPECIAL_ATTRS
+        shared = ac.TO_VHLO_SHARED
         for name in sorted(attrs):
           attr = attrs[name]
           if special and _special(op, name, attr, named):
             continue
-          named[name] = ac.to_vhlo_shared(attr)
+          h = shared.get(id(attr))
+          named[name] = (h[1] if h is not None and h[0] is attr
+                         else ac.to_vhlo_shared(attr))
     except tc.ConversionError as e:
       raise _fail(op, str(e)) from e
     result_types = []
