@@ -201,6 +201,22 @@ def fields_reader(codec: DialectCodec, spec):
         lines.append(f"  {v} = x")
       else:
         lines.append(f"  {v} = ctx.{kind}(x, r)")
+    elif kind in ("attrs", "types", "svarints"):
+      what = {"attrs": "attribute reference", "types": "type reference",
+              "svarints": "signed varint"}[kind]
+      lines += ["  items = []",
+                "  for _ in range(r.count('list size')):",
+                "    p = r.pos",
+                "    if p < r.end and data[p] & 1:",
+                "      r.pos = p + 1",
+                "      x = data[p] >> 1",
+                "    else:",
+                f"      x = r.varint({what!r})"]
+      if kind == "svarints":
+        lines.append("    items.append((x >> 1) ^ -(x & 1))")
+      else:
+        lines.append(f"    items.append(ctx.{kind[:-1]}(x, r))")
+      lines.append(f"  {v} = tuple(items)")
     else:
       lines.append(f"  {v} = _read_field(codec, {kind!r}, r, ctx, "
                    f"[{', '.join(names)}])")
