@@ -478,12 +478,13 @@ def _index(ops_list: list, op) -> int:
 
 
 # StableHLO / func op name -> (its current VHLO definition, that
-# definition's full name); see _latest.
+# definition's full name, its attribute names); see _latest.
 _LATEST: dict = {}
 
 
 def _latest(op: core.Operation) -> tuple:
-  """(current VHLO definition, its full name) of a non-sdy op."""
+  """(current VHLO definition, its full name, its attribute names) of a
+  non-sdy op."""
   base = ops.vhlo_base(op.name)
   if base is None:
     if op.dialect == "chlo":
@@ -492,7 +493,7 @@ def _latest(op: core.Operation) -> tuple:
     raise _fail(op, f"'{op.dialect}' ops have no VHLO counterpart (only "
                 "stablehlo, func and sdy ops can be serialized)")
   definition = ops.latest(base)
-  hit = (definition, definition.full_name)
+  hit = (definition, definition.full_name, frozenset(definition.attributes))
   if len(_LATEST) < 4096:
     _LATEST[op.name] = hit
   return hit
@@ -611,7 +612,7 @@ class _Legalizer:
         self.sdy_op(op, out)
         return
       hit = _latest(op)
-    definition, full_name = hit
+    definition, full_name, required = hit
     attrs = op.attributes
     if op.properties:
       attrs = dict(attrs)
@@ -659,7 +660,7 @@ class _Legalizer:
     new = vhlo_ir.VhloOp.make(full_name, location, operands, named)
     out.append(new)
     if result_types:
-      new.results = results = [tree.Value(ty) for ty in result_types]
+      new.results = results = list(map(tree.Value, result_types))
       values, home = self.values, self.casts.home
       for i, old in enumerate(op.results):
         value = results[i]
@@ -670,11 +671,9 @@ class _Legalizer:
     if op.successors:
       new.successors = [self.blocks.setdefault(id(b), tree.Block())
                         for b in op.successors]
-    if definition.attributes:
+    if required and not named.keys() >= required:
       missing = [n for n in definition.attributes if n not in named]
-      if missing:
-        raise _fail(op, f"missing required attribute(s) "
-                    f"{', '.join(missing)}")
+      raise _fail(op, f"missing required attribute(s) {', '.join(missing)}")
 
   def _results(self, op, new, result_types, out) -> None:
     out.append(new)

@@ -189,9 +189,9 @@ def finalize(root: VhloOp, bytecode_version: int) -> None:
         _check_required(op, required)
       # Ops with declared attributes carry a properties blob (ODS gives
       # them a properties struct); the others carry none.
-      op.properties = (tree.Properties(kinds, tuple([named.get(n)
-                                                     for n in declared]))
-                       if declared else None)
+      op.properties = (
+          tree.Properties(kinds, tuple(map(named.get, declared)))
+          if declared else None)
       if len(named) > present:
         op.attrs = _dictionary([(k, v) for k, v in named.items()
                                 if k not in declared])
