@@ -393,23 +393,28 @@ class _Writer(codec.EncodeContext):
     obuf = offsets.buf
     previous = 0
     for ordered in (self.ordered_attrs, self.ordered_types):
-      for dialect, run in _dialect_runs(ordered):
-        offsets.varint(dialect)
-        offsets.varint(len(run))
-        for numbering in run:
-          write = numbering.write
-          if write is not None:
-            write(numbering.value.fields, buf, data, self)
-            custom = 1
-          else:
-            custom = self._write_entry(data, numbering.value)
-          size = len(buf) - previous
-          previous += size
-          flagged = (size << 1) | custom
-          if flagged < 0x80:
-            obuf.append((flagged << 1) | 1)
-          else:
-            offsets.varint(flagged)
+      dialect = None
+      for i, numbering in enumerate(ordered):
+        if numbering.dialect != dialect:  # a run of one dialect starts
+          dialect = numbering.dialect
+          j = i + 1
+          while j < len(ordered) and ordered[j].dialect == dialect:
+            j += 1
+          offsets.varint(dialect)
+          offsets.varint(j - i)
+        write = numbering.write
+        if write is not None:
+          write(numbering.value.fields, buf, data, self)
+          custom = 1
+        else:
+          custom = self._write_entry(data, numbering.value)
+        size = len(buf) - previous
+        previous += size
+        flagged = (size << 1) | custom
+        if flagged < 0x80:
+          obuf.append((flagged << 1) | 1)
+        else:
+          offsets.varint(flagged)
     out.section(Section.ATTR_TYPE_OFFSET, offsets)
     out.section(Section.ATTR_TYPE, data)
 
@@ -620,19 +625,6 @@ def _group_by_dialect_per_byte(ordered: list) -> None:
       break
   for number, numbering in enumerate(ordered):
     numbering.number = number
-
-
-def _dialect_runs(ordered: list):
-  """Yields (dialect, entries) for each run of entries of one dialect."""
-  i = 0
-  n = len(ordered)
-  while i < n:
-    dialect = ordered[i].dialect
-    j = i + 1
-    while j < n and ordered[j].dialect == dialect:
-      j += 1
-    yield dialect, ordered[i:j]
-    i = j
 
 
 # --- Entry encoders ------------------------------------------------------------
