@@ -75,7 +75,12 @@ def module_to_vhlo(module: core.Module, target="current",
 
   def run():
     root = legalize.module_to_vhlo(module)
-    rewritten = versioning.to_version(root, target)
+    if target.without_patch() == v.CURRENT.without_patch():
+      # Legalization makes current ops, which the current version takes
+      # as they are (to_version would walk them all to find that).
+      rewritten = []
+    else:
+      rewritten = versioning.to_version(root, target)
     rewritten = [op for op in rewritten
                  if ops.for_target(op.definition.base, producer) is not
                  op.definition]
