@@ -163,8 +163,9 @@ class _Writer(codec.EncodeContext):
       fns = self._functions.get((attr.__class__, attr.dialect, attr.kind))
       if fns is None:
         fns = self._entry_functions(attr)
-      numbering.write = fns[0]
-      fns[1](attr.fields, self)
+      numbering.write, number_nested = fns
+      if number_nested is not None:  # (None: no references)
+        number_nested(attr.fields, self)
 
   def _number_type(self, type_) -> None:
     by_id = self._by_id
@@ -187,8 +188,9 @@ class _Writer(codec.EncodeContext):
       fns = self._functions.get((type_.__class__, type_.dialect, type_.kind))
       if fns is None:
         fns = self._entry_functions(type_)
-      numbering.write = fns[0]
-      fns[1](type_.fields, self)
+      numbering.write, number_nested = fns
+      if number_nested is not None:  # (None: no references)
+        number_nested(type_.fields, self)
 
   def _entry_functions(self, entry) -> tuple:
     """(write, number_nested) of a codec-encoded entry (`_entry_functions`),
@@ -660,8 +662,8 @@ def _entry_functions(entry):
 
 def _make_entry_numberer(spec):
   """The function numbering the entries an entry of `spec` refers to, in
-  codec.nested_refs order; a reference already numbered by identity only
-  counts the use, without a call."""
+  codec.nested_refs order (None when there are none); a reference already
+  numbered by identity only counts the use, without a call."""
   lines = ["def number_nested(values, w):"]
 
   def ref(indent, v, method):
@@ -688,9 +690,8 @@ def _make_entry_numberer(spec):
     else:  # resource
       lines.append(f"  w._dialect({v}.dialect)")
   if len(lines) == 1:
-    lines.append("  return")
-  else:
-    lines.insert(1, "  by_id = w._by_id.get")
+    return None  # an entry without references: nothing to number
+  lines.insert(1, "  by_id = w._by_id.get")
   scope = {}
   exec("\n".join(lines), scope)  # pylint: disable=exec-used
   return scope["number_nested"]
