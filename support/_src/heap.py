@@ -12,31 +12,43 @@ looked at once, at the first collection after it.
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import threading
-from typing import Iterator
 
 _lock = threading.Lock()
 _depth = 0
 _was_enabled = False
 
 
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-  """Disables the cyclic collector for the block (nested and concurrent
-  blocks share one pause; the collector's state before the outermost one
-  is restored after the last)."""
-  global _depth, _was_enabled
-  with _lock:
-    if _depth == 0:
-      _was_enabled = gc.isenabled()
-      gc.disable()
-    _depth += 1
-  try:
-    yield
-  finally:
+class _Pause:
+  """The context manager gc_paused returns (a class rather than a
+  generator: portable-artifact conversions enter it per call, and nest
+  it)."""
+
+  __slots__ = ()
+
+  def __enter__(self) -> None:
+    global _depth, _was_enabled
+    with _lock:
+      if _depth == 0:
+        _was_enabled = gc.isenabled()
+        gc.disable()
+      _depth += 1
+
+  def __exit__(self, *exc_info) -> bool:
+    global _depth
     with _lock:
       _depth -= 1
       if _depth == 0 and _was_enabled:
         gc.enable()
+    return False
+
+
+_PAUSE = _Pause()
+
+
+def gc_paused() -> _Pause:
+  """Disables the cyclic collector for the block (nested and concurrent
+  blocks share one pause; the collector's state before the outermost one
+  is restored after the last)."""
+  return _PAUSE

@@ -51,6 +51,20 @@ class DialectCodec:
     self.attr_codes = {name: code for code, (name, _) in self.attrs.items()}
     self.type_codes = {name: code for code, (name, _) in self.types.items()}
     self._field_names: dict = {}  # (Attr or Type, kind) -> field names
+    self._readers: dict = {}  # (is attr, code) -> (kind name, read function)
+
+  def entry_reader(self, is_attr: bool, code: int):
+    """(kind name, `fields_reader` of its spec) of the attribute (or type)
+    kind `code`, or None when the dialect has no such kind."""
+    key = (is_attr, code)
+    hit = self._readers.get(key)
+    if hit is None:
+      found = (self.attrs if is_attr else self.types).get(code)
+      if found is None:
+        return None
+      kind, spec = found
+      hit = self._readers[key] = (kind, fields_reader(self, spec))
+    return hit
 
   def field_names(self, entry) -> tuple:
     key = (entry.__class__, entry.kind)
@@ -163,6 +177,54 @@ def read_fields(codec: DialectCodec, spec, r: encoding.Reader,
     else:
       append(_read_field(codec, kind, r, ctx, values))
   return tuple(values)
+
+
+def fields_reader(codec: DialectCodec, spec):
+  """A function `(r, ctx) -> fields` doing what `read_fields(codec, spec,
+  r, ctx)` does, made once from source text: one-byte varints and
+  references are read in place (a call per field and per varint less);
+  other field kinds go through _read_field."""
+  lines = ["def read_entry(r, ctx):", "  data = r.data"]
+  names = []
+  for i, (_, kind) in enumerate(spec):
+    v = f"v{i}"
+    if kind in ("attr", "type", "varint"):
+      what = {"attr": "attribute reference", "type": "type reference",
+              "varint": "varint"}[kind]
+      lines += ["  p = r.pos",
+                "  if p < r.end and data[p] & 1:",
+                "    r.pos = p + 1",
+                "    x = data[p] >> 1",
+                "  else:",
+                f"    x = r.varint({what!r})"]
+      if kind == "varint":
+        lines.append(f"  {v} = x")
+      else:
+        lines.append(f"  {v} = ctx.{kind}(x, r)")
+    elif kind in ("attrs", "types", "svarints"):
+      what = {"attrs": "attribute reference", "types": "type reference",
+              "svarints": "signed varint"}[kind]
+      lines += ["  items = []",
+                "  for _ in range(r.count('list size')):",
+                "    p = r.pos",
+                "    if p < r.end and data[p] & 1:",
+                "      r.pos = p + 1",
+                "      x = data[p] >> 1",
+                "    else:",
+                f"      x = r.varint({what!r})"]
+      if kind == "svarints":
+        lines.append("    items.append((x >> 1) ^ -(x & 1))")
+      else:
+        lines.append(f"    items.append(ctx.{kind[:-1]}(x, r))")
+      lines.append(f"  {v} = tuple(items)")
+    else:
+      lines.append(f"  {v} = _read_field(codec, {kind!r}, r, ctx, "
+                   f"[{', '.join(names)}])")
+    names.append(v)
+  lines.append(f"  return ({''.join(n + ', ' for n in names)})")
+  scope = {"codec": codec, "_read_field": _read_field}
+  exec("\n".join(lines), scope)  # pylint: disable=exec-used
+  return scope["read_entry"]
 
 
 def _read_field(codec, kind, r, ctx, values):

@@ -182,7 +182,11 @@ class Reader:
       self.align(alignment)
     if section_id > _MAX_SECTION:
       raise self.error(f"unknown section id {section_id}", start)
-    return section_id, self.sub(length, f"section {section_id}")
+    if length > self.end - self.pos:  # (sub's check, its message built here)
+      return section_id, self.sub(length, f"section {section_id}")
+    sub = Reader(self.data, self.pos, self.pos + length)
+    self.pos += length
+    return section_id, sub
 
 
 class Emitter:

@@ -24,11 +24,13 @@ Section = encoding.Section
 _RESOURCE_KINDS = {0: "blob", 1: "bool", 2: "string"}
 
 
-def read(data: bytes) -> tree.BytecodeFile:
-  """Parses a whole bytecode file."""
+def read(data: bytes, op_class=tree.Op) -> tree.BytecodeFile:
+  """Parses a whole bytecode file. Its ops are made as
+  `op_class(name, location)`: a subclass of `tree.Op` whose other fields
+  have defaults."""
   data = bytes(data)
   try:
-    return _FileReader(data).read()
+    return _FileReader(data, op_class).read()
   except RecursionError as e:
     raise support.DataLossError(
         "malformed MLIR bytecode: nesting too deep (cyclic references?)") from e
@@ -50,8 +52,9 @@ class _Entry:
 class _FileReader(codec.DecodeContext):
   """Holds the state of one parse."""
 
-  def __init__(self, data: bytes):
+  def __init__(self, data: bytes, op_class=tree.Op):
     self.data = data
+    self.op_class = op_class
     self.r = encoding.Reader(data)
     self.version = 0
     self.strings: list = []
@@ -116,10 +119,10 @@ class _FileReader(codec.DecodeContext):
     root = self._read_ir(sections[Section.IR])
     # Decode every entry, also unreferenced ones, so corruption anywhere in
     # the attribute/type section is reported.
-    for i in range(len(self.attrs)):
-      self.attr(i, self.r)
-    for i in range(len(self.types)):
-      self.type(i, self.r)
+    for table, what in ((self.attrs, "attribute"), (self.types, "type")):
+      for i, entry in enumerate(table):
+        if entry.value is None:
+          self._resolve(table, i, self.r, what)
     return tree.BytecodeFile(
         version=self.version, producer=producer, root=root,
         dialect_versions=self.dialect_versions,
@@ -128,7 +131,24 @@ class _FileReader(codec.DecodeContext):
 
   def _read_strings(self, r: encoding.Reader) -> None:
     n = r.count("string count")
-    sizes = [r.varint("string size") for _ in range(n)][::-1]
+    data = r.data
+    sizes = data[r.pos:r.pos + n]
+    if len(sizes) == n and all(b & 1 for b in sizes):  # one-byte sizes
+      r.pos += n
+      sizes = [b >> 1 for b in reversed(sizes)]
+      # The strings, back to back, each with its NUL: one split when no
+      # string holds a NUL of its own.
+      pieces = data[r.pos:r.end].split(b"\0")
+      if (len(pieces) == n + 1 and not pieces[-1] and
+          all(len(p) + 1 == size for p, size in zip(pieces, sizes))):
+        try:
+          self.strings.extend([p.decode("utf-8") for p in pieces[:-1]])
+          r.pos = r.end
+          return
+        except UnicodeDecodeError:
+          pass  # the loop below reports which one
+    else:
+      sizes = [r.varint("string size") for _ in range(n)][::-1]
     if sum(sizes) != r.remaining():
       raise r.error(f"string sizes add up to {sum(sizes)}, section holds "
                     f"{r.remaining()} bytes")
@@ -195,7 +215,13 @@ class _FileReader(codec.DecodeContext):
         if len(table) + group > total:
           raise r.error("attribute/type group overflows the count", at)
         for _ in range(group):
-          size, custom = r.varint_with_flag("attribute/type size")
+          p = r.pos
+          first = r.data[p] if p < r.end else 0
+          if first & 1:  # a one-byte size: most entries
+            r.pos = p + 1
+            size, custom = first >> 2, bool(first & 2)
+          else:
+            size, custom = r.varint_with_flag("attribute/type size")
           if size > data.end - offset:
             raise r.error("attribute/type entry runs past its section")
           table.append(_Entry(dialect, custom, offset, offset + size))
@@ -317,12 +343,17 @@ class _FileReader(codec.DecodeContext):
       return (tree.OpaqueAttr if is_attr else tree.OpaqueType)(entry.dialect,
                                                                raw)
     at = body.pos
-    code = body.varint(f"{what} kind")
-    table = dialect_codec.attrs if is_attr else dialect_codec.types
-    if code not in table:
+    first = self.data[at] if at < body.end else 0
+    if first & 1:  # a one-byte kind code: nearly all
+      body.pos = at + 1
+      code = first >> 1
+    else:
+      code = body.varint("attribute kind" if is_attr else "type kind")
+    found = dialect_codec.entry_reader(is_attr, code)
+    if found is None:
       raise body.error(f"unknown {entry.dialect} {what} kind {code}", at)
-    kind, spec = table[code]
-    fields = codec.read_fields(dialect_codec, spec, body, self)
+    kind, read_fields = found
+    fields = read_fields(body, self)
     if not body.at_end():
       raise body.error(f"trailing bytes after {entry.dialect}.{kind}")
     return (tree.Attr if is_attr else tree.Type)(entry.dialect, kind, fields)
@@ -378,7 +409,15 @@ class _FileReader(codec.DecodeContext):
     return orders
 
   def _read_op(self, r, scope, blocks, slot) -> tree.Op:
-    name, registered = self.op_names[r.index(len(self.op_names), "op name")]
+    # One-byte varints (nearly all here) are read in place.
+    data = r.data
+    p = r.pos
+    x = data[p] >> 1 if p < r.end and data[p] & 1 else -1
+    if 0 <= x < len(self.op_names):
+      r.pos = p + 1
+    else:
+      x = r.index(len(self.op_names), "op name")
+    name, registered = self.op_names[x]
     at = r.pos
     mask = r.byte("op encoding mask")
     if mask & ~encoding.KNOWN_MASK_BITS:
@@ -386,19 +425,45 @@ class _FileReader(codec.DecodeContext):
     if (mask & encoding.HAS_PROPERTIES and
         self.version < encoding.V_NATIVE_PROPERTIES):
       raise r.error("op properties before bytecode version 5", at)
-    op = tree.Op(name, self.attr(r.varint("op location"), r))
+    p = r.pos
+    if p < r.end and data[p] & 1:
+      r.pos = p + 1
+      x = data[p] >> 1
+    else:
+      x = r.varint("op location")
+    op = self.op_class(name, self.attr(x, r))
     if mask & encoding.HAS_ATTRS:
       op.attrs = self.attr(r.varint("op attributes"), r)
     if mask & encoding.HAS_PROPERTIES:
-      op.properties = self._op_properties(
-          r, r.index(len(self.properties), "op properties"), name, registered)
+      p = r.pos
+      x = data[p] >> 1 if p < r.end and data[p] & 1 else -1
+      if 0 <= x < len(self.properties):
+        r.pos = p + 1
+      else:
+        x = r.index(len(self.properties), "op properties")
+      op.properties = self._op_properties(r, x, name, registered)
     result_types = []
     if mask & encoding.HAS_RESULTS:
-      result_types = [self.type(r.varint("result type"), r)
-                      for _ in range(r.count("result count"))]
+      count = r.count("result count")
+      for _ in range(count):
+        p = r.pos
+        if p < r.end and data[p] & 1:
+          r.pos = p + 1
+          x = data[p] >> 1
+        else:
+          x = r.varint("result type")
+        result_types.append(self.type(x, r))
     if mask & encoding.HAS_OPERANDS:
-      op.operands = [self._operand(r, scope)
-                     for _ in range(r.count("operand count"))]
+      count = r.count("operand count")
+      operands = op.operands = []
+      for _ in range(count):
+        p = r.pos
+        x = data[p] >> 1 if p < r.end and data[p] & 1 else -1
+        if 0 <= x < len(scope) and scope[x] is not None:
+          r.pos = p + 1
+          operands.append(scope[x])
+        else:
+          operands.append(self._operand(r, scope))
     if mask & encoding.HAS_SUCCESSORS:
       op.successors = [blocks[r.index(len(blocks), "successor")]
                        for _ in range(r.count("successor count"))]
@@ -476,8 +541,9 @@ class _FileReader(codec.DecodeContext):
 
   def _op_properties(self, r, index, name, registered):
     key = (index, name, registered)
-    if key in self.decoded_properties:
-      return self.decoded_properties[key]
+    hit = self.decoded_properties.get(key)
+    if hit is not None:
+      return hit
     start, end = self.properties[index]
     body = encoding.Reader(self.data, start, end)
     if registered is False:

@@ -36,11 +36,12 @@ class _Uniqued:
     d["fields"] = fields
 
   def __hash__(self):
-    h = self.__dict__.get("_hash")
-    if h is None:
-      h = hash((self.dialect, self.kind, self.fields))
-      self.__dict__["_hash"] = h
-    return h
+    try:
+      return self._hash
+    except AttributeError:
+      h = self.__dict__["_hash"] = hash((self.dialect, self.kind,
+                                         self.fields))
+      return h
 
   def __eq__(self, other):
     if self is other:
@@ -137,6 +138,12 @@ class Properties:
   """
   kinds: tuple
   values: tuple
+
+  def __init__(self, kinds: tuple, values: tuple):
+    # As _Uniqued: serializing makes one per op with properties.
+    d = self.__dict__
+    d["kinds"] = kinds
+    d["values"] = values
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,6 +16,8 @@ Use-list orders read from a file are written back as they were.
 
 from __future__ import annotations
 
+import operator
+
 import support
 from stablehlo._src.bytecode import builtin_codec
 from stablehlo._src.bytecode import codec
@@ -25,6 +27,9 @@ from stablehlo._src.bytecode import tree
 Section = encoding.Section
 _RESOURCE_KIND_CODES = {"blob": 0, "bool": 1, "string": 2}
 _PROPERTY_WRITERS: dict = {}  # property kinds -> their write function
+_CODED = (tree.Attr, tree.Type)  # entries a codec writes field by field
+_REFS = operator.attrgetter("refs")
+_DIALECT = operator.attrgetter("dialect")
 
 
 def write(f: tree.BytecodeFile, version: int | None = None,
@@ -42,12 +47,33 @@ class _Numbering:
   __slots__ = ("value", "dialect", "refs", "number", "write")
 
   def __init__(self, value, dialect):
-    self.value, self.dialect, self.refs, self.number = value, dialect, 1, -1
+    self.value = value
+    self.dialect = dialect
+    self.refs = 1
+    self.number = -1
     self.write = None  # the entry's write function (Attr / Type entries)
 
 
-def _entry_dialect(entry) -> str:
-  return entry.dialect
+class _Alias:
+  """The by-identity entry of an object equal to one numbered before: it
+  counts and reads the number of that one's numbering."""
+  __slots__ = ("value", "target")
+
+  def __init__(self, value, target: _Numbering):
+    self.value = value
+    self.target = target
+
+  @property
+  def refs(self) -> int:
+    return self.target.refs
+
+  @refs.setter
+  def refs(self, refs: int) -> None:
+    self.target.refs = refs
+
+  @property
+  def number(self) -> int:
+    return self.target.number
 
 
 def compute_isolation(root: tree.Op) -> dict:
@@ -56,21 +82,21 @@ def compute_isolation(root: tree.Op) -> dict:
 
   def free_values(op):
     """Values used inside op's regions but defined outside them."""
-    used, defined = set(), set()
+    used, defined = [], set()
     for region in op.regions:
       for block in region.blocks:
         defined.update(block.args)
         for inner in block.ops:
-          used.update(inner.operands)
+          used += inner.operands
           defined.update(inner.results)
           if inner.regions:  # an op without regions uses nothing inside
-            used.update(free_values(inner))
-    free = used - defined
-    if op.regions:
-      isolated[id(op)] = not free
-    return free
+            used += free_values(inner)
+    free = defined.issuperset(used) or {v for v in used if v not in defined}
+    isolated[id(op)] = free is True
+    return () if free is True else free
 
-  free_values(root)
+  if root.regions:
+    free_values(root)
   return isolated
 
 
@@ -95,7 +121,9 @@ class _Writer(codec.EncodeContext):
     self.properties: list = []
     self.properties_index: dict = {}
     self.resource_numbers: dict = {}
-    self._by_id: dict = {}  # id(entry) -> (entry, its _Numbering)
+    self._by_id: dict = {}  # id(entry) -> its _Numbering (of that object)
+    self._functions: dict = {}  # (class, dialect, kind) -> entry functions
+    self._scratch = encoding.Emitter()  # holds one properties blob at a time
     self.isolated = compute_isolation(f.root)
     self._number_ir(f.root)
 
@@ -106,49 +134,73 @@ class _Writer(codec.EncodeContext):
 
   # Entries are keyed by content (equal attributes share a number), but
   # the same object is usually referenced many times: `_by_id` maps an
-  # object's id to (object, numbering) so those references skip hashing
-  # and comparing the content. The object is kept, so its id stays its own.
+  # object's id to its numbering (whose `value` is that object, which
+  # keeps its id its own) so those references skip hashing and comparing
+  # the content; an object equal to an entry numbered before (a type
+  # converted twice, say) maps to an _Alias of that entry's numbering.
+
+  # _number_attr and _number_type are one routine over the attribute or
+  # the type tables, spelled out twice: they run once per reference.
 
   def _number_attr(self, attr) -> None:
-    hit = self._by_id.get(id(attr))
-    if hit is not None and hit[0] is attr:
-      hit[1].refs += 1
+    by_id = self._by_id
+    hit = by_id.get(id(attr))
+    if hit is not None and hit.value is attr:
+      hit.refs += 1
       return
-    known = self.attrs.get(attr)
-    if known is not None:
+    dialect = self.dialects.get(attr.dialect)
+    if dialect is None:  # (an equal entry would have added it)
+      dialect = self._dialect(attr.dialect)
+    numbering = _Numbering(attr, dialect)
+    known = self.attrs.setdefault(attr, numbering)
+    if known is not numbering:  # an equal entry, numbered before
       known.refs += 1
-      self._by_id[id(attr)] = (attr, known)
+      by_id[id(attr)] = _Alias(attr, known)
       return
-    numbering = _Numbering(attr, None)
-    self.attrs[attr] = numbering
-    self._by_id[id(attr)] = (attr, numbering)
+    by_id[id(attr)] = numbering
     self.ordered_attrs.append(numbering)
-    numbering.dialect = self._dialect(_entry_dialect(attr))
-    self._number_nested(attr, numbering)
+    if attr.__class__ in _CODED:
+      fns = self._functions.get((attr.__class__, attr.dialect, attr.kind))
+      if fns is None:
+        fns = self._entry_functions(attr)
+      numbering.write, number_nested = fns
+      if number_nested is not None:  # (None: no references)
+        number_nested(attr.fields, self)
 
   def _number_type(self, type_) -> None:
-    hit = self._by_id.get(id(type_))
-    if hit is not None and hit[0] is type_:
-      hit[1].refs += 1
+    by_id = self._by_id
+    hit = by_id.get(id(type_))
+    if hit is not None and hit.value is type_:
+      hit.refs += 1
       return
-    known = self.types.get(type_)
-    if known is not None:
+    dialect = self.dialects.get(type_.dialect)
+    if dialect is None:
+      dialect = self._dialect(type_.dialect)
+    numbering = _Numbering(type_, dialect)
+    known = self.types.setdefault(type_, numbering)
+    if known is not numbering:  # an equal entry, numbered before
       known.refs += 1
-      self._by_id[id(type_)] = (type_, known)
+      by_id[id(type_)] = _Alias(type_, known)
       return
-    numbering = _Numbering(type_, None)
-    self.types[type_] = numbering
-    self._by_id[id(type_)] = (type_, numbering)
+    by_id[id(type_)] = numbering
     self.ordered_types.append(numbering)
-    numbering.dialect = self._dialect(_entry_dialect(type_))
-    self._number_nested(type_, numbering)
+    if type_.__class__ in _CODED:
+      fns = self._functions.get((type_.__class__, type_.dialect, type_.kind))
+      if fns is None:
+        fns = self._entry_functions(type_)
+      numbering.write, number_nested = fns
+      if number_nested is not None:  # (None: no references)
+        number_nested(type_.fields, self)
 
-  def _number_nested(self, entry, numbering) -> None:
-    if not isinstance(entry, (tree.Attr, tree.Type)):
-      return
-    write, number_nested = _entry_functions(entry)
-    numbering.write = write
-    number_nested(entry.fields, self)
+  def _entry_functions(self, entry) -> tuple:
+    """(write, number_nested) of a codec-encoded entry (`_entry_functions`),
+    kept per kind for this file: the codecs do not change while it is
+    written."""
+    key = (entry.__class__, entry.dialect, entry.kind)
+    fns = self._functions.get(key)
+    if fns is None:
+      fns = self._functions[key] = _entry_functions(entry)
+    return fns
 
   def _number_op_name(self, name: str) -> None:
     known = self.op_names.get(name)
@@ -159,23 +211,44 @@ class _Writer(codec.EncodeContext):
     self.op_names[name] = numbering
     self.ordered_op_names.append(numbering)
 
+  # The numbering below counts a reference already numbered (by identity)
+  # in place, and calls _number_attr / _number_type for the others.
+
   def _number_op(self, op: tree.Op) -> None:
-    self._number_op_name(op.name)
-    for result in op.results:
-      self.value_ids.setdefault(result, self.next_value_id)
-      self.next_value_id += 1
-      self._number_type(result.type)
+    known = self.op_names.get(op.name)
+    if known is not None:
+      known.refs += 1
+    else:
+      self._number_op_name(op.name)
+    by_id = self._by_id.get
+    if op.results:
+      value_ids = self.value_ids
+      for result in op.results:
+        if result not in value_ids:
+          value_ids[result] = self.next_value_id
+        self.next_value_id += 1
+        ty = result.type
+        h = by_id(id(ty))
+        if h is not None and h.value is ty:
+          h.refs += 1
+        else:
+          self._number_type(ty)
     if op.attrs is not None:
       self._number_attr(op.attrs)
-    if op.properties is not None:
+    properties = op.properties
+    if properties is not None:
       if self.version < encoding.V_NATIVE_PROPERTIES:
         raise support.InvalidArgumentError(
             f"{op.name} has native properties, which bytecode version "
             f"{self.version} cannot hold (convert them to attributes first)")
-      if isinstance(op.properties, tree.Properties):
-        for value in op.properties.values:
+      if properties.__class__ is tree.Properties:
+        for value in properties.values:
           if value is not None:
-            self._number_attr(value)
+            h = by_id(id(value))
+            if h is not None and h.value is value:
+              h.refs += 1
+            else:
+              self._number_attr(value)
     self._number_attr(op.location)
 
   def _number_region(self, region: tree.Region) -> None:
@@ -210,11 +283,12 @@ class _Writer(codec.EncodeContext):
       self._number_region(region)
       for block in region.blocks:
         for op in block.ops:
-          push_regions(op)
+          if op.regions:
+            push_regions(op)
 
     for ordered in (self.ordered_attrs, self.ordered_op_names,
                     self.ordered_types):
-      ordered.sort(key=lambda n: -n.refs)  # Stable.
+      ordered.sort(key=_REFS, reverse=True)  # Stable, reverse too.
       _group_by_dialect_per_byte(ordered)
 
     resource_number = 0
@@ -230,14 +304,14 @@ class _Writer(codec.EncodeContext):
 
   def attr_index(self, attr) -> int:
     hit = self._by_id.get(id(attr))
-    if hit is not None and hit[0] is attr:
-      return hit[1].number
+    if hit is not None and hit.value is attr:
+      return hit.number
     return self.attrs[attr].number
 
   def type_index(self, type_) -> int:
     hit = self._by_id.get(id(type_))
-    if hit is not None and hit[0] is type_:
-      return hit[1].number
+    if hit is not None and hit.value is type_:
+      return hit.number
     return self.types[type_].number
 
   def string_index(self, value: str) -> int:
@@ -265,10 +339,16 @@ class _Writer(codec.EncodeContext):
     strings = encoding.Emitter()
     encoded = [s.encode("utf-8") for s in self.strings]
     strings.varint(len(encoded))
+    sbuf = strings.buf
     for s in reversed(encoded):
-      strings.varint(len(s) + 1)
-    for s in encoded:
-      strings.nul_string(s)
+      x = len(s) + 1
+      if x < 0x80:  # most strings
+        sbuf.append((x << 1) | 1)
+      else:
+        strings.varint(x)
+    sbuf += b"\0".join(encoded)
+    if encoded:
+      sbuf.append(0)
     out.section(Section.STRING, strings)
     if self.version >= encoding.V_NATIVE_PROPERTIES:
       props = encoding.Emitter()
@@ -315,23 +395,28 @@ class _Writer(codec.EncodeContext):
     obuf = offsets.buf
     previous = 0
     for ordered in (self.ordered_attrs, self.ordered_types):
-      for dialect, run in _dialect_runs(ordered):
-        offsets.varint(dialect)
-        offsets.varint(len(run))
-        for numbering in run:
-          write = numbering.write
-          if write is not None:
-            write(numbering.value.fields, buf, data, self)
-            custom = 1
-          else:
-            custom = self._write_entry(data, numbering.value)
-          size = len(buf) - previous
-          previous += size
-          flagged = (size << 1) | custom
-          if flagged < 0x80:
-            obuf.append((flagged << 1) | 1)
-          else:
-            offsets.varint(flagged)
+      dialect = None
+      for i, numbering in enumerate(ordered):
+        if numbering.dialect != dialect:  # a run of one dialect starts
+          dialect = numbering.dialect
+          j = i + 1
+          while j < len(ordered) and ordered[j].dialect == dialect:
+            j += 1
+          offsets.varint(dialect)
+          offsets.varint(j - i)
+        write = numbering.write
+        if write is not None:
+          write(numbering.value.fields, buf, data, self)
+          custom = 1
+        else:
+          custom = self._write_entry(data, numbering.value)
+        size = len(buf) - previous
+        previous += size
+        flagged = (size << 1) | custom
+        if flagged < 0x80:
+          obuf.append((flagged << 1) | 1)
+        else:
+          offsets.varint(flagged)
     out.section(Section.ATTR_TYPE_OFFSET, offsets)
     out.section(Section.ATTR_TYPE, data)
 
@@ -348,63 +433,76 @@ class _Writer(codec.EncodeContext):
     return True
 
   def _properties_id(self, op: tree.Op) -> int:
-    blob = encoding.Emitter()
-    if isinstance(op.properties, tree.RawProperties):
-      blob.raw(op.properties.data)
+    props = op.properties
+    if props.__class__ is tree.RawProperties:
+      blob = bytes(props.data)
     else:
-      kinds = op.properties.kinds
+      kinds = props.kinds
       write = _PROPERTY_WRITERS.get(kinds)
       if write is None:
         spec = tuple(("", k) for k in kinds)
         write = _PROPERTY_WRITERS[kinds] = _make_entry_writer(None, None, spec)
-      write(op.properties.values, blob.buf, blob, self)
-    size = len(blob.buf)
-    if size < 0x80:
-      key = bytes(((size << 1) | 1,)) + blob.buf
-    else:
+      e = self._scratch
+      buf = e.buf = bytearray()
+      write(props.values, buf, e, self)
+      blob = bytes(buf)
+    # Equal blobs are stored once, each with its size in front.
+    index = self.properties_index.get(blob)
+    if index is None:
+      index = self.properties_index[blob] = len(self.properties)
       stored = encoding.Emitter()
-      stored.varint(size)
-      stored.raw(blob.buf)
-      key = bytes(stored.buf)
-    if key not in self.properties_index:
-      self.properties_index[key] = len(self.properties)
-      self.properties.append(key)
-    return self.properties_index[key]
+      stored.varint(len(blob))
+      stored.raw(blob)
+      self.properties.append(bytes(stored.buf))
+    return index
 
   def _write_op(self, e: encoding.Emitter, op: tree.Op) -> None:
-    # Varints below 0x80 (nearly all here) are appended in place.
+    # Varints below 0x80 (nearly all here) are appended in place, and
+    # references numbered by identity are looked up in place.
     buf = e.buf
+    append = buf.append
+    by_id = self._by_id.get
     x = self.op_names[op.name].number
-    buf.append((x << 1) | 1) if x < 0x80 else e.varint(x)
+    append((x << 1) | 1) if x < 0x80 else e.varint(x)
     mask_at = len(buf)
-    buf.append(0)
+    append(0)
     mask = 0
-    x = self.attr_index(op.location)
-    buf.append((x << 1) | 1) if x < 0x80 else e.varint(x)
-    if op.attrs is not None:
+    v = op.location
+    h = by_id(id(v))
+    x = h.number if h is not None and h.value is v else self.attrs[v].number
+    append((x << 1) | 1) if x < 0x80 else e.varint(x)
+    v = op.attrs
+    if v is not None:
       mask |= encoding.HAS_ATTRS
-      x = self.attr_index(op.attrs)
-      buf.append((x << 1) | 1) if x < 0x80 else e.varint(x)
+      h = by_id(id(v))
+      x = h.number if h is not None and h.value is v else self.attrs[v].number
+      append((x << 1) | 1) if x < 0x80 else e.varint(x)
     if op.properties is not None:
       mask |= encoding.HAS_PROPERTIES
-      e.varint(self._properties_id(op))
+      x = self._properties_id(op)
+      append((x << 1) | 1) if x < 0x80 else e.varint(x)
     results = op.results
     if results:
       mask |= encoding.HAS_RESULTS
-      e.varint(len(results))
+      x = len(results)
+      append((x << 1) | 1) if x < 0x80 else e.varint(x)
       for result in results:
-        x = self.type_index(result.type)
-        buf.append((x << 1) | 1) if x < 0x80 else e.varint(x)
-    if op.operands:
+        v = result.type
+        h = by_id(id(v))
+        x = h.number if h is not None and h.value is v else self.types[v].number
+        append((x << 1) | 1) if x < 0x80 else e.varint(x)
+    operands = op.operands
+    if operands:
       mask |= encoding.HAS_OPERANDS
-      e.varint(len(op.operands))
+      x = len(operands)
+      append((x << 1) | 1) if x < 0x80 else e.varint(x)
       value_ids = self.value_ids
-      for operand in op.operands:
+      for operand in operands:
         x = value_ids.get(operand)
         if x is None:
           raise support.InvalidArgumentError(
               f"{op.name} uses a value that is defined nowhere in the IR")
-        buf.append((x << 1) | 1) if x < 0x80 else e.varint(x)
+        append((x << 1) | 1) if x < 0x80 else e.varint(x)
     if op.successors:
       mask |= encoding.HAS_SUCCESSORS
       e.varint(len(op.successors))
@@ -507,7 +605,9 @@ class _Writer(codec.EncodeContext):
 
 def _group_by_dialect_per_byte(ordered: list) -> None:
   """IRNumbering's groupByDialectPerByte: sort by dialect per varint band."""
-  if not ordered:
+  if len(ordered) < 2:
+    for number, numbering in enumerate(ordered):
+      numbering.number = number
     return
   first_dialect = 0
   in_group = 0
@@ -515,27 +615,18 @@ def _group_by_dialect_per_byte(ordered: list) -> None:
   for width in range(1, 9):
     in_group = (1 << (7 * width)) - in_group
     band = ordered[start:start + in_group]
-    band.sort(key=lambda n, d=first_dialect: (n.dialect != d, n.dialect))
-    ordered[start:start + len(band)] = band
+    # A stable sort by (dialect != first_dialect, dialect).
+    rest = [n for n in band if n.dialect != first_dialect]
+    if rest:
+      rest.sort(key=_DIALECT)
+      band = [n for n in band if n.dialect == first_dialect] + rest
+      ordered[start:start + len(band)] = band
     first_dialect = band[-1].dialect
     start += len(band)
     if start >= len(ordered):
       break
   for number, numbering in enumerate(ordered):
     numbering.number = number
-
-
-def _dialect_runs(ordered: list):
-  """Yields (dialect, entries) for each run of entries of one dialect."""
-  i = 0
-  n = len(ordered)
-  while i < n:
-    dialect = ordered[i].dialect
-    j = i + 1
-    while j < n and ordered[j].dialect == dialect:
-      j += 1
-    yield dialect, ordered[i:j]
-    i = j
 
 
 # --- Entry encoders ------------------------------------------------------------
@@ -571,14 +662,14 @@ def _entry_functions(entry):
 
 def _make_entry_numberer(spec):
   """The function numbering the entries an entry of `spec` refers to, in
-  codec.nested_refs order; a reference already numbered by identity only
-  counts the use, without a call."""
+  codec.nested_refs order (None when there are none); a reference already
+  numbered by identity only counts the use, without a call."""
   lines = ["def number_nested(values, w):"]
 
   def ref(indent, v, method):
     return [f"{indent}h = by_id(id({v}))",
-            f"{indent}if h is not None and h[0] is {v}:",
-            f"{indent}  h[1].refs += 1",
+            f"{indent}if h is not None and h.value is {v}:",
+            f"{indent}  h.refs += 1",
             f"{indent}else:",
             f"{indent}  w.{method}({v})"]
 
@@ -599,9 +690,8 @@ def _make_entry_numberer(spec):
     else:  # resource
       lines.append(f"  w._dialect({v}.dialect)")
   if len(lines) == 1:
-    lines.append("  return")
-  else:
-    lines.insert(1, "  by_id = w._by_id.get")
+    return None  # an entry without references: nothing to number
+  lines.insert(1, "  by_id = w._by_id.get")
   scope = {}
   exec("\n".join(lines), scope)  # pylint: disable=exec-used
   return scope["number_nested"]
@@ -630,7 +720,7 @@ def _make_entry_writer(dialect_codec, code, spec):
       needs.add("by_id")
       lines += [f"  v = {v}",
                 "  h = by_id(id(v))",
-                f"  x = h[1].number if h is not None and h[0] is v else "
+                f"  x = h.number if h is not None and h.value is v else "
                 f"{table}[v].number"]
     elif kind == "opt_attr":
       needs.add("by_id")
@@ -639,12 +729,37 @@ def _make_entry_writer(dialect_codec, code, spec):
                 "    x = 0",
                 "  else:",
                 "    h = by_id(id(v))",
-                "    x = ((h[1].number if h is not None and h[0] is v else "
+                "    x = ((h.number if h is not None and h.value is v else "
                 "w.attrs[v].number) << 1) | 1"]
     elif kind == "varint":
       lines.append(f"  x = {v}")
     elif kind == "string":
       lines += [f"  x = w.string_index({v})"]
+    elif kind in ("attrs", "types", "svarints", "blob"):
+      # A count (a size for a blob), then the elements (the bytes).
+      lines += [f"  vs = {v}",
+                "  x = len(vs)",
+                "  if x < 0x80:",
+                "    buf.append((x << 1) | 1)",
+                "  else:",
+                "    e.varint(x)"]
+      if kind == "blob":
+        lines.append("  buf += vs")
+        continue
+      lines.append("  for v in vs:")
+      if kind == "svarints":
+        lines.append("    x = zigzag(v)")
+      else:
+        table = "w.attrs" if kind == "attrs" else "w.types"
+        needs.add("by_id")
+        lines += ["    h = by_id(id(v))",
+                  f"    x = h.number if h is not None and h.value is v else "
+                  f"{table}[v].number"]
+      lines += ["    if 0 <= x < 0x80:",
+                "      buf.append((x << 1) | 1)",
+                "    else:",
+                "      e.varint(x)"]
+      continue
     else:
       lines.append(f"  write_field(dialect_codec, {kind!r}, {v}, e, w, "
                    f"list(values[:{i}]))")
@@ -656,7 +771,8 @@ def _make_entry_writer(dialect_codec, code, spec):
   if "by_id" in needs:
     lines.insert(1, "  by_id = w._by_id.get")
   scope = {"support": support, "dialect_codec": dialect_codec,
-           "write_field": codec.write_field}
+           "write_field": codec.write_field,
+           "zigzag": encoding.zigzag_encode}
   exec("\n".join(lines), scope)  # pylint: disable=exec-used
   return scope["write_entry"]
 

@@ -297,6 +297,9 @@ def _width(ty: t.Type) -> int:
 # its own). The converted entries are then shared as well, and the writer
 # finds them by identity too. Bounded, as the type caches are.
 _TO_VHLO_BY_ID: dict = {}
+# id(attr) -> (attr, to_vhlo(attr)) of the attributes to_vhlo_shared kept:
+# callers converting many attributes may look here first.
+TO_VHLO_SHARED = _TO_VHLO_BY_ID
 _SCALAR_ATTRS = (a.StringAttr, a.IntegerAttr, a.BoolAttr, a.FloatAttr,
                  a.TypeAttr, a.SymbolRefAttr, a.UnitAttr, a.DenseArrayAttr)
 

@@ -410,20 +410,41 @@ def range_numbers(attr) -> tuple:
 _FILE_LOC_TEXT_RE = re.compile(r'".*":[0-9]+:[0-9]+', re.S)
 
 
-def location_to_builtin(loc, aliases=None, depth: int = 0):
-  """The builtin location attribute of one of our `Location`s."""
-  if loc is None or loc.kind == "unknown":
-    return UNKNOWN_LOC
-  if loc.kind == "file" and (loc.end_line is not None or
-                             loc.end_col is not None):
+# id(file Location) -> (the location, its builtin attribute): locations
+# are immutable, and a parsed module has one per op. Emptied when full.
+# Public for callers that look a location up before calling
+# location_to_builtin (once per op).
+FILE_LOCATIONS: dict = {}
+_FILE_LOCATIONS_LIMIT = 1 << 15
+
+
+def _file_location(loc):
+  """The builtin attribute of a "file" location spelled as one, else None."""
+  if loc.end_line is not None or loc.end_col is not None:
     end_line = loc.line if loc.end_line is None else loc.end_line
     end_col = loc.col if loc.end_col is None else loc.end_col
     return file_range(loc.filename or "", loc.line, loc.col, end_line,
                       end_col)
-  if loc.kind == "file" and (loc.text is None or
-                             _FILE_LOC_TEXT_RE.fullmatch(loc.text)):
+  if loc.text is None or _FILE_LOC_TEXT_RE.fullmatch(loc.text):
     return ba("FileLineColLoc", string(loc.filename or ""), int(loc.line),
               int(loc.col))
+  return None
+
+
+def location_to_builtin(loc, aliases=None, depth: int = 0):
+  """The builtin location attribute of one of our `Location`s."""
+  if loc is None or loc.kind == "unknown":
+    return UNKNOWN_LOC
+  if loc.kind == "file":
+    hit = FILE_LOCATIONS.get(id(loc))
+    if hit is not None and hit[0] is loc:
+      return hit[1]
+    converted = _file_location(loc)
+    if converted is not None:
+      if len(FILE_LOCATIONS) >= _FILE_LOCATIONS_LIMIT:
+        FILE_LOCATIONS.clear()
+      FILE_LOCATIONS[id(loc)] = (loc, converted)
+      return converted
   if loc.text is None:
     return UNKNOWN_LOC
   parser = _LocParser(loc.text, aliases or {})
@@ -560,9 +581,31 @@ def forget_locations() -> None:
   _LOCATION_TEXTS.clear()
 
 
+# (file name, line, column) -> our Location (immutable, so shared by the
+# ops and artifacts that hold it); emptied when full. Most ops of an
+# artifact have a file location of their own, which no per-object table
+# of one artifact's entries sees twice.
+_FILE_LOCATIONS_READ: dict = {}
+
+
 def location_from_builtin(attr) -> a.Location:
   if attr is None:
     return a.UNKNOWN_LOC
+  if attr.__class__ is tree.Attr and attr.kind == "FileLineColLoc" and \
+      attr.dialect == DIALECT and len(attr.fields) == 3:
+    name, line, col = attr.fields
+    if name.__class__ is tree.Attr and name.kind == "StringAttr" and \
+        name.fields and name.fields[0].__class__ is str and \
+        line.__class__ is int and col.__class__ is int:
+      # What _location_from_builtin makes of it, by content.
+      key = (name.fields[0], line, col)
+      location = _FILE_LOCATIONS_READ.get(key)
+      if location is None:
+        if len(_FILE_LOCATIONS_READ) >= _LOCATION_TEXTS_MAX:
+          _FILE_LOCATIONS_READ.clear()
+        location = _FILE_LOCATIONS_READ[key] = a.file_location(
+            key[0], line, col, f"{_quoted_filename(key[0])}:{line}:{col}")
+      return location
   if isinstance(attr, tree.Attr) and attr.kind == "UnknownLoc":
     return a.UNKNOWN_LOC
   hit = _LOCATIONS.get(id(attr))

@@ -17,6 +17,8 @@ conversion materializes it (`_Casts`).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 import support
@@ -83,11 +85,27 @@ def _struct(attr, name: str, op, what: str) -> a.DialectAttr:
   raise _fail(op, f"{what} must be #{name}, got {attr!r}")
 
 
+# The VHLO attributes legalization makes from plain values (struct fields,
+# defaults) are immutable: one object per value serves every op, which
+# also spares the writer hashing and comparing copies.
+_shared = functools.lru_cache(maxsize=1024)
+
+
+@_shared
+def _integer(value: int) -> tree.Attr:
+  return ac.integer(value)
+
+
+@_shared
+def _i64_tensor(values: tuple) -> tree.Attr:
+  return ac.i64_tensor(values)
+
+
 def _int_field(attr: a.DialectAttr, field: str, op, default=None) -> tree.Attr:
   value = attr.get(field, default)
   if not isinstance(value, int) or isinstance(value, bool):
     raise _fail(op, f"#{attr.name} field {field} must be an integer")
-  return ac.integer(value)
+  return _integer(int(value))
 
 
 def _dims_field(attr: a.DialectAttr, field: str, op) -> tree.Attr:
@@ -95,7 +113,7 @@ def _dims_field(attr: a.DialectAttr, field: str, op) -> tree.Attr:
   if not isinstance(value, (tuple, list)) or not all(
       isinstance(v, int) and not isinstance(v, bool) for v in value):
     raise _fail(op, f"#{attr.name} field {field} must be a list of integers")
-  return ac.i64_tensor(value)
+  return _i64_tensor(tuple(int(v) for v in value))
 
 
 def _spread(attr: a.DialectAttr, fields, op, named: dict) -> None:
@@ -159,7 +177,7 @@ def _special(op: core.Operation, name: str, attr, named: dict) -> bool:
       if not isinstance(attr, a.IntegerAttr) or not 0 <= attr.value < len(
           API_VERSIONS):
         raise _fail(op, f"invalid api_version {attr!r}")
-      named[name] = ac.enum("CustomCallApiVersionV1Attr",
+      named[name] = _enum("CustomCallApiVersionV1Attr",
                             API_VERSIONS[attr.value])
       return True
     if name == "called_computations":
@@ -205,16 +223,50 @@ def _special(op: core.Operation, name: str, attr, named: dict) -> bool:
 # --- defaults -------------------------------------------------------------------
 
 
+@_shared
 def _i64_ones(n: int) -> tree.Attr:
   return ac.i64_tensor([1] * n)
 
 
+@_shared
 def _zero_padding(n: int) -> tree.Attr:
   return ac.i64_tensor(np.zeros((n, 2), np.int64), shape=(n, 2))
 
 
+@_shared
+def _no_reversal(n: int) -> tree.Attr:
+  return ac.dense_to_vhlo(t.RankedTensorType((n,), t.i1),
+                          np.zeros(n, np.bool_))
+
+
+@_shared
+def _enum(kind: str, symbol: str) -> tree.Attr:
+  return ac.enum(kind, symbol)
+
+
+@_shared
 def _default_precision() -> tree.Attr:
   return ac.array([ac.enum("PrecisionV1Attr", "DEFAULT")] * 2)
+
+
+@_shared
+def _empty_array() -> tree.Attr:
+  return ac.array(())
+
+
+@_shared
+def _empty_dictionary() -> tree.Attr:
+  return ac.va("DictionaryV1Attr", ())
+
+
+@_shared
+def _none_type_attr() -> tree.Attr:
+  return ac.none_type_attr()
+
+
+@_shared
+def _default_result_accuracy() -> tree.Attr:
+  return ac.default_result_accuracy()
 
 
 def _num_spatial(op, attrs) -> int:
@@ -260,11 +312,11 @@ def _defaults(op: core.Operation, attrs: dict) -> dict:
     if missing("sym_visibility"):
       d["sym_visibility"] = ac.string("")
     if missing("arg_attrs"):
-      d["arg_attrs"] = ac.array(())
+      d["arg_attrs"] = _empty_array()
     if missing("res_attrs"):
-      d["res_attrs"] = ac.array(())
+      d["res_attrs"] = _empty_array()
   if kind in _COLLECTIVES and missing("channel_handle"):
-    d["channel_id"] = ac.integer(0)
+    d["channel_id"] = _integer(0)
   if kind in ("stablehlo.all_gather", "stablehlo.all_reduce",
               "stablehlo.reduce_scatter", "stablehlo.collective_reduce"):
     if missing("use_global_device_ids"):
@@ -275,12 +327,12 @@ def _defaults(op: core.Operation, attrs: dict) -> dict:
   if kind == "stablehlo.cholesky" and missing("lower"):
     d["lower"] = ac.boolean(False)
   if kind == "stablehlo.compare" and missing("compare_type"):
-    d["compare_type"] = ac.enum("ComparisonTypeV1Attr", "NOTYPE")
+    d["compare_type"] = _enum("ComparisonTypeV1Attr", "NOTYPE")
   if kind == "stablehlo.composite":
     if missing("version"):
-      d["version"] = ac.integer(0)
+      d["version"] = _integer(0)
     if missing("composite_attributes"):
-      d["composite_attributes"] = ac.va("DictionaryV1Attr", ())
+      d["composite_attributes"] = _empty_dictionary()
   if kind in ("stablehlo.convolution", "stablehlo.dynamic_conv"):
     n = _num_spatial(op, attrs)
     if missing("window_strides"):
@@ -292,8 +344,7 @@ def _defaults(op: core.Operation, attrs: dict) -> dict:
     if missing("rhs_dilation"):
       d["rhs_dilation"] = _i64_ones(n)
     if missing("window_reversal"):
-      d["window_reversal"] = ac.dense_to_vhlo(
-          t.RankedTensorType((n,), t.i1), np.zeros(n, np.bool_))
+      d["window_reversal"] = _no_reversal(n)
     if missing("precision_config"):
       d["precision_config"] = _default_precision()
   if kind == "stablehlo.custom_call":
@@ -302,28 +353,28 @@ def _defaults(op: core.Operation, attrs: dict) -> dict:
     if missing("backend_config"):
       api = attrs.get("api_version")
       typed_ffi = isinstance(api, a.IntegerAttr) and api.value == 4
-      d["backend_config"] = (ac.va("DictionaryV1Attr", ()) if typed_ffi
+      d["backend_config"] = (_empty_dictionary() if typed_ffi
                              else ac.string(""))
     if missing("api_version"):
-      d["api_version"] = ac.enum("CustomCallApiVersionV1Attr",
+      d["api_version"] = _enum("CustomCallApiVersionV1Attr",
                                  "API_VERSION_ORIGINAL")
     for name in ("called_computations", "operand_layouts", "result_layouts",
                  "output_operand_aliases", "result_tilings"):
       if missing(name):
-        d[name] = ac.array(())
+        d[name] = _empty_array()
   if kind in ("stablehlo.dot_general", "stablehlo.dot") and \
       missing("precision_config"):
     d["precision_config"] = _default_precision()
   if kind == "stablehlo.dot_general" and missing("algorithm"):
     for name in ALGORITHM_FIELDS:
-      d[name] = ac.none_type_attr()
+      d[name] = _none_type_attr()
   if kind in RESULT_ACCURACY_OPS and missing("result_accuracy"):
-    d["result_accuracy"] = ac.default_result_accuracy()
+    d["result_accuracy"] = _default_result_accuracy()
   if kind == "stablehlo.dynamic_broadcast_in_dim":
     for name in ("known_expanding_dimensions",
                  "known_nonexpanding_dimensions"):
       if missing(name):
-        d[name] = ac.i64_tensor(())
+        d[name] = _i64_tensor(())
   if kind in ("stablehlo.gather", "stablehlo.dynamic_gather") and \
       missing("indices_are_sorted"):
     d["indices_are_sorted"] = ac.boolean(False)
@@ -331,14 +382,14 @@ def _defaults(op: core.Operation, attrs: dict) -> dict:
     if missing("infeed_config"):
       d["infeed_config"] = ac.string("")
     if missing("layout"):
-      d["layout"] = ac.array(())
+      d["layout"] = _empty_array()
   if kind == "stablehlo.outfeed" and missing("outfeed_config"):
     d["outfeed_config"] = ac.string("")
   if kind in ("stablehlo.send", "stablehlo.recv"):
     if missing("is_host_transfer"):
       d["is_host_transfer"] = ac.boolean(False)
     if missing("source_target_pairs"):
-      d["source_target_pairs"] = ac.i64_tensor(())
+      d["source_target_pairs"] = _i64_tensor(())
   if kind == "stablehlo.reduce_window":
     n = _num_window_dims(op, attrs)
     for name in ("window_strides", "base_dilations", "window_dilations"):
@@ -358,7 +409,7 @@ def _defaults(op: core.Operation, attrs: dict) -> dict:
       d["padding"] = _zero_padding(n)
   if kind == "stablehlo.sort":
     if missing("dimension"):
-      d["dimension"] = ac.integer(-1)
+      d["dimension"] = _integer(-1)
     if missing("is_stable"):
       d["is_stable"] = ac.boolean(False)
   return d
@@ -383,21 +434,23 @@ class _Casts:
   """
 
   def __init__(self):
-    # id(tree value) -> (ops list of its block, producer op or None).
+    # id(tree value) -> (ops list of its block, producer op or None, the
+    # location and index a source cast of it takes).
     self.home: dict = {}
     self.cache: dict = {}  # (id(value), type) -> cast result
     # id(cast op) -> (id(producer) or id(block ops), index of the source).
     self.source_of: dict = {}
 
-  def define(self, value: tree.Value, ops_list: list, producer) -> None:
-    self.home[id(value)] = (ops_list, producer)
+  def define(self, value: tree.Value, ops_list: list, producer, loc=None,
+             index: int = 0) -> None:
+    self.home[id(value)] = (ops_list, producer, loc, index)
 
   def cast(self, value: tree.Value, ty, loc, source: bool, index: int):
     key = (id(value), ty)
     hit = self.cache.get(key)
     if hit is not None:
       return hit
-    ops_list, producer = self.home[id(value)]
+    ops_list, producer, _, _ = self.home[id(value)]
     new = vhlo_ir.VhloOp(name=sdy_conversion.CAST, location=loc,
                          operands=[value])
     new.results = [tree.Value(ty)]
@@ -424,9 +477,38 @@ def _index(ops_list: list, op) -> int:
   raise support.InternalError(f"{op.name} is not in its block")
 
 
+# StableHLO / func op name -> (its current VHLO definition, that
+# definition's full name, its attribute names); see _latest.
+_LATEST: dict = {}
+
+
+def _latest(op: core.Operation) -> tuple:
+  """(current VHLO definition, its full name, its attribute names) of a
+  non-sdy op."""
+  base = ops.vhlo_base(op.name)
+  if base is None:
+    if op.dialect == "chlo":
+      raise _fail(op, "VHLO has no CHLO ops; legalize CHLO to StableHLO "
+                  "before serializing (CHLO -> StableHLO decomposition)")
+    raise _fail(op, f"'{op.dialect}' ops have no VHLO counterpart (only "
+                "stablehlo, func and sdy ops can be serialized)")
+  definition = ops.latest(base)
+  hit = (definition, definition.full_name, frozenset(definition.attributes))
+  if len(_LATEST) < 4096:
+    _LATEST[op.name] = hit
+  return hit
+
+
 def _is_vhlo_type(ty) -> bool:
   return isinstance(ty, (tree.Type, tree.AsmType, tree.OpaqueType)) and \
       ty.dialect == "vhlo"
+
+
+# id(our type) -> (the type, its VHLO type): types are immutable and the
+# parser shares one object per type text, so the conversion is kept per
+# object across modules (bounded: emptied when full).
+_TYPE_IDS: dict = {}
+_TYPE_IDS_LIMIT = 1 << 14
 
 
 class _Legalizer:
@@ -437,10 +519,9 @@ class _Legalizer:
     self.values: dict = {}
     self.blocks: dict = {}
     self.type_cache: dict = {}
-    self.type_ids: dict = {}  # id(type) -> (type, its conversion)
+    self.type_ids = _TYPE_IDS  # id(type) -> (type, its conversion)
     self.casts = _Casts()
-    # id(tree value) -> (its IR value's location, index) for source casts.
-    self.origin: dict = {}
+    self.aliases = module.location_aliases
 
   def type(self, ty: t.Type) -> tree.Type:
     # By identity first: the parser shares one object per type text, and
@@ -458,11 +539,13 @@ class _Legalizer:
         self.type_cache[ty] = cached
       except TypeError:
         pass
-    self.type_ids[id(ty)] = (ty, cached)
+    if len(_TYPE_IDS) >= _TYPE_IDS_LIMIT:
+      _TYPE_IDS.clear()
+    _TYPE_IDS[id(ty)] = (ty, cached)
     return cached
 
   def loc(self, loc) -> tree.Attr:
-    return bc.location_to_builtin(loc, self.module.location_aliases)
+    return bc.location_to_builtin(loc, self.aliases)
 
   def value(self, v: core.Value, op, vhlo_user: bool = True) -> tree.Value:
     """The tree value for `v` as `op` uses it: cast into VHLO for a VHLO
@@ -475,7 +558,7 @@ class _Legalizer:
     if vhlo_user:
       return self.casts.cast(mapped, self.type(v.type), self.loc(op.location),
                              source=False, index=0)
-    loc, index = self.origin[id(mapped)]
+    _, _, loc, index = self.casts.home[id(mapped)]
     return self.casts.cast(mapped, self.builtin_type(v.type, op), loc,
                            source=True, index=index)
 
@@ -500,7 +583,10 @@ class _Legalizer:
     out = tree.Region()
     foreign = parent.dialect == sdy_conversion.DIALECT
     for block in region.blocks:
-      out.blocks.append(self.blocks.setdefault(id(block), tree.Block()))
+      known = self.blocks.get(id(block))  # (made earlier as a successor)
+      if known is None:
+        known = self.blocks[id(block)] = tree.Block()
+      out.blocks.append(known)
     for block, new in zip(region.blocks, out.blocks):
       locs = block.argument_locations
       for i, arg in enumerate(block.arguments):
@@ -509,60 +595,96 @@ class _Legalizer:
               else self.type(arg.type))
         value = tree.Value(ty, loc=self.loc(loc))
         self.values[id(arg)] = value
-        self.casts.define(value, new.ops, None)
-        self.origin[id(value)] = (value.loc, i)
+        self.casts.define(value, new.ops, None, value.loc, i)
         new.args.append(value)
+      convert, ops_list = self.op, new.ops
       for op in block.operations:
-        self.op(op, new.ops)
+        convert(op, ops_list)
     return out
 
   def op(self, op: core.Operation, out: list) -> None:
+    # Runs once per op: the by-identity lookups of types and values, and
+    # the result bookkeeping, are inline.
     op_name = op.name
-    if op_name.startswith(_SDY_PREFIX) or op_name == sdy_conversion.DIALECT:
-      self.sdy_op(op, out)
-      return
-    base = ops.vhlo_base(op.name)
-    if base is None:
-      if op.dialect == "chlo":
-        raise _fail(op, "VHLO has no CHLO ops; legalize CHLO to StableHLO "
-                    "before serializing (CHLO -> StableHLO decomposition)")
-      raise _fail(op, f"'{op.dialect}' ops have no VHLO counterpart (only "
-                  "stablehlo, func and sdy ops can be serialized)")
-    definition = ops.latest(base)
-    attrs = dict(op.attributes)
-    attrs.update(op.properties)
-    special = op.name in _OPS_WITH_SPECIAL_ATTRS
+    hit = _LATEST.get(op_name)
+    if hit is None:
+      if op_name.startswith(_SDY_PREFIX) or op_name == sdy_conversion.DIALECT:
+        self.sdy_op(op, out)
+        return
+      hit = _latest(op)
+    definition, full_name, required = hit
+    attrs = op.attributes
+    if op.properties:
+      attrs = dict(attrs)
+      attrs.update(op.properties)
     try:
-      named = _defaults(op, attrs)
-      for name in sorted(attrs):
-        attr = attrs[name]
-        if special and _special(op, name, attr, named):
-          continue
-        named[name] = ac.to_vhlo_shared(attr)
+      named = _defaults(op, attrs) if op_name in _OPS_WITH_DEFAULTS else {}
+      if attrs:
+        special = op_name in _OPS_WITH_SPECIAL_ATTRS
+        shared = ac.TO_VHLO_SHARED
+        for name in sorted(attrs):
+          attr = attrs[name]
+          if special and _special(op, name, attr, named):
+            continue
+          h = shared.get(id(attr))
+          named[name] = (h[1] if h is not None and h[0] is attr
+                         else ac.to_vhlo_shared(attr))
     except tc.ConversionError as e:
       raise _fail(op, str(e)) from e
-    try:
-      result_types = [self.type(r.type) for r in op.results]
-    except tc.ConversionError as e:
-      raise _fail(op, str(e)) from e
-    new = vhlo_ir.VhloOp(
-        name=definition.full_name, location=self.loc(op.location),
-        operands=[self.value(v, op) for v in op.operands], named=named)
-    self._results(op, new, result_types, out)
-    new.regions = [self.region(r, op) for r in op.regions]
-    new.successors = [self.blocks.setdefault(id(b), tree.Block())
-                      for b in op.successors]
-    missing = [n for n in definition.attributes if n not in named]
-    if missing:
+    result_types = []
+    if op.results:
+      type_ids = self.type_ids
+      try:
+        for r in op.results:
+          ty = r.type
+          h = type_ids.get(id(ty))
+          result_types.append(h[1] if h is not None and h[0] is ty
+                              else self.type(ty))
+      except tc.ConversionError as e:
+        raise _fail(op, str(e)) from e
+    loc = op.location
+    h = bc.FILE_LOCATIONS.get(id(loc))
+    location = (h[1] if h is not None and h[0] is loc
+                else bc.location_to_builtin(loc, self.aliases))
+    operands = []
+    if op.operands:
+      values = self.values
+      for v in op.operands:
+        mapped = values.get(id(v))
+        # A VHLO value (nearly always) is used as it is.
+        if mapped is not None and mapped.type.__class__ is tree.Type and \
+            mapped.type.dialect == "vhlo":
+          operands.append(mapped)
+        else:
+          operands.append(self.value(v, op))
+    new = vhlo_ir.VhloOp.make(full_name, location, operands, named)
+    out.append(new)
+    if result_types:
+      new.results = results = list(map(tree.Value, result_types))
+      values, home = self.values, self.casts.home
+      for i, old in enumerate(op.results):
+        value = results[i]
+        values[id(old)] = value
+        home[id(value)] = (out, new, location, i)
+    if op.regions:
+      new.regions = [self.region(r, op) for r in op.regions]
+    if op.successors:
+      new.successors = [self.blocks.setdefault(id(b), tree.Block())
+                        for b in op.successors]
+    if required and not named.keys() >= required:
+      missing = [n for n in definition.attributes if n not in named]
       raise _fail(op, f"missing required attribute(s) {', '.join(missing)}")
 
   def _results(self, op, new, result_types, out) -> None:
-    new.results = [tree.Value(ty) for ty in result_types]
     out.append(new)
-    for i, (old, value) in enumerate(zip(op.results, new.results)):
-      self.values[id(old)] = value
-      self.casts.define(value, out, new)
-      self.origin[id(value)] = (new.location, i)
+    if not result_types:
+      return
+    new.results = results = [tree.Value(ty) for ty in result_types]
+    values, home, loc = self.values, self.casts.home, new.location
+    for i, old in enumerate(op.results):
+      value = results[i]
+      values[id(old)] = value
+      home[id(value)] = (out, new, loc, i)
 
   def sdy_op(self, op: core.Operation, out: list) -> None:
     """An sdy op, kept with builtin types and attributes."""

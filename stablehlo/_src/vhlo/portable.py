@@ -75,7 +75,12 @@ def module_to_vhlo(module: core.Module, target="current",
 
   def run():
     root = legalize.module_to_vhlo(module)
-    rewritten = versioning.to_version(root, target)
+    if target.without_patch() == v.CURRENT.without_patch():
+      # Legalization makes current ops, which the current version takes
+      # as they are (to_version would walk them all to find that).
+      rewritten = []
+    else:
+      rewritten = versioning.to_version(root, target)
     rewritten = [op for op in rewritten
                  if ops.for_target(op.definition.base, producer) is not
                  op.definition]
@@ -145,7 +150,7 @@ def read_vhlo(data: bytes) -> tuple:
         "not a portable artifact: missing the MLIR bytecode magic number")
 
   def run():
-    f = reader.read(data)
+    f = reader.read(data, op_class=vhlo_ir.VhloOp)
     return vhlo_ir.from_file(f), f
 
   return _guard(run, "deserialize_portable_artifact")
@@ -185,7 +190,10 @@ def _check_dialects(root: vhlo_ir.VhloOp) -> None:
             f"the root op of a portable artifact must be builtin.module, "
             f"found {op.name}")
       continue
-    if op.dialect != "vhlo" and vhlo_ir.foreign_properties(op.name) is None:
+    name = op.name
+    if name.startswith("vhlo."):  # (the dialect is "vhlo")
+      continue
+    if op.dialect != "vhlo" and vhlo_ir.foreign_properties(name) is None:
       raise support.UnimplementedError(
           f"operation '{op.name}' of dialect '{op.dialect}' in a portable "
           "artifact is not supported (only VHLO ops, and the sdy ops of "

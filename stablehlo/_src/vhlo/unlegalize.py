@@ -89,8 +89,23 @@ _UNARY_V2 = frozenset(ops.latest(n.split(".", 1)[1]).name
                       for n in legalize.RESULT_ACCURACY_OPS)
 
 
+# Every op name _remove_defaults below acts on; the others (most ops) skip
+# its chain of tests.
+_OPS_WITH_DEFAULTS = frozenset((
+    "func_v1", "all_gather_v2", "all_reduce_v2", "reduce_scatter_v1",
+    "all_to_all_v2", "collective_permute_v1", "collective_broadcast_v2",
+    "collective_reduce_v1", "cholesky_v1", "compare_v1", "composite_v2",
+    "convolution_v1", "dynamic_conv_v2", "custom_call_v2", "dot_general_v2",
+    "dot_v1", "dynamic_broadcast_in_dim_v1", "dynamic_gather_v2",
+    "gather_v2", "infeed_v1", "outfeed_v1", "recv_v2", "send_v2",
+    "reduce_window_v1", "scatter_v2", "select_and_scatter_v1",
+    "sort_v1")) | _UNARY_V2
+
+
 def _remove_defaults(name: str, named: dict) -> None:
   """Drops attributes that hold the value StableHLO leaves implicit."""
+  if name not in _OPS_WITH_DEFAULTS:
+    return
 
   def drop_if(attr_name, check):
     if attr_name in named and check(named[attr_name]):
@@ -198,6 +213,12 @@ def _struct_text(mnemonic: str, fields: list) -> str:
                    for k, v in fields
                    if v != () and not (k == "index_vector_dim" and v == 0))
   return f"#stablehlo.{mnemonic}<{body}>"
+
+
+# Every op name _implode below acts on.
+_OPS_WITH_STRUCTS = frozenset((
+    "convolution_v1", "dynamic_conv_v2", "dot_general_v2", "dynamic_gather_v2",
+    "gather_v2", "scatter_v2", "recv_v2", "send_v2"))
 
 
 def _implode(op, name: str, named: dict, out: dict) -> None:
@@ -459,40 +480,47 @@ class _Unlegalizer:
     return new
 
   def op(self, op: vhlo_ir.VhloOp, parent) -> core.Operation | None:
-    if op.name == vhlo_ir.CAST:
-      self.cast(op)
-      return None
-    if op.dialect == "sdy":
-      return self.sdy_op(op)
-    definition = op.definition
-    if definition is None:
-      raise DeserializationError(
-          f"unregistered operation '{op.name}' found in dialect "
-          f"('{op.dialect}') that does not allow unknown operations")
-    if definition.base == "return":
+    found = _VHLO_OPS.get(op.name)
+    if found is None:
+      if op.name == vhlo_ir.CAST:
+        self.cast(op)
+        return None
+      if op.dialect == "sdy":
+        return self.sdy_op(op)
+      found = _vhlo_op(op)
+    definition, name, special = found
+    if name is None:  # return: func.return in a function
       parent_def = getattr(parent, "definition", None)
       is_func = parent_def is not None and parent_def.base == "func"
       name = "func.return" if is_func else "stablehlo.return"
-    else:
-      name = ops.stablehlo_name(definition.base)
     named = dict(op.named)
     out: dict = {}
     try:
-      _remove_defaults(definition.name, named)
-      _implode(op, definition.name, named, out)
-      special = _special_attrs(definition.name)
-      for attr_name in list(named):
-        attr = named[attr_name]
+      if definition.name in _OPS_WITH_DEFAULTS:
+        _remove_defaults(definition.name, named)
+      if definition.name in _OPS_WITH_STRUCTS:
+        _implode(op, definition.name, named, out)
+      for attr_name, attr in named.items():
         if attr_name in special and _convert_special(
             op, definition.name, attr_name, attr, out):
           continue
         out[attr_name] = ac.from_vhlo_shared(attr)
-      result_types = [self.type(r.type) for r in op.results]
+      type_cache = self.type_cache
+      result_types = []
+      for r in op.results:
+        ty = type_cache.get(r.type)
+        result_types.append(self.type(r.type) if ty is None else ty)
     except tc.ConversionError as e:
       raise _fail(op, str(e)) from e
+    operands = []
+    if op.operands:
+      values = self.values
+      for v in op.operands:
+        mapped = values.get(id(v))
+        operands.append(self.value(v, op) if mapped is None else mapped)
     new = core.Operation(
-        name, [self.value(v, op) for v in op.operands], result_types,
-        attributes={k: out[k] for k in sorted(out)},
+        name, operands, result_types,
+        attributes={k: out[k] for k in sorted(out)} if out else None,
         location=bc.location_from_builtin(op.location))
     for old, value in zip(op.results, new.results):
       self.values[id(old)] = value
@@ -501,6 +529,24 @@ class _Unlegalizer:
     new.successors = [self.blocks.setdefault(id(b), core.Block())
                       for b in op.successors]
     return new
+
+
+# VHLO op name -> (its definition, the StableHLO op name or None for
+# return, the attribute names _convert_special handles); see _vhlo_op.
+_VHLO_OPS: dict = {}
+
+
+def _vhlo_op(op: vhlo_ir.VhloOp) -> tuple:
+  definition = op.definition
+  if definition is None:
+    raise DeserializationError(
+        f"unregistered operation '{op.name}' found in dialect "
+        f"('{op.dialect}') that does not allow unknown operations")
+  name = (None if definition.base == "return"
+          else ops.stablehlo_name(definition.base))
+  found = _VHLO_OPS[op.name] = (definition, name,
+                                _special_attrs(definition.name))
+  return found
 
 
 def vhlo_to_module(root: vhlo_ir.VhloOp) -> core.Module:

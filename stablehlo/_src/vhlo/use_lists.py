@@ -63,6 +63,15 @@ def assign(root: tree.Op, rewritten: list) -> None:
   it recreated them.
   """
   ops = _preorder(root)
+  if not rewritten and not any(op.name == _CAST for op in ops):
+    # Every use was then pushed in pre-order, so each list holds its use
+    # ids strictly decreasing: no value needs a record.
+    for op in ops:
+      op.use_list_orders = []
+      for region in op.regions:
+        for block in region.blocks:
+          block.use_list_orders = []
+    return
   number = {id(op): i for i, op in enumerate(ops)}
   lists: dict = {}  # id(value) -> list of (tag, op, operand index)
 

@@ -53,6 +53,8 @@ class Version:
     return (self.major, self.minor, self.patch)
 
   def without_patch(self) -> "Version":
+    if self.patch == 0:  # versions are immutable
+      return self
     return Version(self.major, self.minor, 0)
 
   def __eq__(self, other):

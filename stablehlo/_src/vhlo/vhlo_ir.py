@@ -47,6 +47,13 @@ class VhloOp(tree.Op):
   def definition(self) -> ops.OpDef | None:
     return ops.lookup(self.name)
 
+  @classmethod
+  def make(cls, name: str, location, operands: list, named: dict) -> "VhloOp":
+    """`VhloOp(name=..., location=..., operands=..., named=...)` with the
+    fields passed by position (legalization makes one per op)."""
+    return cls(name, location, None, [], operands, [], [], None, [], False,
+               named)
+
 
 def _dict_entries(attr) -> list:
   if attr is None:
@@ -69,16 +76,21 @@ def _named_of(op: tree.Op) -> dict:
   if props is not None:
     if isinstance(props, tree.RawProperties):
       raise support.DataLossError(f"{op.name}: undecodable properties")
-    foreign = foreign_properties(op.name)
-    if foreign is not None:
-      names = tuple(n for n, _ in foreign)
+    layout = _LAYOUTS.get(op.name)
+    if layout is not None:
+      names = layout[0]
     else:
-      definition = ops.lookup(op.name)
-      if definition is None:
-        raise support.InvalidArgumentError(
-            f"unregistered operation '{op.name}' found in dialect "
-            f"('{op.dialect}')")
-      names = definition.property_names
+      foreign = foreign_properties(op.name)
+      if foreign is not None:
+        names = tuple(n for n, _ in foreign)
+      else:
+        definition = ops.lookup(op.name)
+        if definition is None:
+          raise support.InvalidArgumentError(
+              f"unregistered operation '{op.name}' found in dialect "
+              f"('{op.dialect}')")
+        names = definition.property_names
+      _layout(op.name)  # a known op: the next ones find its names there
     if len(props.values) != len(names):
       raise support.DataLossError(
           f"{op.name}: expected {len(names)} properties, found "
@@ -92,7 +104,12 @@ def _named_of(op: tree.Op) -> dict:
 
 
 def from_file(f: tree.BytecodeFile) -> VhloOp:
-  """The root op of `f` with every op turned into a `VhloOp`."""
+  """The root op of `f` with every op turned into a `VhloOp`; a file read
+  with `op_class=VhloOp` gets its ops' `named` set in place."""
+  if isinstance(f.root, VhloOp):
+    for op in f.root.walk():
+      op.named = _named_of(op)
+    return f.root
 
   def convert_op(op: tree.Op) -> VhloOp:
     new = VhloOp(name=op.name, location=op.location, results=op.results,
@@ -127,43 +144,70 @@ def _dictionary(entries) -> tree.Attr | None:
                    (tuple((bc.string(k), v) for k, v in pairs),))
 
 
+# op name -> (declared attribute names, their property kinds, the names
+# that must be present); see _layout.
+_LAYOUTS: dict = {}
+
+
+def _layout(name: str) -> tuple:
+  """How op `name` stores its attributes: (declared names in properties
+  order, their kinds, the required names)."""
+  hit = _LAYOUTS.get(name)
+  if hit is not None:
+    return hit
+  foreign = foreign_properties(name)
+  if foreign is not None:
+    hit = (tuple(n for n, _ in foreign), tuple(k for _, k in foreign),
+           tuple(n for n, k in foreign if k == "attr"))
+  else:
+    definition = ops.lookup(name)
+    if definition is None:
+      raise support.InternalError(f"no VHLO definition for {name}")
+    declared = definition.property_names
+    hit = (declared, ("attr",) * len(declared), declared)
+  _LAYOUTS[name] = hit
+  return hit
+
+
 def finalize(root: VhloOp, bytecode_version: int) -> None:
   """Sets `attrs` / `properties` of every op from `named`."""
   native = bytecode_version >= encoding.V_NATIVE_PROPERTIES
   for op in root.walk():
     if not isinstance(op, VhloOp):
       continue
-    foreign = foreign_properties(op.name)
-    if foreign is not None:
-      declared = tuple(n for n, _ in foreign)
-      kinds = tuple(k for _, k in foreign)
-      missing = [n for n, k in foreign if k == "attr" and n not in op.named]
-      if missing:
-        raise support.InternalError(
-            f"{op.name} lacks required attributes {missing}")
-      required = False
-    else:
-      definition = op.definition
-      if definition is None:
-        raise support.InternalError(f"no VHLO definition for {op.name}")
-      declared = definition.property_names
-      kinds = ("attr",) * len(declared)
-      required = True
-    if required:
-      missing = [n for n in declared if n not in op.named]
-      if missing:
-        raise support.InternalError(
-            f"{op.name} lacks required attributes {missing}")
+    name = op.name
+    layout = _LAYOUTS.get(name)
+    declared, kinds, required = layout or _layout(name)
+    named = op.named
     if native:
-      inherent = tuple(op.named.get(n) for n in declared)
+      # (Counted by key: comparing the attributes with None would call
+      # their __eq__.)
+      present = sum(map(named.__contains__, declared))
+      # A VHLO op requires all it declares: only an absent one calls for
+      # the check by name.
+      if required is not declared or present < len(declared):
+        _check_required(op, required)
       # Ops with declared attributes carry a properties blob (ODS gives
       # them a properties struct); the others carry none.
-      op.properties = tree.Properties(kinds, inherent) if declared else None
-      op.attrs = _dictionary([(k, v) for k, v in op.named.items()
-                              if k not in declared])
+      op.properties = (
+          tree.Properties(kinds, tuple(map(named.get, declared)))
+          if declared else None)
+      if len(named) > present:
+        op.attrs = _dictionary([(k, v) for k, v in named.items()
+                                if k not in declared])
+      else:  # every attribute is a declared one
+        op.attrs = None
     else:
+      _check_required(op, required)
       op.properties = None
-      op.attrs = _dictionary(list(op.named.items()))
+      op.attrs = _dictionary(list(named.items()))
+
+
+def _check_required(op: VhloOp, required: tuple) -> None:
+  missing = [n for n in required if n not in op.named]
+  if missing:
+    raise support.InternalError(
+        f"{op.name} lacks required attributes {missing}")
 
 
 def to_file(root: VhloOp, bytecode_version: int,

@@ -1,5 +1,7 @@
 """Tests for the named-attribute view of VHLO ops."""
 
+import dataclasses
+
 import pytest
 
 import support
@@ -44,3 +46,14 @@ def test_properties_hold_declared_attributes_sorted():
   del op.named["compare_type"]
   with pytest.raises(support.InternalError):
     vhlo_ir.finalize(op, 6)
+
+
+def test_make_is_the_keyword_constructor():
+  loc = object()
+  operands, named = [object()], {"a": 1}
+  made = vhlo_ir.VhloOp.make("vhlo.add_v1", loc, operands, named)
+  expected = vhlo_ir.VhloOp(name="vhlo.add_v1", location=loc,
+                            operands=operands, named=named)
+  for field in dataclasses.fields(vhlo_ir.VhloOp):
+    assert getattr(made, field.name) == getattr(expected, field.name), field
+  assert made.operands is operands and made.named is named
