@@ -18,8 +18,12 @@ rules do.
 Arguments reach the function as JAX's own impls pass them: where JAX's
 "cpu" backend is initialised too (`JAX_PLATFORMS=openxla_cpu,cpu`), the
 primitive's impl runs, which puts them on a CPU device; otherwise the
-function receives numpy arrays. Programs for several devices are not
-supported yet (`Unimplemented` at lowering).
+function receives numpy arrays.
+
+Several devices: inside `shard_map` (all axes manual) each device calls
+the function with its own shard, as on JAX's CPU backend; in a `jit` over
+several devices the SPMD partitioner does not yet place the call on one
+device and raises `Unimplemented`.
 """
 
 from __future__ import annotations
@@ -27,8 +31,6 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-
-import support
 
 
 def _has_cpu_backend() -> bool:
@@ -47,15 +49,6 @@ def _emit(ctx, fn, operands, *, token=None, has_side_effect: bool,
   from jax._src import ffi  # pylint: disable=g-import-not-at-top
   from jax._src import core  # pylint: disable=g-import-not-at-top
   from pjrt._src.plugin import backends  # pylint: disable=g-import-not-at-top
-  axis_context = ctx.module_context.axis_context
-  devices = getattr(axis_context, "num_devices", None)
-  if devices is None and hasattr(axis_context, "mesh"):
-    devices = axis_context.mesh.size
-  devices = devices or 1
-  if devices > 1:
-    raise support.UnimplementedError(
-        "host callbacks (jax.debug.print, pure_callback, io_callback) in a "
-        f"program for {devices} devices on openxla_cpu")
   result_avals = list(ctx.avals_out)
   checked = _checked(fn, result_avals)
   if token is not None:

@@ -323,11 +323,21 @@ _CALLBACKS = textwrap.dedent("""
       bad = ""
     except Exception as e:  # pylint: disable=broad-except
       bad = str(e)
+    # shard_map: each of two devices calls back with its own shard.
+    from jax.sharding import Mesh, PartitionSpec as P
+    mesh = Mesh(np.array(jax.devices("openxla_cpu")[:2]), ("d",))
+    sm = jax.jit(jax.shard_map(
+        lambda a: jax.pure_callback(
+            lambda s: (s * 3).astype(s.dtype),
+            jax.ShapeDtypeStruct(a.shape, a.dtype), a),
+        mesh=mesh, in_specs=P("d"), out_specs=P("d")))
+    sharded = np.asarray(sm(np.arange(4, dtype=np.float32))).tolist()
     print("REPORT " + json.dumps({
         "platform": jax.default_backend(),
         "close": bool(np.allclose(got, want, rtol=1e-6)),
         "seen": bool(np.allclose(seen, [np.sin(x), np.sin(x + 1)],
                                  rtol=1e-6)),
+        "sharded": sharded,
         "loop": total, "literal": literal,
         "shape_error": "Incorrect output shape for return value #0" in bad}))
 """)
@@ -345,7 +355,8 @@ def test_host_callbacks_run_on_our_platform(site, tmp_path, platforms):
     proc = _child(site, platforms, str(cache), script=_CALLBACKS,
                   backend="cpu")
     assert _report(proc) == {"platform": "openxla_cpu", "close": True,
-                             "seen": True, "loop": 3, "literal": 1.5,
+                             "seen": True, "sharded": [0.0, 3.0, 6.0, 9.0],
+                             "loop": 3, "literal": 1.5,
                              "shape_error": True}
     out = proc.stdout
     assert out.index("sum=3.0") < out.index("sum=6.0")
