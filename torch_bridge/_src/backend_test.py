@@ -586,20 +586,20 @@ def test_small_output_buffers_are_destroyed_together():
     want = model(x)
     compiled(x)
     out = compiled(x)
+    gc.collect()  # (garbage of earlier tests would wait here too)
     runtime.release_pending()
     pointer = out.data_ptr()
     assert pointer in runtime._produced  # pylint: disable=protected-access
     del out
-    gc.collect()
     assert pointer not in runtime._produced  # pylint: disable=protected-access
     assert [rec[2] for rec in runtime._pending] == [pointer]  # pylint: disable=protected-access
     assert runtime.release_pending() == 1
     assert not runtime._pending  # pylint: disable=protected-access
     again = compiled(x)
     assert models.max_relative_error(again, want) <= 1e-4
+    gc.collect()
     runtime.release_pending()
     del again
-    gc.collect()
     # The next call destroys what waits before it runs.
     assert len(runtime._pending) == 1  # pylint: disable=protected-access
     last = compiled(x)
