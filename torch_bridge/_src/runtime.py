@@ -539,9 +539,9 @@ class Program:
       return self._copying(inputs)
     lane = self._lane
     copies: list[Any] = []  # Input copies made for this call.
-    if _pending:
-      release_pending()  # Their memory can hold this call's outputs.
     try:
+      if _pending:
+        release_pending()  # Their memory can hold this call's outputs.
       if len(inputs) != len(self._slots):
         raise support.InvalidArgumentError(
             f"the program takes {len(self._slots)} inputs, got {len(inputs)}")
