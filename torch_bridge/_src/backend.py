@@ -174,6 +174,11 @@ class CompiledCluster(torch.nn.Module):
     self.info = info
     self._program = program
     self._structure = structure
+    # A graph output that is the program's results in order (the common
+    # case: a tuple of the cluster's values) needs no rebuilding.
+    self._flat = (isinstance(structure, (tuple, list)) and
+                  list(structure) == list(range(len(structure))))
+    self._flat_type = type(structure)
     self.eager = eager
     self._options = options
     self._failed = False
@@ -185,6 +190,9 @@ class CompiledCluster(torch.nn.Module):
   def forward(self, *args):
     if not self._failed:
       try:
+        if self._flat:
+          outputs = self._program(args)
+          return outputs if self._flat_type is list else tuple(outputs)
         return runtime.rebuild(self._structure, self._program(args))
       except support.XlaError as e:
         self._failed = True

@@ -572,3 +572,36 @@ def test_output_buffers_are_released_with_their_tensors():
     del shuffled
     gc.collect()
     assert pointer not in runtime._produced  # pylint: disable=protected-access
+
+
+def test_small_output_buffers_are_destroyed_together():
+  """The buffer of a small output whose last tensor went waits with others
+  and is destroyed by the next program call (or release_pending); its
+  memory then holds later outputs, which come out right."""
+  model = _square_mlp()
+  compiled = torch.compile(model, backend=torch_bridge.Backend(),
+                           dynamic=False)
+  x = torch.randn(8, 16)
+  with torch.no_grad():
+    want = model(x)
+    compiled(x)
+    out = compiled(x)
+    gc.collect()  # (garbage of earlier tests would wait here too)
+    runtime.release_pending()
+    pointer = out.data_ptr()
+    assert pointer in runtime._produced  # pylint: disable=protected-access
+    del out
+    assert pointer not in runtime._produced  # pylint: disable=protected-access
+    assert [rec[2] for rec in runtime._pending] == [pointer]  # pylint: disable=protected-access
+    assert runtime.release_pending() == 1
+    assert not runtime._pending  # pylint: disable=protected-access
+    again = compiled(x)
+    assert models.max_relative_error(again, want) <= 1e-4
+    gc.collect()
+    runtime.release_pending()
+    del again
+    # The next call destroys what waits before it runs.
+    assert len(runtime._pending) == 1  # pylint: disable=protected-access
+    last = compiled(x)
+    assert not runtime._pending  # pylint: disable=protected-access
+    assert models.max_relative_error(last, want) <= 1e-4

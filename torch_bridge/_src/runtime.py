@@ -34,6 +34,7 @@ Other clients (device memory) copy in and out.
 
 from __future__ import annotations
 
+import collections
 import ctypes
 import hashlib
 import threading
@@ -238,6 +239,9 @@ def _view(c: pjrt.Client, data: int, element_type: int,
 
 
 _Ptr = ctypes.c_void_p
+# `PJRT_Error* f(void* args)`: a slot's function called with the address of
+# its argument struct.
+_BY_ADDRESS = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)
 
 
 class _Lane:
@@ -288,8 +292,12 @@ class _Lane:
         num_args=num_args, output_lists=self._output_lists,
         device_complete_events=self._events)
     self._num_outputs = num_outputs
-    # Buffer_UnsafePointer's (function, args, byref), for the output loop.
-    self.pointer_call = (self._pointer_fn, self._pointer, self._pointer_p)
+    # Buffer_UnsafePointer's (function, args, args address), for the output
+    # loop: the function takes the address as a c_void_p, which ctypes
+    # converts faster than a byref to a typed pointer.
+    self.pointer_call = (
+        _BY_ADDRESS(ctypes.cast(self._pointer_fn, ctypes.c_void_p).value),
+        self._pointer, ctypes.addressof(self._pointer))
 
   def raise_error(self, error: int) -> None:
     raise self.plugin.take_error(error)
@@ -371,35 +379,77 @@ def _owner_type(nbytes: int) -> type:
   An owner is a ctypes array over the buffer's memory (its buffer protocol
   is how numpy, and through it torch, see the memory: numpy's ndarray
   constructor over it is the cheapest way to a shaped tensor we found,
-  ~1.5 us against ~4 us through __array_interface__) that destroys the
-  buffer when the last tensor over it goes. One class per size, made once.
+  ~1.5 us against ~4 us through __array_interface__) that releases the
+  buffer when the last tensor over it goes. Its one attribute, `rec`, is
+  the buffer's record (handle, type key, data address, lane), which is
+  also its entry in `_produced`. One class per size, made once.
   """
   cls = _owner_types.get(nbytes)
   if cls is None:
     cls = _owner_types[nbytes] = type(
         f"_Owner{nbytes}", (ctypes.c_uint8 * nbytes,),
-        {"__slots__": ("handle", "lane", "pointer"),
-         "__del__": _owner_del})
+        {"__slots__": ("rec",),
+         "__del__": (_owner_del if nbytes <= _DEFER_MAX_BYTES
+                     else _owner_del_now)})
   return cls
 
 
 _owner_types: dict[int, type] = {}
 
+# A small buffer whose last tensor went is destroyed with others, in one
+# loop (`release_pending`), rather than from its owner's finalizer: a
+# training step drops dozens of them (the activations its backward read,
+# the gradients the optimizer applied), and a PJRT call per finalizer cost
+# more than the rest of the finalizer. The loop runs before every program
+# call (so the next outputs can reuse the memory) and whenever more than
+# _PENDING_MAX buffers wait; a buffer above _DEFER_MAX_BYTES is destroyed
+# at once. So at most _PENDING_MAX * _DEFER_MAX_BYTES bytes wait.
+_DEFER_MAX_BYTES = 1 << 18
+_PENDING_MAX = 64
+_pending: collections.deque = collections.deque()
+
 
 def _owner_del(self):
   try:
-    if _produced.get(self.pointer, (0,))[0] == self.handle:
-      del _produced[self.pointer]
-    self.lane.destroy(self.handle)
+    rec = self.rec
+    if _produced.get(rec[2]) is rec:
+      del _produced[rec[2]]
+    _pending.append(rec)
+    if len(_pending) > _PENDING_MAX:
+      release_pending()
   except Exception:  # pylint: disable=broad-except
     pass  # Nothing sensible to do in a finalizer.
 
 
-# Output data address -> (its buffer handle, its (dtype, shape) key): a
-# program input that is a whole tensor over it is passed as the buffer
-# itself. An entry lives exactly as long as the buffer's owner (its
-# finalizer removes it), so every entry is right.
-_produced: dict[int, tuple[int, tuple]] = {}
+def _owner_del_now(self):
+  try:
+    rec = self.rec
+    if _produced.get(rec[2]) is rec:
+      del _produced[rec[2]]
+    rec[3].destroy(rec[0])
+  except Exception:  # pylint: disable=broad-except
+    pass  # Nothing sensible to do in a finalizer.
+
+
+def release_pending() -> int:
+  """Destroys the buffers of outputs whose last tensor went and that wait
+  to be destroyed together (any thread); returns how many it destroyed."""
+  pending = _pending
+  count = 0
+  while True:
+    try:
+      rec = pending.popleft()
+    except IndexError:
+      return count
+    rec[3].destroy(rec[0])
+    count += 1
+
+
+# Output data address -> its buffer's record (handle, (dtype, shape) key,
+# address, lane): a program input that is a whole tensor over it is passed
+# as the buffer itself. An entry lives exactly as long as the buffer's
+# owner (its finalizer removes it), so every entry is right.
+_produced: dict[int, tuple[int, tuple, int, Any]] = {}
 
 # (dtype, shape) -> the one tuple that stands for it, so that a buffer
 # and a program input of the same type compare by identity.
@@ -476,6 +526,10 @@ class Program:
     self._results = [_Result(tuple(s), d) for s, d in result_types]
     self._lane = (_Lane(exe, c, len(self._slots), len(self._results))
                   if self._zero_copy else None)
+    # Per result, what the output loop reads: (owner class or None for an
+    # empty result, type key, shape, numpy dtype, dtype to view as).
+    self._plan = [(r.owner, r.key, r.shape, r.np_dtype, r.view_dtype)
+                  for r in self._results]
     # The lane's structs and the slots' views are used by one call at a
     # time; a concurrent call takes the copying path.
     self._busy = threading.Lock()
@@ -486,6 +540,8 @@ class Program:
     lane = self._lane
     copies: list[Any] = []  # Input copies made for this call.
     try:
+      if _pending:
+        release_pending()  # Their memory can hold this call's outputs.
       if len(inputs) != len(self._slots):
         raise support.InvalidArgumentError(
             f"the program takes {len(self._slots)} inputs, got {len(inputs)}")
@@ -519,30 +575,30 @@ class Program:
     """The outputs as tensors over their buffers' memory (a step can have
     dozens, e.g. the activations a forward pass saves: inline)."""
     tensors = []
-    pointer_fn, pointer_args, pointer_p = lane.pointer_call
+    pointer_fn, pointer_args, pointer_address = lane.pointer_call
     produced = _produced
     ndarray = np.ndarray
     from_numpy = torch.from_numpy
     try:
-      for handle, result in zip(outputs, self._results):
-        if result.empty:
+      for handle, (owner_type, key, shape, np_dtype, view_dtype) in zip(
+          outputs, self._plan):
+        if owner_type is None:  # No elements.
           lane.destroy(handle)
-          tensors.append(torch.empty(result.shape, dtype=result.dtype))
+          tensors.append(torch.empty(shape, dtype=key[0]))
           continue
         pointer_args.buffer = handle
-        error = pointer_fn(pointer_p)
+        error = pointer_fn(pointer_address)
         if error:
           lane.destroy(handle)
           lane.raise_error(error)
         pointer = pointer_args.buffer_pointer
-        owner = result.owner.from_address(pointer)
-        owner.handle = handle  # From here on the owner destroys it.
-        owner.lane = lane
-        owner.pointer = pointer
-        t = from_numpy(ndarray(result.shape, result.np_dtype, owner))
-        if result.view_dtype is not None:
-          t = t.view(result.view_dtype)
-        produced[pointer] = (handle, result.key)
+        owner = owner_type.from_address(pointer)
+        # From here on the owner destroys the buffer.
+        owner.rec = rec = (handle, key, pointer, lane)
+        t = from_numpy(ndarray(shape, np_dtype, owner))
+        if view_dtype is not None:
+          t = t.view(view_dtype)
+        produced[pointer] = rec
         tensors.append(t)
     except BaseException:
       for handle in outputs[len(tensors) + 1:]:

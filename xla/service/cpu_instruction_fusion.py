@@ -21,6 +21,17 @@ Like the CPU pass, an expensive producer is not fused into a consumer that
 reads each of its elements several times (a broadcast, or a reduce-less
 gather-like reuse), since fusion would recompute it per use.
 
+Recomputation: a cheap producer with other users is duplicated into the
+consumer's fusion (the base pass's rule), and so, one by one, are its own
+producers, which then have other users too. A long chain of cheap
+elementwise ops read by several sibling fusions (a layer norm's backward,
+read by reductions over different axes that cannot share one fusion) was
+so recomputed whole in every sibling. A fusion takes at most
+`DUPLICATION_BUDGET` duplicated elementwise ops (data movement and scalars
+are free); past that the chain stays outside, where it becomes a fusion of
+its own computed once and read by the siblings: the producer where a
+budget ran out is duplicated into no other fusion either.
+
 Code duplication (as XLA's FusionNodeIndexingEvaluation): the fused loop
 generates an instruction once per distinct index it is read at. Users that
 read their operand at their own index (elementwise ops and copies of the
@@ -189,12 +200,53 @@ class _IndexingEvaluation:
     return total
 
 
+# Duplicated elementwise ops a fusion may take (see the module docstring).
+DUPLICATION_BUDGET = 8
+
+
+def _duplication_cost(producer: HloInstruction) -> int:
+  """What duplicating `producer` into a fusion adds to its recomputation:
+  1 for a non-scalar elementwise op, 0 for data movement and scalars."""
+  if not producer.is_elementwise() or not producer.shape.dimensions:
+    return 0
+  return 1
+
+
+def _duplicates(producer: HloInstruction, consumer: HloInstruction) -> bool:
+  """Whether fusing `producer` into `consumer` leaves the original for
+  other users (or as the root)."""
+  return producer.is_root() or any(u is not consumer for u in producer.users)
+
+
 class CpuInstructionFusion(instruction_fusion.InstructionFusion):
   """See the module docstring."""
 
   def __init__(self, *args, **kwargs):
     super().__init__(*args, **kwargs)
     self._evaluations: dict[int, _IndexingEvaluation] = {}
+    # id(fused computation) -> (it, duplicated elementwise ops in it).
+    self._duplicated: dict[int, tuple] = {}
+    # id -> a producer a fusion's budget refused to duplicate; no fusion
+    # duplicates it from then on (it is computed once, where it is).
+    self._shared: dict[int, HloInstruction] = {}
+
+  def _duplicated_in(self, consumer: HloInstruction) -> int:
+    if consumer.opcode != O.kFusion:
+      return 0
+    fused = consumer.fused_computation
+    hit = self._duplicated.get(id(fused))
+    return hit[1] if hit is not None and hit[0] is fused else 0
+
+  def fuse(self, producer: HloInstruction,
+           consumer: HloInstruction) -> HloInstruction:
+    cost = (_duplication_cost(producer)
+            if _duplicates(producer, consumer) else 0)
+    before = self._duplicated_in(consumer) if cost else 0
+    fusion = super().fuse(producer, consumer)
+    if cost:
+      fused = fusion.fused_computation
+      self._duplicated[id(fused)] = (fused, before + cost)
+    return fusion
 
   @property
   def name(self) -> str:
@@ -202,10 +254,14 @@ class CpuInstructionFusion(instruction_fusion.InstructionFusion):
 
   def run(self, module, execution_threads=frozenset()) -> bool:
     self._evaluations = {}
+    self._duplicated = {}
+    self._shared = {}
     try:
       return super().run(module, execution_threads)
     finally:
       self._evaluations = {}
+      self._duplicated = {}
+      self._shared = {}
 
   def _code_duplication_too_high(self, consumer: HloInstruction,
                                  producer: HloInstruction) -> bool:
@@ -237,6 +293,16 @@ class CpuInstructionFusion(instruction_fusion.InstructionFusion):
         return False
     elif not _is_loop_consumer(consumer):
       return False
+    if (DUPLICATION_BUDGET is not None and _duplication_cost(producer) and
+        _duplicates(producer, consumer)):
+      hit = self._shared.get(id(producer))
+      if hit is not None and hit is producer:
+        return False  # Another fusion's budget stopped here already.
+      if (self._duplicated_in(consumer) + _duplication_cost(producer) >
+          DUPLICATION_BUDGET):
+        # Computed once from now on: no other fusion duplicates it either.
+        self._shared[id(producer)] = producer
+        return False
     return not self._code_duplication_too_high(consumer, producer)
 
   def choose_kind(self, producer: HloInstruction,

@@ -259,3 +259,52 @@ def test_same_index_sharing_does_not_split():
              if i.opcode == O.kFusion]
   assert len(fusions) == 1
   assert len(list(fusions[0].fused_computation.instructions)) == 3 * n + 3
+
+
+def _shared_chain(n):
+  """A chain of n cheap elementwise ops read by two reductions over
+  different axes (which cannot share one fusion)."""
+  lines = ["HloModule m", _ADD, "ENTRY e {",
+           "  x0 = f32[8,16] parameter(0)", "  z = f32[] constant(0)"]
+  for k in range(n):
+    op = "add" if k % 2 else "multiply"
+    lines.append(f"  x{k + 1} = f32[8,16] {op}(x{k}, x0)")
+  lines += [f"  r0 = f32[16] reduce(x{n}, z), dimensions={{0}}, "
+            "to_apply=add_f",
+            f"  r1 = f32[8] reduce(x{n}, z), dimensions={{1}}, "
+            "to_apply=add_f",
+            "  ROOT t = (f32[16], f32[8]) tuple(r0, r1)", "}"]
+  return "\n".join(lines)
+
+
+def _elementwise_count(fusion):
+  return sum(1 for i in fusion.fused_computation.instructions
+             if i.opcode in (O.kAdd, O.kMultiply) and i.shape.dimensions)
+
+
+def test_shared_chain_is_duplicated_up_to_the_budget():
+  # Each reduction would otherwise recompute the whole chain; past the
+  # budget the rest of the chain is computed once, in a fusion of its own.
+  n = 40
+  _, m = _run(_shared_chain(n))
+  fusions = _fusions(m.entry_computation)
+  counts = sorted(_elementwise_count(f) for f in fusions)
+  assert sum(counts) <= n + cif.DUPLICATION_BUDGET, counts
+  assert len(fusions) == 3, counts
+  # A short chain is still duplicated whole into both reductions.
+  short = cif.DUPLICATION_BUDGET // 2
+  _, m = _run(_shared_chain(short))
+  fusions = _fusions(m.entry_computation)
+  assert sorted(_elementwise_count(f) for f in fusions) == [short, short]
+
+
+def test_shared_chain_evaluates_the_same():
+  ev = _evaluator()
+  text = _shared_chain(30)
+  x = np.random.default_rng(0).standard_normal((8, 16)).astype(np.float32)
+  fused = hp.parse_and_return_verified_module(text)
+  assert cif.CpuInstructionFusion().run(fused)
+  want = ev.evaluate(hp.parse_and_return_verified_module(text), [x])
+  got = ev.evaluate(fused, [x])
+  for g, w in zip(got, want):
+    np.testing.assert_allclose(g, w, rtol=1e-5)
