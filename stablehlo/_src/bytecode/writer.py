@@ -43,6 +43,12 @@ def write(f: tree.BytecodeFile, version: int | None = None,
   return _Writer(f, version).write(f.producer if producer is None else producer)
 
 
+# The per-kind entry functions of the files written since the last codec
+# registration (see _Writer.__init__).
+_FUNCTIONS: dict = {}
+_FUNCTIONS_GENERATION = -1
+
+
 class _Numbering:
   __slots__ = ("value", "dialect", "refs", "number", "write")
 
@@ -122,7 +128,14 @@ class _Writer(codec.EncodeContext):
     self.properties_index: dict = {}
     self.resource_numbers: dict = {}
     self._by_id: dict = {}  # id(entry) -> its _Numbering (of that object)
-    self._functions: dict = {}  # (class, dialect, kind) -> entry functions
+    # (class, dialect, kind) -> entry functions, while no codec is
+    # registered anew (codec.generation() unchanged).
+    global _FUNCTIONS, _FUNCTIONS_GENERATION
+    generation = codec.generation()
+    if generation != _FUNCTIONS_GENERATION:
+      _FUNCTIONS = {}
+      _FUNCTIONS_GENERATION = generation
+    self._functions: dict = _FUNCTIONS
     self._scratch = encoding.Emitter()  # holds one properties blob at a time
     self.isolated = compute_isolation(f.root)
     self._number_ir(f.root)
@@ -194,8 +207,7 @@ class _Writer(codec.EncodeContext):
 
   def _entry_functions(self, entry) -> tuple:
     """(write, number_nested) of a codec-encoded entry (`_entry_functions`),
-    kept per kind for this file: the codecs do not change while it is
-    written."""
+    kept per kind until a codec is registered anew."""
     key = (entry.__class__, entry.dialect, entry.kind)
     fns = self._functions.get(key)
     if fns is None:
@@ -249,7 +261,12 @@ class _Writer(codec.EncodeContext):
               h.refs += 1
             else:
               self._number_attr(value)
-    self._number_attr(op.location)
+    loc = op.location
+    h = by_id(id(loc))
+    if h is not None and h.value is loc:
+      h.refs += 1
+    else:
+      self._number_attr(loc)
 
   def _number_region(self, region: tree.Region) -> None:
     if not region.blocks:
