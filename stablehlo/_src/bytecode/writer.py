@@ -598,7 +598,10 @@ class _Writer(codec.EncodeContext):
 
 def _group_by_dialect_per_byte(ordered: list) -> None:
   """IRNumbering's groupByDialectPerByte: sort by dialect per varint band."""
-  if len(ordered) < 2:
+  if len(ordered) <= 0x80:
+    # One band (the first: one-byte numbers), whose first dialect is 0,
+    # so the order is a stable sort by dialect.
+    ordered.sort(key=_DIALECT)
     for number, numbering in enumerate(ordered):
       numbering[3] = number
     return
