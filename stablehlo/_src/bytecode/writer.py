@@ -346,8 +346,14 @@ class _Writer(codec.EncodeContext):
     if self.version >= encoding.V_NATIVE_PROPERTIES:
       props = encoding.Emitter()
       props.varint(len(self.properties))
-      for blob in self.properties:
-        props.raw(blob)
+      pbuf = props.buf
+      for blob in self.properties:  # each with its size in front
+        x = len(blob)
+        if x < 0x80:
+          pbuf.append((x << 1) | 1)
+        else:
+          props.varint(x)
+        pbuf += blob
       out.section(Section.PROPERTIES, props)
     return bytes(out.buf)
 
@@ -439,14 +445,11 @@ class _Writer(codec.EncodeContext):
       buf = e.buf = bytearray()
       write(props.values, buf, e, self)
       blob = bytes(buf)
-    # Equal blobs are stored once, each with its size in front.
+    # Equal blobs are stored once.
     index = self.properties_index.get(blob)
     if index is None:
       index = self.properties_index[blob] = len(self.properties)
-      stored = encoding.Emitter()
-      stored.varint(len(blob))
-      stored.raw(blob)
-      self.properties.append(bytes(stored.buf))
+      self.properties.append(blob)
     return index
 
   def _write_op(self, e: encoding.Emitter, op: tree.Op) -> None:
