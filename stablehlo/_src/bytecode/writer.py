@@ -103,6 +103,10 @@ class _Writer(codec.EncodeContext):
     # an id found here is that object's.
     self._by_id: dict = {}
     self._aliased: list = []
+    # (dialect number, write function) of builtin FileLineColLoc entries
+    # once one is numbered, when its codec gives it that one reference
+    # (else False).
+    self._file_loc = None
     # (class, dialect, kind) -> entry functions, while no codec is
     # registered anew (codec.generation() unchanged).
     global _FUNCTIONS, _FUNCTIONS_GENERATION
@@ -233,8 +237,32 @@ class _Writer(codec.EncodeContext):
     h = by_id(id(v))
     if h is not None:
       h[2] += 1
+    elif (v.__class__ is tree.Attr and v.kind == "FileLineColLoc" and
+          self._file_loc and v.dialect == "builtin"):
+      # Nearly every op has a file location of its own: _number_attr
+      # inline, for the kind's one reference (the file name).
+      file_loc = self._file_loc
+      numbering = [v, file_loc[0], 1, -1, file_loc[1]]
+      known = self.attrs.setdefault(v, numbering)
+      if known is numbering:
+        self._by_id[id(v)] = numbering
+        self.ordered_attrs.append(numbering)
+        v = v.fields[0]
+        if v is not None:
+          h = by_id(id(v))
+          if h is not None:
+            h[2] += 1
+          else:
+            self._number_attr(v)
+      else:  # an equal entry, numbered before
+        known[2] += 1
+        self._by_id[id(v)] = known
+        self._aliased.append(v)
     else:
       self._number_attr(v)
+      if (self._file_loc is None and v.__class__ is tree.Attr and
+          v.kind == "FileLineColLoc" and v.dialect == "builtin"):
+        self._file_loc = _file_loc_numbering(self._by_id[id(v)]) or False
 
   def _number_region(self, region: tree.Region) -> None:
     if not region.blocks:
@@ -597,6 +625,17 @@ class _Writer(codec.EncodeContext):
         emit_group(self.dialects[group.name], group)
     out.section(Section.RESOURCE_OFFSET, offsets)
     out.section(Section.RESOURCE, data)
+
+
+def _file_loc_numbering(numbering: list):
+  """(dialect number, write function) of the FileLineColLoc entry of
+  `numbering` when the codec's only reference in it is the file name
+  (field 0, an attribute), else None."""
+  spec = codec.spec_of(numbering[0])
+  if (numbering[4] is None or spec is None or
+      codec.ref_fields(spec[2]) != ((0, "attr"),)):
+    return None
+  return numbering[1], numbering[4]
 
 
 def _group_by_dialect_per_byte(ordered: list) -> None:
