@@ -85,9 +85,19 @@ class DialectCodec:
     return self.properties.get(op_name, self.properties.get("*"))
 
 
+_GENERATION = [0]  # counts registrations
+
+
 def register(codec: DialectCodec) -> DialectCodec:
   _REGISTRY[codec.dialect] = codec
+  _GENERATION[0] += 1
   return codec
+
+
+def generation() -> int:
+  """Changes whenever a codec is registered (caches keyed by entry kind
+  that hold a codec's functions stay valid while it does not)."""
+  return _GENERATION[0]
 
 
 def lookup(dialect: str):

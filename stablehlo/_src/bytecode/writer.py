@@ -28,8 +28,12 @@ Section = encoding.Section
 _RESOURCE_KIND_CODES = {"blob": 0, "bool": 1, "string": 2}
 _PROPERTY_WRITERS: dict = {}  # property kinds -> their write function
 _CODED = (tree.Attr, tree.Type)  # entries a codec writes field by field
-_REFS = operator.attrgetter("refs")
-_DIALECT = operator.attrgetter("dialect")
+# A numbering record is a list [0: value, 1: dialect number, 2: reference
+# count, 3: number (-1 until assigned), 4: write function of an Attr / Type
+# entry or None], made once per entry (cheaper than an object) and read by
+# index.
+_REFS = operator.itemgetter(2)
+_DIALECT = operator.itemgetter(1)
 
 
 def write(f: tree.BytecodeFile, version: int | None = None,
@@ -43,37 +47,10 @@ def write(f: tree.BytecodeFile, version: int | None = None,
   return _Writer(f, version).write(f.producer if producer is None else producer)
 
 
-class _Numbering:
-  __slots__ = ("value", "dialect", "refs", "number", "write")
-
-  def __init__(self, value, dialect):
-    self.value = value
-    self.dialect = dialect
-    self.refs = 1
-    self.number = -1
-    self.write = None  # the entry's write function (Attr / Type entries)
-
-
-class _Alias:
-  """The by-identity entry of an object equal to one numbered before: it
-  counts and reads the number of that one's numbering."""
-  __slots__ = ("value", "target")
-
-  def __init__(self, value, target: _Numbering):
-    self.value = value
-    self.target = target
-
-  @property
-  def refs(self) -> int:
-    return self.target.refs
-
-  @refs.setter
-  def refs(self, refs: int) -> None:
-    self.target.refs = refs
-
-  @property
-  def number(self) -> int:
-    return self.target.number
+# The per-kind entry functions of the files written since the last codec
+# registration (see _Writer.__init__).
+_FUNCTIONS: dict = {}
+_FUNCTIONS_GENERATION = -1
 
 
 def compute_isolation(root: tree.Op) -> dict:
@@ -121,8 +98,23 @@ class _Writer(codec.EncodeContext):
     self.properties: list = []
     self.properties_index: dict = {}
     self.resource_numbers: dict = {}
-    self._by_id: dict = {}  # id(entry) -> its _Numbering (of that object)
-    self._functions: dict = {}  # (class, dialect, kind) -> entry functions
+    # id(entry) -> its numbering record; every object keyed here is kept
+    # alive (by its record, or in _aliased) while the file is written, so
+    # an id found here is that object's.
+    self._by_id: dict = {}
+    self._aliased: list = []
+    # (dialect number, write function) of builtin FileLineColLoc entries
+    # once one is numbered, when its codec gives it that one reference
+    # (else False).
+    self._file_loc = None
+    # (class, dialect, kind) -> entry functions, while no codec is
+    # registered anew (codec.generation() unchanged).
+    global _FUNCTIONS, _FUNCTIONS_GENERATION
+    generation = codec.generation()
+    if generation != _FUNCTIONS_GENERATION:
+      _FUNCTIONS = {}
+      _FUNCTIONS_GENERATION = generation
+    self._functions: dict = _FUNCTIONS
     self._scratch = encoding.Emitter()  # holds one properties blob at a time
     self.isolated = compute_isolation(f.root)
     self._number_ir(f.root)
@@ -134,68 +126,62 @@ class _Writer(codec.EncodeContext):
 
   # Entries are keyed by content (equal attributes share a number), but
   # the same object is usually referenced many times: `_by_id` maps an
-  # object's id to its numbering (whose `value` is that object, which
+  # object's id to its numbering record (whose value is that object, which
   # keeps its id its own) so those references skip hashing and comparing
   # the content; an object equal to an entry numbered before (a type
-  # converted twice, say) maps to an _Alias of that entry's numbering.
+  # converted twice, say) maps to that entry's record, and is kept alive in
+  # `_aliased`.
 
   # _number_attr and _number_type are one routine over the attribute or
-  # the type tables, spelled out twice: they run once per reference.
+  # the type tables, spelled out twice: they run once per reference. The
+  # callers count a reference already numbered (by identity) in place and
+  # call them for the others.
 
   def _number_attr(self, attr) -> None:
-    by_id = self._by_id
-    hit = by_id.get(id(attr))
-    if hit is not None and hit.value is attr:
-      hit.refs += 1
-      return
     dialect = self.dialects.get(attr.dialect)
     if dialect is None:  # (an equal entry would have added it)
       dialect = self._dialect(attr.dialect)
-    numbering = _Numbering(attr, dialect)
+    numbering = [attr, dialect, 1, -1, None]
     known = self.attrs.setdefault(attr, numbering)
     if known is not numbering:  # an equal entry, numbered before
-      known.refs += 1
-      by_id[id(attr)] = _Alias(attr, known)
+      known[2] += 1
+      self._by_id[id(attr)] = known
+      self._aliased.append(attr)
       return
-    by_id[id(attr)] = numbering
+    self._by_id[id(attr)] = numbering
     self.ordered_attrs.append(numbering)
     if attr.__class__ in _CODED:
       fns = self._functions.get((attr.__class__, attr.dialect, attr.kind))
       if fns is None:
         fns = self._entry_functions(attr)
-      numbering.write, number_nested = fns
-      if number_nested is not None:  # (None: no references)
-        number_nested(attr.fields, self)
+      numbering[4] = fns[0]
+      if fns[1] is not None:  # (None: no references)
+        fns[1](attr.fields, self)
 
   def _number_type(self, type_) -> None:
-    by_id = self._by_id
-    hit = by_id.get(id(type_))
-    if hit is not None and hit.value is type_:
-      hit.refs += 1
-      return
     dialect = self.dialects.get(type_.dialect)
     if dialect is None:
       dialect = self._dialect(type_.dialect)
-    numbering = _Numbering(type_, dialect)
+    numbering = [type_, dialect, 1, -1, None]
     known = self.types.setdefault(type_, numbering)
     if known is not numbering:  # an equal entry, numbered before
-      known.refs += 1
-      by_id[id(type_)] = _Alias(type_, known)
+      known[2] += 1
+      self._by_id[id(type_)] = known
+      self._aliased.append(type_)
       return
-    by_id[id(type_)] = numbering
+    self._by_id[id(type_)] = numbering
     self.ordered_types.append(numbering)
     if type_.__class__ in _CODED:
       fns = self._functions.get((type_.__class__, type_.dialect, type_.kind))
       if fns is None:
         fns = self._entry_functions(type_)
-      numbering.write, number_nested = fns
-      if number_nested is not None:  # (None: no references)
-        number_nested(type_.fields, self)
+      numbering[4] = fns[0]
+      if fns[1] is not None:  # (None: no references)
+        fns[1](type_.fields, self)
 
   def _entry_functions(self, entry) -> tuple:
     """(write, number_nested) of a codec-encoded entry (`_entry_functions`),
-    kept per kind for this file: the codecs do not change while it is
-    written."""
+    kept per kind until a codec is registered anew."""
     key = (entry.__class__, entry.dialect, entry.kind)
     fns = self._functions.get(key)
     if fns is None:
@@ -203,21 +189,14 @@ class _Writer(codec.EncodeContext):
     return fns
 
   def _number_op_name(self, name: str) -> None:
-    known = self.op_names.get(name)
-    if known is not None:
-      known.refs += 1
-      return
-    numbering = _Numbering(name, self._dialect(name.split(".", 1)[0]))
+    numbering = [name, self._dialect(name.split(".", 1)[0]), 1, -1, None]
     self.op_names[name] = numbering
     self.ordered_op_names.append(numbering)
-
-  # The numbering below counts a reference already numbered (by identity)
-  # in place, and calls _number_attr / _number_type for the others.
 
   def _number_op(self, op: tree.Op) -> None:
     known = self.op_names.get(op.name)
     if known is not None:
-      known.refs += 1
+      known[2] += 1
     else:
       self._number_op_name(op.name)
     by_id = self._by_id.get
@@ -229,12 +208,17 @@ class _Writer(codec.EncodeContext):
         self.next_value_id += 1
         ty = result.type
         h = by_id(id(ty))
-        if h is not None and h.value is ty:
-          h.refs += 1
+        if h is not None:
+          h[2] += 1
         else:
           self._number_type(ty)
-    if op.attrs is not None:
-      self._number_attr(op.attrs)
+    v = op.attrs
+    if v is not None:
+      h = by_id(id(v))
+      if h is not None:
+        h[2] += 1
+      else:
+        self._number_attr(v)
     properties = op.properties
     if properties is not None:
       if self.version < encoding.V_NATIVE_PROPERTIES:
@@ -245,11 +229,40 @@ class _Writer(codec.EncodeContext):
         for value in properties.values:
           if value is not None:
             h = by_id(id(value))
-            if h is not None and h.value is value:
-              h.refs += 1
+            if h is not None:
+              h[2] += 1
             else:
               self._number_attr(value)
-    self._number_attr(op.location)
+    v = op.location
+    h = by_id(id(v))
+    if h is not None:
+      h[2] += 1
+    elif (v.__class__ is tree.Attr and v.kind == "FileLineColLoc" and
+          self._file_loc and v.dialect == "builtin"):
+      # Nearly every op has a file location of its own: _number_attr
+      # inline, for the kind's one reference (the file name).
+      file_loc = self._file_loc
+      numbering = [v, file_loc[0], 1, -1, file_loc[1]]
+      known = self.attrs.setdefault(v, numbering)
+      if known is numbering:
+        self._by_id[id(v)] = numbering
+        self.ordered_attrs.append(numbering)
+        v = v.fields[0]
+        if v is not None:
+          h = by_id(id(v))
+          if h is not None:
+            h[2] += 1
+          else:
+            self._number_attr(v)
+      else:  # an equal entry, numbered before
+        known[2] += 1
+        self._by_id[id(v)] = known
+        self._aliased.append(v)
+    else:
+      self._number_attr(v)
+      if (self._file_loc is None and v.__class__ is tree.Attr and
+          v.kind == "FileLineColLoc" and v.dialect == "builtin"):
+        self._file_loc = _file_loc_numbering(self._by_id[id(v)]) or False
 
   def _number_region(self, region: tree.Region) -> None:
     if not region.blocks:
@@ -260,9 +273,17 @@ class _Writer(codec.EncodeContext):
       for arg in block.args:
         self.value_ids.setdefault(arg, self.next_value_id)
         self.next_value_id += 1
-        self._number_attr(arg.loc if arg.loc is not None
-                          else builtin_codec.unknown_loc())
-        self._number_type(arg.type)
+        loc = arg.loc if arg.loc is not None else builtin_codec.unknown_loc()
+        h = self._by_id.get(id(loc))
+        if h is not None:
+          h[2] += 1
+        else:
+          self._number_attr(loc)
+        h = self._by_id.get(id(arg.type))
+        if h is not None:
+          h[2] += 1
+        else:
+          self._number_type(arg.type)
       for op in block.ops:
         self._number_op(op)
     self.region_counts[id(region)] = (len(region.blocks),
@@ -304,15 +325,15 @@ class _Writer(codec.EncodeContext):
 
   def attr_index(self, attr) -> int:
     hit = self._by_id.get(id(attr))
-    if hit is not None and hit.value is attr:
-      return hit.number
-    return self.attrs[attr].number
+    if hit is not None:
+      return hit[3]
+    return self.attrs[attr][3]
 
   def type_index(self, type_) -> int:
     hit = self._by_id.get(id(type_))
-    if hit is not None and hit.value is type_:
-      return hit.number
-    return self.types[type_].number
+    if hit is not None:
+      return hit[3]
+    return self.types[type_][3]
 
   def string_index(self, value: str) -> int:
     return self.strings.setdefault(value, len(self.strings))
@@ -353,8 +374,14 @@ class _Writer(codec.EncodeContext):
     if self.version >= encoding.V_NATIVE_PROPERTIES:
       props = encoding.Emitter()
       props.varint(len(self.properties))
-      for blob in self.properties:
-        props.raw(blob)
+      pbuf = props.buf
+      for blob in self.properties:  # each with its size in front
+        x = len(blob)
+        if x < 0x80:
+          pbuf.append((x << 1) | 1)
+        else:
+          props.varint(x)
+        pbuf += blob
       out.section(Section.PROPERTIES, props)
     return bytes(out.buf)
 
@@ -376,12 +403,12 @@ class _Writer(codec.EncodeContext):
       e.varint(len(self.ordered_op_names))
 
     def emit_name(numbering):
-      string_id = self.string_index(numbering.value.split(".", 1)[1])
+      string_id = self.string_index(numbering[0].split(".", 1)[1])
       if self.version < encoding.V_NATIVE_PROPERTIES:
         e.varint(string_id)
       else:
         e.varint_with_flag(string_id,
-                           numbering.value not in self.f.unregistered_ops)
+                           numbering[0] not in self.f.unregistered_ops)
 
     _write_grouped(e, self.ordered_op_names, emit_name)
     out.section(Section.DIALECT, e)
@@ -397,19 +424,19 @@ class _Writer(codec.EncodeContext):
     for ordered in (self.ordered_attrs, self.ordered_types):
       dialect = None
       for i, numbering in enumerate(ordered):
-        if numbering.dialect != dialect:  # a run of one dialect starts
-          dialect = numbering.dialect
+        if numbering[1] != dialect:  # a run of one dialect starts
+          dialect = numbering[1]
           j = i + 1
-          while j < len(ordered) and ordered[j].dialect == dialect:
+          while j < len(ordered) and ordered[j][1] == dialect:
             j += 1
           offsets.varint(dialect)
           offsets.varint(j - i)
-        write = numbering.write
+        write = numbering[4]
         if write is not None:
-          write(numbering.value.fields, buf, data, self)
+          write(numbering[0].fields, buf, data, self)
           custom = 1
         else:
-          custom = self._write_entry(data, numbering.value)
+          custom = self._write_entry(data, numbering[0])
         size = len(buf) - previous
         previous += size
         flagged = (size << 1) | custom
@@ -446,14 +473,11 @@ class _Writer(codec.EncodeContext):
       buf = e.buf = bytearray()
       write(props.values, buf, e, self)
       blob = bytes(buf)
-    # Equal blobs are stored once, each with its size in front.
+    # Equal blobs are stored once.
     index = self.properties_index.get(blob)
     if index is None:
       index = self.properties_index[blob] = len(self.properties)
-      stored = encoding.Emitter()
-      stored.varint(len(blob))
-      stored.raw(blob)
-      self.properties.append(bytes(stored.buf))
+      self.properties.append(blob)
     return index
 
   def _write_op(self, e: encoding.Emitter, op: tree.Op) -> None:
@@ -462,20 +486,20 @@ class _Writer(codec.EncodeContext):
     buf = e.buf
     append = buf.append
     by_id = self._by_id.get
-    x = self.op_names[op.name].number
+    x = self.op_names[op.name][3]
     append((x << 1) | 1) if x < 0x80 else e.varint(x)
     mask_at = len(buf)
     append(0)
     mask = 0
     v = op.location
     h = by_id(id(v))
-    x = h.number if h is not None and h.value is v else self.attrs[v].number
+    x = h[3] if h is not None else self.attrs[v][3]
     append((x << 1) | 1) if x < 0x80 else e.varint(x)
     v = op.attrs
     if v is not None:
       mask |= encoding.HAS_ATTRS
       h = by_id(id(v))
-      x = h.number if h is not None and h.value is v else self.attrs[v].number
+      x = h[3] if h is not None else self.attrs[v][3]
       append((x << 1) | 1) if x < 0x80 else e.varint(x)
     if op.properties is not None:
       mask |= encoding.HAS_PROPERTIES
@@ -489,7 +513,7 @@ class _Writer(codec.EncodeContext):
       for result in results:
         v = result.type
         h = by_id(id(v))
-        x = h.number if h is not None and h.value is v else self.types[v].number
+        x = h[3] if h is not None else self.types[v][3]
         append((x << 1) | 1) if x < 0x80 else e.varint(x)
     operands = op.operands
     if operands:
@@ -603,11 +627,25 @@ class _Writer(codec.EncodeContext):
     out.section(Section.RESOURCE, data)
 
 
+def _file_loc_numbering(numbering: list):
+  """(dialect number, write function) of the FileLineColLoc entry of
+  `numbering` when the codec's only reference in it is the file name
+  (field 0, an attribute), else None."""
+  spec = codec.spec_of(numbering[0])
+  if (numbering[4] is None or spec is None or
+      codec.ref_fields(spec[2]) != ((0, "attr"),)):
+    return None
+  return numbering[1], numbering[4]
+
+
 def _group_by_dialect_per_byte(ordered: list) -> None:
   """IRNumbering's groupByDialectPerByte: sort by dialect per varint band."""
-  if len(ordered) < 2:
+  if len(ordered) <= 0x80:
+    # One band (the first: one-byte numbers), whose first dialect is 0,
+    # so the order is a stable sort by dialect.
+    ordered.sort(key=_DIALECT)
     for number, numbering in enumerate(ordered):
-      numbering.number = number
+      numbering[3] = number
     return
   first_dialect = 0
   in_group = 0
@@ -616,17 +654,17 @@ def _group_by_dialect_per_byte(ordered: list) -> None:
     in_group = (1 << (7 * width)) - in_group
     band = ordered[start:start + in_group]
     # A stable sort by (dialect != first_dialect, dialect).
-    rest = [n for n in band if n.dialect != first_dialect]
+    rest = [n for n in band if n[1] != first_dialect]
     if rest:
       rest.sort(key=_DIALECT)
-      band = [n for n in band if n.dialect == first_dialect] + rest
+      band = [n for n in band if n[1] == first_dialect] + rest
       ordered[start:start + len(band)] = band
-    first_dialect = band[-1].dialect
+    first_dialect = band[-1][1]
     start += len(band)
     if start >= len(ordered):
       break
   for number, numbering in enumerate(ordered):
-    numbering.number = number
+    numbering[3] = number
 
 
 # --- Entry encoders ------------------------------------------------------------
@@ -668,8 +706,8 @@ def _make_entry_numberer(spec):
 
   def ref(indent, v, method):
     return [f"{indent}h = by_id(id({v}))",
-            f"{indent}if h is not None and h.value is {v}:",
-            f"{indent}  h.refs += 1",
+            f"{indent}if h is not None:",
+            f"{indent}  h[2] += 1",
             f"{indent}else:",
             f"{indent}  w.{method}({v})"]
 
@@ -720,8 +758,7 @@ def _make_entry_writer(dialect_codec, code, spec):
       needs.add("by_id")
       lines += [f"  v = {v}",
                 "  h = by_id(id(v))",
-                f"  x = h.number if h is not None and h.value is v else "
-                f"{table}[v].number"]
+                f"  x = h[3] if h is not None else {table}[v][3]"]
     elif kind == "opt_attr":
       needs.add("by_id")
       lines += [f"  v = {v}",
@@ -729,8 +766,7 @@ def _make_entry_writer(dialect_codec, code, spec):
                 "    x = 0",
                 "  else:",
                 "    h = by_id(id(v))",
-                "    x = ((h.number if h is not None and h.value is v else "
-                "w.attrs[v].number) << 1) | 1"]
+                "    x = ((h[3] if h is not None else w.attrs[v][3]) << 1) | 1"]
     elif kind == "varint":
       lines.append(f"  x = {v}")
     elif kind == "string":
@@ -753,8 +789,7 @@ def _make_entry_writer(dialect_codec, code, spec):
         table = "w.attrs" if kind == "attrs" else "w.types"
         needs.add("by_id")
         lines += ["    h = by_id(id(v))",
-                  f"    x = h.number if h is not None and h.value is v else "
-                  f"{table}[v].number"]
+                  f"    x = h[3] if h is not None else {table}[v][3]"]
       lines += ["    if 0 <= x < 0x80:",
                 "      buf.append((x << 1) | 1)",
                 "    else:",
@@ -782,9 +817,9 @@ def _write_grouped(e: encoding.Emitter, ordered: list, emit_entry) -> None:
   i = 0
   while i < len(ordered):
     j = i + 1
-    while j < len(ordered) and ordered[j].dialect == ordered[i].dialect:
+    while j < len(ordered) and ordered[j][1] == ordered[i][1]:
       j += 1
-    e.varint(ordered[i].dialect)
+    e.varint(ordered[i][1])
     e.varint(j - i)
     for numbering in ordered[i:j]:
       emit_entry(numbering)

@@ -6,6 +6,7 @@ import support
 from stablehlo._src.bytecode import reader
 from stablehlo._src.bytecode import testdata
 from stablehlo._src.bytecode import text_dump
+from stablehlo._src.bytecode import tree
 from stablehlo._src.bytecode import writer
 from support import env
 
@@ -65,3 +66,27 @@ def test_producer_override():
   path = _FILES[-1][0]
   out = writer.write(reader.read(path.read_bytes()), producer="StableHLO_v9.9.9")
   assert reader.read(out).producer == "StableHLO_v9.9.9"
+
+
+@_needs_corpus
+def test_equal_locations_of_distinct_objects_share_an_entry():
+  # Entries are numbered by content: ops whose file locations are equal but
+  # distinct objects (file names too) are written as if they shared one.
+  path = [p for p, t in _FILES if t == (1, 0, 0)][0]
+
+  def with_locations(shared: bool):
+    f = reader.read(path.read_bytes())
+    interned = {}
+    for i, op in enumerate(f.ops()):
+      key = ("f.mlir", i % 5, 7)
+      loc = tree.Attr("builtin", "FileLineColLoc", (
+          tree.Attr("builtin", "StringAttr", (key[0],)),) + key[1:])
+      op.location = interned.setdefault(key, loc) if shared else loc
+    return f
+
+  out = writer.write(with_locations(shared=False))
+  assert out == writer.write(with_locations(shared=True))
+  again = reader.read(out)
+  assert text_dump.dump(again) == text_dump.dump(with_locations(shared=True))
+  assert {(op.location.fields[1], op.location.fields[2])
+          for op in again.ops()} == {(i, 7) for i in range(5)}

@@ -328,12 +328,42 @@ def _immutable_param(value) -> bool:
   return isinstance(value, a.Attribute) and _immutable(value)
 
 
+# id(attr) -> (attr, its array, the array's dtype, shape and bytes then,
+# to_vhlo(attr)) of the small dense elements attributes converted before.
+_DENSE_BY_ID: dict = {}
+_DENSE_KEPT_MAX_BYTES = 1 << 10
+_DENSE_KEPT_LIMIT = 1 << 12  # entries
+_DENSE_KINDS = frozenset("biufc")  # dtypes whose bytes are the values
+
+
+def _dense_shared(attr) -> tree.Attr:
+  """`to_vhlo` of a dense elements attribute, kept for the next conversion
+  of the same object while its array (which may change in place) holds
+  what it held: the same array object, dtype, shape and bytes."""
+  arr = attr.array
+  hit = _DENSE_BY_ID.get(id(attr))
+  if (hit is not None and hit[0] is attr and hit[1] is arr and
+      hit[2] == arr.dtype and hit[3] == arr.shape and
+      hit[4] == arr.tobytes()):
+    return hit[5]
+  converted = to_vhlo(attr)
+  if (arr.__class__ is np.ndarray and arr.dtype.kind in _DENSE_KINDS and
+      arr.nbytes <= _DENSE_KEPT_MAX_BYTES):
+    _remember(_DENSE_BY_ID, id(attr),
+              (attr, arr, arr.dtype, arr.shape, arr.tobytes(), converted),
+              _DENSE_KEPT_LIMIT)
+  return converted
+
+
 def to_vhlo_shared(attr) -> tree.Attr:
   """`to_vhlo(attr)`, kept for the next conversion of the same object when
-  that object cannot change."""
+  that object cannot change (a dense elements attribute: while its array
+  holds the same bytes)."""
   hit = _TO_VHLO_BY_ID.get(id(attr))
   if hit is not None and hit[0] is attr:
     return hit[1]
+  if attr.__class__ is a.DenseElementsAttr:
+    return _dense_shared(attr)
   converted = to_vhlo(attr)
   if _immutable(attr):
     _remember(_TO_VHLO_BY_ID, id(attr), (attr, converted))

@@ -155,3 +155,21 @@ def test_from_vhlo_rejects_malformed():
                        b"\x00\x00\x00"))
   with pytest.raises(support.InvalidArgumentError):
     ac.from_vhlo(ac.va("MeshV1Attr", ac.array(()), None))
+
+
+def test_dense_shared_follows_the_array_in_place():
+  i32 = t.IntegerType(32)
+  arr = np.array([1, 2], np.int32)
+  attr = a.DenseElementsAttr(_tensor([2], i32), arr)
+  first = ac.to_vhlo_shared(attr)
+  assert first == ac.to_vhlo(attr)
+  # Kept: the same object comes back while the array is unchanged.
+  assert ac.to_vhlo_shared(attr) is first
+  arr[1] = 3  # changed in place: converted anew
+  second = ac.to_vhlo_shared(attr)
+  assert second == ac.to_vhlo(attr) and second != first
+  assert second.fields[1] == b"\x01\x00\x00\x00\x03\x00\x00\x00"
+  assert ac.to_vhlo_shared(attr) is second
+  arr.dtype = np.float32  # same bytes, other dtype: converted anew
+  third = ac.to_vhlo_shared(attr)
+  assert third == ac.to_vhlo(attr) and third != second

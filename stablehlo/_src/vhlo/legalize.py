@@ -706,9 +706,18 @@ class _Legalizer:
 
 def module_to_vhlo(module: core.Module) -> vhlo_ir.VhloOp:
   """The `builtin.module` root of the VHLO form of `module` (current ops)."""
+  return legalize_module(module)[0]
+
+
+def legalize_module(module: core.Module) -> tuple:
+  """(the root `module_to_vhlo` makes, whether it holds any unrealized
+  cast). The ops and blocks of the tree are new, without use-list order
+  records."""
   if not isinstance(module, core.Module):
     raise support.InvalidArgumentError(
         f"expected a stablehlo Module, got {type(module).__name__}")
   if module.op.name != "builtin.module":
     raise support.InvalidArgumentError("the root op must be builtin.module")
-  return _Legalizer(module).module_op()
+  legalizer = _Legalizer(module)
+  root = legalizer.module_op()
+  return root, bool(legalizer.casts.cache)

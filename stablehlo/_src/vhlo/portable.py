@@ -74,7 +74,7 @@ def module_to_vhlo(module: core.Module, target="current",
               else v.Version.parse(producer_version))
 
   def run():
-    root = legalize.module_to_vhlo(module)
+    root, has_casts = legalize.legalize_module(module)
     if target.without_patch() == v.CURRENT.without_patch():
       # Legalization makes current ops, which the current version takes
       # as they are (to_version would walk them all to find that).
@@ -84,7 +84,11 @@ def module_to_vhlo(module: core.Module, target="current",
     rewritten = [op for op in rewritten
                  if ops.for_target(op.definition.base, producer) is not
                  op.definition]
-    use_lists.assign(root, rewritten)
+    if rewritten or has_casts:
+      use_lists.assign(root, rewritten)
+    # Else every use was made in pre-order: no value needs a use-list
+    # order record, and the new tree holds none (use_lists.assign would
+    # walk it to find that).
     if strip_debuginfo:
       _strip_locations(root)
     return root

@@ -172,26 +172,37 @@ def _layout(name: str) -> tuple:
 def finalize(root: VhloOp, bytecode_version: int) -> None:
   """Sets `attrs` / `properties` of every op from `named`."""
   native = bytecode_version >= encoding.V_NATIVE_PROPERTIES
-  for op in root.walk():
-    if not isinstance(op, VhloOp):
+  layouts = _LAYOUTS
+  properties = tree.Properties
+  # Pre-order, as root.walk() (an op's error is found before its nested
+  # ones'), with the walk inline: this runs once per op.
+  stack = [root]
+  pop = stack.pop
+  while stack:
+    op = pop()
+    if op.regions:
+      stack.extend(reversed([o for r in op.regions for b in r.blocks
+                             for o in b.ops]))
+    if op.__class__ is not VhloOp and not isinstance(op, VhloOp):
       continue
-    name = op.name
-    layout = _LAYOUTS.get(name)
-    declared, kinds, required = layout or _layout(name)
+    layout = layouts.get(op.name)
+    declared, kinds, required = layout or _layout(op.name)
     named = op.named
     if native:
-      # (Counted by key: comparing the attributes with None would call
-      # their __eq__.)
-      present = sum(map(named.__contains__, declared))
-      # A VHLO op requires all it declares: only an absent one calls for
-      # the check by name.
-      if required is not declared or present < len(declared):
-        _check_required(op, required)
-      # Ops with declared attributes carry a properties blob (ODS gives
-      # them a properties struct); the others carry none.
-      op.properties = (
-          tree.Properties(kinds, tuple(map(named.get, declared)))
-          if declared else None)
+      if declared:
+        # (Counted by key: comparing the attributes with None would call
+        # their __eq__.)
+        present = sum(map(named.__contains__, declared))
+        # A VHLO op requires all it declares: only an absent one calls
+        # for the check by name.
+        if required is not declared or present < len(declared):
+          _check_required(op, required)
+        # Ops with declared attributes carry a properties blob (ODS gives
+        # them a properties struct); the others carry none.
+        op.properties = properties(kinds, tuple(map(named.get, declared)))
+      else:  # (required is then empty too)
+        present = 0
+        op.properties = None
       if len(named) > present:
         op.attrs = _dictionary([(k, v) for k, v in named.items()
                                 if k not in declared])
