@@ -26,8 +26,9 @@ consumer's fusion (the base pass's rule), and so, one by one, are its own
 producers, which then have other users too. A long chain of cheap
 elementwise ops read by several sibling fusions (a layer norm's backward,
 read by reductions over different axes that cannot share one fusion) was
-so recomputed whole in every sibling. A fusion takes at most
-`DUPLICATION_BUDGET` duplicated elementwise ops (data movement and scalars
+so recomputed whole in every sibling. With `DUPLICATION_BUDGET` set (it
+is off by default, see there) a fusion takes at most that many duplicated
+elementwise ops (data movement and scalars
 are free); past that the chain stays outside, where it becomes a fusion of
 its own computed once and read by the siblings: the producer where a
 budget ran out is duplicated into no other fusion either.
@@ -200,8 +201,14 @@ class _IndexingEvaluation:
     return total
 
 
-# Duplicated elementwise ops a fusion may take (see the module docstring).
-DUPLICATION_BUDGET = 8
+# Duplicated elementwise ops a fusion may take (see the module docstring);
+# None: no limit. Off by default: at 8 it computes BERT's layer-norm chain
+# once (its backward 2974-3676 -> 2296-3003 us), but it also splits the
+# long, shared elementwise chains of jax.scipy.special into kernels of
+# their own (that workload's step 1.0 -> 4.0 ms; 1.3 ms at 32, and still
+# 1.3 ms counting reductions only). It needs to tell siblings that
+# recompute one chain from a chain that one fusion reads.
+DUPLICATION_BUDGET = None
 
 
 def _duplication_cost(producer: HloInstruction) -> int:

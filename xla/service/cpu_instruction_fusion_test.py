@@ -282,9 +282,10 @@ def _elementwise_count(fusion):
              if i.opcode in (O.kAdd, O.kMultiply) and i.shape.dimensions)
 
 
-def test_shared_chain_is_duplicated_up_to_the_budget():
+def test_shared_chain_is_duplicated_up_to_the_budget(monkeypatch):
   # Each reduction would otherwise recompute the whole chain; past the
   # budget the rest of the chain is computed once, in a fusion of its own.
+  monkeypatch.setattr(cif, "DUPLICATION_BUDGET", 8)
   n = 40
   _, m = _run(_shared_chain(n))
   fusions = _fusions(m.entry_computation)
@@ -298,7 +299,17 @@ def test_shared_chain_is_duplicated_up_to_the_budget():
   assert sorted(_elementwise_count(f) for f in fusions) == [short, short]
 
 
-def test_shared_chain_evaluates_the_same():
+def test_shared_chain_is_duplicated_whole_without_a_budget():
+  # The default: both reductions recompute the whole chain.
+  assert cif.DUPLICATION_BUDGET is None
+  _, m = _run(_shared_chain(20))
+  fusions = _fusions(m.entry_computation)
+  assert sorted(_elementwise_count(f) for f in fusions) == [20, 20]
+
+
+@pytest.mark.parametrize("budget", [None, 8])
+def test_shared_chain_evaluates_the_same(monkeypatch, budget):
+  monkeypatch.setattr(cif, "DUPLICATION_BUDGET", budget)
   ev = _evaluator()
   text = _shared_chain(30)
   x = np.random.default_rng(0).standard_normal((8, 16)).astype(np.float32)
