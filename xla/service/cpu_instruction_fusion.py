@@ -26,8 +26,8 @@ consumer's fusion (the base pass's rule), and so, one by one, are its own
 producers, which then have other users too. A long chain of cheap
 elementwise ops read by several sibling fusions (a layer norm's backward,
 read by reductions over different axes that cannot share one fusion) was
-so recomputed whole in every sibling. With `DUPLICATION_BUDGET` set (it
-is off by default, see there) a fusion takes at most that many duplicated
+so recomputed whole in every sibling. Below a producer that two or more
+reductions read, a fusion takes at most `DUPLICATION_BUDGET` duplicated
 elementwise ops (data movement and scalars
 are free); past that the chain stays outside, where it becomes a fusion of
 its own computed once and read by the siblings: the producer where a
@@ -201,14 +201,14 @@ class _IndexingEvaluation:
     return total
 
 
-# Duplicated elementwise ops a fusion may take (see the module docstring);
-# None: no limit. Off by default: at 8 it computes BERT's layer-norm chain
-# once (its backward 2974-3676 -> 2296-3003 us), but it also splits the
-# long, shared elementwise chains of jax.scipy.special into kernels of
-# their own (that workload's step 1.0 -> 4.0 ms; 1.3 ms at 32, and still
-# 1.3 ms counting reductions only). It needs to tell siblings that
-# recompute one chain from a chain that one fusion reads.
-DUPLICATION_BUDGET = None
+# Duplicated elementwise ops a fusion may take where sibling reductions
+# each recompute one chain (see the module docstring); None: no limit.
+# BERT's backward: 2974-3676 -> 2296-3003 us. Counted for every
+# duplicating fusion, it split the long shared elementwise chains of
+# jax.scipy.special into kernels of their own (that workload's step
+# 1.0 -> 4.0 ms), so it applies only below a producer that two or more
+# reductions read.
+DUPLICATION_BUDGET = 8
 
 
 def _duplication_cost(producer: HloInstruction) -> int:
@@ -217,6 +217,17 @@ def _duplication_cost(producer: HloInstruction) -> int:
   if not producer.is_elementwise() or not producer.shape.dimensions:
     return 0
   return 1
+
+
+def _is_reduction(instr: HloInstruction) -> bool:
+  return instr.opcode == O.kReduce or (
+      instr.opcode == O.kFusion and instr.fusion_kind == FusionKind.kInput)
+
+
+def _forks_into_reductions(producer: HloInstruction) -> bool:
+  """Whether two or more reductions read `producer` (siblings that would
+  each recompute it)."""
+  return sum(1 for u in producer.users if _is_reduction(u)) >= 2
 
 
 def _duplicates(producer: HloInstruction, consumer: HloInstruction) -> bool:
@@ -237,22 +248,34 @@ class CpuInstructionFusion(instruction_fusion.InstructionFusion):
     # duplicates it from then on (it is computed once, where it is).
     self._shared: dict[int, HloInstruction] = {}
 
-  def _duplicated_in(self, consumer: HloInstruction) -> int:
+  def _hit(self, consumer: HloInstruction):
     if consumer.opcode != O.kFusion:
-      return 0
+      return None
     fused = consumer.fused_computation
     hit = self._duplicated.get(id(fused))
-    return hit[1] if hit is not None and hit[0] is fused else 0
+    return hit if hit is not None and hit[0] is fused else None
+
+  def _duplicated_in(self, consumer: HloInstruction) -> int:
+    hit = self._hit(consumer)
+    return hit[1] if hit is not None else 0
+
+  def _forked(self, consumer: HloInstruction) -> bool:
+    """Whether `consumer`'s duplicated chain is one that sibling
+    reductions each recompute."""
+    hit = self._hit(consumer)
+    return hit is not None and hit[2]
 
   def fuse(self, producer: HloInstruction,
            consumer: HloInstruction) -> HloInstruction:
     cost = (_duplication_cost(producer)
             if _duplicates(producer, consumer) else 0)
     before = self._duplicated_in(consumer) if cost else 0
+    forked = cost and (self._forked(consumer) or
+                       _forks_into_reductions(producer))
     fusion = super().fuse(producer, consumer)
     if cost:
       fused = fusion.fused_computation
-      self._duplicated[id(fused)] = (fused, before + cost)
+      self._duplicated[id(fused)] = (fused, before + cost, bool(forked))
     return fusion
 
   @property
@@ -301,7 +324,8 @@ class CpuInstructionFusion(instruction_fusion.InstructionFusion):
     elif not _is_loop_consumer(consumer):
       return False
     if (DUPLICATION_BUDGET is not None and _duplication_cost(producer) and
-        _duplicates(producer, consumer)):
+        _duplicates(producer, consumer) and
+        (self._forked(consumer) or _forks_into_reductions(producer))):
       hit = self._shared.get(id(producer))
       if hit is not None and hit is producer:
         return False  # Another fusion's budget stopped here already.

@@ -299,12 +299,30 @@ def test_shared_chain_is_duplicated_up_to_the_budget(monkeypatch):
   assert sorted(_elementwise_count(f) for f in fusions) == [short, short]
 
 
-def test_shared_chain_is_duplicated_whole_without_a_budget():
-  # The default: both reductions recompute the whole chain.
-  assert cif.DUPLICATION_BUDGET is None
+def test_shared_chain_is_duplicated_whole_without_a_budget(monkeypatch):
+  monkeypatch.setattr(cif, "DUPLICATION_BUDGET", None)
   _, m = _run(_shared_chain(20))
   fusions = _fusions(m.entry_computation)
   assert sorted(_elementwise_count(f) for f in fusions) == [20, 20]
+
+
+def test_chain_read_by_one_reduction_is_not_split():
+  # The budget is for chains that sibling reductions each recompute. A
+  # long chain read by one reduction and by an elementwise output (as in
+  # jax.scipy.special's programs) stays whole in the reduction's fusion:
+  # splitting it cost that workload 4x.
+  assert cif.DUPLICATION_BUDGET is not None
+  n = 40
+  text = _shared_chain(n).replace(
+      "  r1 = f32[8] reduce(x{0}, z), dimensions={{1}}, to_apply=add_f"
+      .format(n).replace("{{", "{").replace("}}", "}"),
+      f"  r1 = f32[8,16] negate(x{n})").replace(
+          "(f32[16], f32[8]) tuple(r0, r1)", "(f32[16], f32[8,16]) tuple(r0, r1)")
+  assert "negate" in text
+  _, m = _run(text)
+  fusions = _fusions(m.entry_computation)
+  counts = sorted(_elementwise_count(f) for f in fusions)
+  assert max(counts) >= n, counts
 
 
 @pytest.mark.parametrize("budget", [None, 8])
