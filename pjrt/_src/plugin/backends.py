@@ -323,8 +323,9 @@ def _cpu_options(compiler, threads: int, program: programs.Program = None,
   (num_replicas, num_partitions, propagation) for the compiler's cache."""
   from pjrt._src.plugin import program_cache  # pylint: disable=g-import-not-at-top
   cache_dir = (program_cache.directory() if config[0] * config[1] == 1
-               and (program is None or not calls_host(program.code))
                else None)
+  if cache_dir and program is not None and calls_host(program.code):
+    cache_dir = None  # Its host callbacks live in this process only.
   input_key = None
   if program is not None:
     input_key = program_cache.compile_key(program.code, program.format,
