@@ -201,12 +201,7 @@ def fields_reader(codec: DialectCodec, spec):
     if kind in ("attr", "type", "varint"):
       what = {"attr": "attribute reference", "type": "type reference",
               "varint": "varint"}[kind]
-      lines += ["  p = r.pos",
-                "  if p < r.end and data[p] & 1:",
-                "    r.pos = p + 1",
-                "    x = data[p] >> 1",
-                "  else:",
-                f"    x = r.varint({what!r})"]
+      lines += _inline_varint(what, "  ")
       if kind == "varint":
         lines.append(f"  {v} = x")
       else:
@@ -216,12 +211,7 @@ def fields_reader(codec: DialectCodec, spec):
               "svarints": "signed varint"}[kind]
       lines += ["  items = []",
                 "  for _ in range(r.count('list size')):",
-                "    p = r.pos",
-                "    if p < r.end and data[p] & 1:",
-                "      r.pos = p + 1",
-                "      x = data[p] >> 1",
-                "    else:",
-                f"      x = r.varint({what!r})"]
+                *_inline_varint(what, "    ")]
       if kind == "svarints":
         lines.append("    items.append((x >> 1) ^ -(x & 1))")
       else:
@@ -235,6 +225,18 @@ def fields_reader(codec: DialectCodec, spec):
   scope = {"codec": codec, "_read_field": _read_field}
   exec("\n".join(lines), scope)  # pylint: disable=exec-used
   return scope["read_entry"]
+
+
+def _inline_varint(what: str, indent: str) -> list[str]:
+  """Generated lines that set `x` to the varint at `r.pos`: a one-byte
+  varint read in place, any other through `r.varint`."""
+  return [indent + line for line in (
+      "p = r.pos",
+      "if p < r.end and data[p] & 1:",
+      "  r.pos = p + 1",
+      "  x = data[p] >> 1",
+      "else:",
+      f"  x = r.varint({what!r})")]
 
 
 def _read_field(codec, kind, r, ctx, values):
