@@ -41,16 +41,20 @@ def _has_cpu_backend() -> bool:
     return False
 
 
-def _emit(ctx, fn, operands, *, token=None, has_side_effect: bool,
+def _emit(ctx, fn, operands, *, effect=None, has_side_effect: bool,
           sharding=None):
   """Emits the custom call of `fn` (numpy arrays in, a sequence of arrays
-  out), with `sharding` (JAX's annotation for the call) if any; returns
-  (results, token or None)."""
+  out), with `sharding` (JAX's annotation for the call) if any, and
+  threads the token of ordered `effect` through it; returns its
+  results."""
   from jax._src import ffi  # pylint: disable=g-import-not-at-top
   from jax._src import core  # pylint: disable=g-import-not-at-top
+  from jax._src.interpreters import mlir  # pylint: disable=g-import-not-at-top
   from pjrt._src.plugin import backends  # pylint: disable=g-import-not-at-top
   result_avals = list(ctx.avals_out)
   checked = _checked(fn, result_avals)
+  token = ctx.tokens_in.get(effect) if effect is not None else None
+  call_ctx = ctx
   if token is not None:
     operands = [token, *operands]
     from jax._src import sharding_impls as si  # pylint: disable=g-import-not-at-top
@@ -61,19 +65,21 @@ def _emit(ctx, fn, operands, *, token=None, has_side_effect: bool,
                       logical_device_ids=(
                           sharding.shardings[0].logical_device_ids)),
           *sharding.shardings))
-    ctx = dataclasses.replace(
+    call_ctx = dataclasses.replace(
         ctx, avals_in=[core.abstract_token, *ctx.avals_in],
         avals_out=[core.abstract_token, *ctx.avals_out])
   target, index = backends.register_host_callback(checked)
   ctx.module_context.add_keepalive(checked)
   op = ffi.build_ffi_lowering_function(target, has_side_effect=has_side_effect)(
-      ctx, *operands, index=np.uint64(index))
+      call_ctx, *operands, index=np.uint64(index))
   if sharding is not None:
-    from jax._src.interpreters import mlir  # pylint: disable=g-import-not-at-top
     mlir.set_sharding(ctx.module_context, op, sharding)
   results = list(op.results)
-  new_token = results.pop(0) if token is not None else None
-  return results, new_token
+  if effect is not None:
+    new_token = results.pop(0) if token is not None else None
+    ctx.set_tokens_out(ctx.tokens_in.update_tokens(
+        mlir.TokenSet({effect: new_token})))
+  return results
 
 
 def _checked(fn, result_avals):
@@ -121,15 +127,9 @@ def _debug_callback_rule(ctx, *args, effect, partitioned, callback,
     return ()
 
   if effects.ordered_effects.contains(effect):
-    token = ctx.tokens_in.get(effect)
-    results, token = _emit(ctx, fn, list(args), token=token,
-                           has_side_effect=True)
-    ctx.set_tokens_out(ctx.tokens_in.update_tokens(
-        _token_set({effect: token})))
-    return results
-  results, _ = _emit(ctx, fn, list(args), has_side_effect=True,
-                     sharding=_op_sharding(ctx, None))
-  return results
+    return _emit(ctx, fn, list(args), effect=effect, has_side_effect=True)
+  return _emit(ctx, fn, list(args), has_side_effect=True,
+               sharding=_op_sharding(ctx, None))
 
 
 def _op_sharding(ctx, sharding):
@@ -137,11 +137,6 @@ def _op_sharding(ctx, sharding):
   from jax._src import callback as cb  # pylint: disable=g-import-not-at-top
   return cb._callback_op_sharding(  # pylint: disable=protected-access
       ctx.module_context.axis_context, sharding, ctx.avals_out)
-
-
-def _token_set(tokens):
-  from jax._src.interpreters import mlir  # pylint: disable=g-import-not-at-top
-  return mlir.TokenSet(tokens)
 
 
 def _debug_print_rule(ctx, *dyn_args, fmt, ordered, partitioned, in_tree,
@@ -171,9 +166,8 @@ def _pure_callback_rule(ctx, *args, callback, sharding, **params):
                                    sharding=None, **params)
     return callback(*flat_args)
 
-  results, _ = _emit(ctx, fn, list(args), has_side_effect=False,
-                     sharding=op_sharding)
-  return results
+  return _emit(ctx, fn, list(args), has_side_effect=False,
+               sharding=op_sharding)
 
 
 def _io_callback_rule(ctx, *args, callback, sharding, ordered, **params):
@@ -186,17 +180,9 @@ def _io_callback_rule(ctx, *args, callback, sharding, ordered, **params):
                                  sharding=None, ordered=ordered, **params)
     return callback(*flat_args)
 
-  if ordered:
-    effect = cb._OrderedIOEffect  # pylint: disable=protected-access
-    token = ctx.tokens_in.get(effect)
-    results, token = _emit(ctx, fn, list(args), token=token,
-                           has_side_effect=True, sharding=op_sharding)
-    ctx.set_tokens_out(ctx.tokens_in.update_tokens(
-        _token_set({effect: token})))
-    return results
-  results, _ = _emit(ctx, fn, list(args), has_side_effect=True,
-                     sharding=op_sharding)
-  return results
+  effect = cb._OrderedIOEffect if ordered else None  # pylint: disable=protected-access
+  return _emit(ctx, fn, list(args), effect=effect, has_side_effect=True,
+               sharding=op_sharding)
 
 
 def register(platform: str) -> list[str]:
