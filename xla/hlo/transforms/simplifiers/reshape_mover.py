@@ -173,8 +173,9 @@ class ReshapeMover(hpi.HloComputationPass):
     else:
       array = np.transpose(array, _inverse_perm(first.dimensions))
     shape = Shape.array(operand.shape.element_type, in_dims)
-    return comp.add_instruction(
-        hi.create_constant(Literal(shape, np.ascontiguousarray(array))))
+    # ascontiguousarray makes a 0-d array 1-d: reshape back to `in_dims`.
+    array = np.ascontiguousarray(array).reshape(in_dims)
+    return comp.add_instruction(hi.create_constant(Literal(shape, array)))
 
   def _try_sink(self, comp, instr) -> bool:
     if (not instr.is_elementwise() or instr.has_side_effect() or

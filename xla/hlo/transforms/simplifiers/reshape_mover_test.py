@@ -142,3 +142,18 @@ def test_transpose_is_bitcast():
   # Unit dimensions may move freely.
   assert rm.transpose_is_bitcast(_s("f32[1,5]{1,0}"), _s("f32[5,1]{1,0}"),
                                  (1, 0))
+
+
+def test_constant_below_reshape_of_a_scalar_stays_a_scalar():
+  # The constant is rewritten in the reshape's input shape, f32[]: its
+  # literal must be 0-d (numpy's ascontiguousarray makes it 1-d, which
+  # Literal refused).
+  _check("""a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ra = f32[1] reshape(a)
+  rb = f32[1] reshape(b)
+  c = f32[1] constant({2.5})
+  s = f32[1] add(ra, rb)
+  ROOT r = f32[1] multiply(s, c)""", """
+  CHECK: constant(2.5)
+  CHECK: ROOT {{.*}} = f32[1]{0} reshape(""")
