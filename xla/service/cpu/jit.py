@@ -718,6 +718,23 @@ def _unlocked(name: str):
     return None
 
 
+def optimized_text(text: str, opt_level: int = 2) -> str:
+  """What LLVM's pipeline makes of module `text` for this host, as text:
+  for tests and dumps that look at the code kernels run (whether a loop
+  was vectorized)."""
+  _initialize()
+  ctx = llvm.create_context()
+  mod = llvm.parse_assembly(_keep_vector_variants(text), ctx)
+  try:
+    tm = _new_target_machine(opt_level)
+    mod.triple = llvm.get_process_triple()
+    mod.data_layout = str(tm.target_data)
+    optimize(mod, opt_level)
+    return str(mod)
+  finally:
+    mod.close()
+
+
 def _compile_part(text: str, opt_level: int, unlocked: bool) -> bytes:
   """Parses, verifies, optimises and generates code for one module text in
   a fresh LLVM context; returns the object file."""

@@ -287,3 +287,55 @@ def test_large_small_output_reductions_are_split(dims, reduced, et, op, init):
   exe, _ = ct.run_and_compare(text, args)
   reduces = [t for t in exe.plan["thunks"] if t["kind"] == "kernel"]
   assert len(reduces) == 2 and reduces[0]["extent"] > 1
+
+
+@pytest.mark.parametrize("rows,row", [(300, 3), (129, 5), (64, 7), (40, 6)])
+def test_short_rows_indexed_by_position(rows, row):
+  # Logits broadcast along the rows and an iota (categorical sampling):
+  # the unrolled fill, with a 2-D kept shape and an elementwise output.
+  text = "\nHloModule m\n" + _AMAX + f"""
+ENTRY e {{
+  x = f32[2,{rows},{row}] parameter(0)
+  c = f32[{row}] parameter(1)
+  l = f32[2,{rows},{row}] log(x)
+  n = f32[2,{rows},{row}] negate(l)
+  g = f32[2,{rows},{row}] log(n)
+  cb = f32[2,{rows},{row}] broadcast(c), dimensions={{2}}
+  s = f32[2,{rows},{row}] subtract(cb, g)
+  io = s32[2,{rows},{row}] iota(), iota_dimension=2
+  z = f32[] constant(-inf)
+  zi = s32[] constant(0)
+  r = (f32[2,{rows}], s32[2,{rows}]) reduce(s, io, z, zi), dimensions={{2}}, to_apply=amax
+  r1 = s32[2,{rows}] get-tuple-element(r), index=1
+  ROOT t = (s32[2,{rows}], f32[2,{rows},{row}]) tuple(r1, s)
+}}"""
+  rng = np.random.default_rng(5)
+  x = rng.uniform(0.05, 0.95, (2, rows, row)).astype(np.float32)
+  c = np.log(rng.dirichlet(np.ones(row))).astype(np.float32)
+  ct.run_and_compare(text, [x, c], rtol=1e-5, atol=1e-5)
+
+
+def test_short_rows_indexed_by_position_vectorize(tmp_path):
+  # The fill of a Gumbel argmax over 3 classes: LLVM vectorizes its logs.
+  # With the flat fill, reading the logits at `t % 3` (a gather) kept the
+  # whole loop scalar, 8x slower.
+  from xla.service.cpu import cpu_compiler  # pylint: disable=g-import-not-at-top
+  from xla.service.cpu import jit  # pylint: disable=g-import-not-at-top
+  text = "\nHloModule m\n" + _AMAX + """
+ENTRY e {
+  x = f32[8192,3] parameter(0)
+  l = f32[8192,3] log(x)
+  n = f32[8192,3] negate(l)
+  g = f32[8192,3] log(n)
+  c = f32[3] constant({-0.69, -1.2, -1.6})
+  cb = f32[8192,3] broadcast(c), dimensions={1}
+  s = f32[8192,3] subtract(cb, g)
+  io = s32[8192,3] iota(), iota_dimension=1
+  z = f32[] constant(-inf)
+  zi = s32[] constant(0)
+  ROOT r = (f32[8192], s32[8192]) reduce(s, io, z, zi), dimensions={1}, to_apply=amax
+}"""
+  cpu_compiler.compile(ct.parse(text), cpu_compiler.CpuCompileOptions(
+      dump_to=str(tmp_path), input_key="short-rows-vectorize"))
+  code = jit.optimized_text((tmp_path / "m.ir.ll").read_text())
+  assert "call <" in code and "@__xla_cpu_lib_math_log_f32_v" in code, code
