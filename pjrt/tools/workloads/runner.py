@@ -101,16 +101,53 @@ def run_child(name: str, platform: str, steps: int, seed: int, out: str,
   return record, outputs
 
 
+# Figures of a child's record that --rounds takes the median of.
+ROUND_FIGURES = ("init_s", "first_s", "steady_median_s", "steady_best_s",
+                 "peak_rss_mb")
+
+
+def merge_rounds(records: list[dict]) -> dict:
+  """One record from the records of several rounds on one platform: the
+  first round's, with each of ROUND_FIGURES the median over the rounds
+  (the lower middle of an even count), and the rounds' values kept under
+  "rounds". The first failed round's record if any failed."""
+  for r in records:
+    if r.get("error"):
+      return r
+  merged = dict(records[0])
+  if len(records) > 1:
+    merged["rounds"] = {}
+    for key in ROUND_FIGURES:
+      vals = [r[key] for r in records if r.get(key) is not None]
+      if vals:
+        merged["rounds"][key] = vals
+        merged[key] = sorted(vals)[(len(vals) - 1) // 2]
+  return merged
+
+
 def run_workload(wl: registry.Workload, platforms: list[str], steps: int,
-                 seed: int, out_dir: str, timeout: float) -> dict:
-  """Both platforms (reference first), then the comparison; one row."""
-  records, outs = {}, {}
-  for platform in reversed(platforms):
-    records[platform], outs[platform] = run_child(
-        wl.name, platform, steps, seed,
-        os.path.join(out_dir, wl.name, platform), timeout)
+                 seed: int, out_dir: str, timeout: float,
+                 rounds: int = 1) -> dict:
+  """Both platforms (reference first), `rounds` times, alternating, then
+  the comparison of the first round's outputs; one row. Each platform's
+  figures are the medians over its rounds (`merge_rounds`): alternating
+  spreads a drift in the machine's speed over both sides."""
+  per_round = {p: [] for p in platforms}
+  outs = {}
+  for k in range(max(1, rounds)):
+    for platform in reversed(platforms):
+      sub = os.path.join(out_dir, wl.name, platform)
+      if k:
+        sub = os.path.join(sub, f"round{k + 1}")
+      record, out = run_child(wl.name, platform, steps, seed, sub, timeout)
+      per_round[platform].append(record)
+      if k == 0:
+        outs[platform] = out
+    if any(r[-1].get("error") for r in per_round.values()):
+      break
+  records = {p: merge_rounds(r) for p, r in per_round.items()}
   ours = records[platforms[0]]
-  ref = records[platforms[1]] if len(platforms) > 1 else None
+  ref = records.get(platforms[1]) if len(platforms) > 1 else None
   comparison = None
   if ref is not None and not ours.get("error") and not ref.get("error"):
     comparison = report.compare_outputs(outs[platforms[0]], outs[platforms[1]],
@@ -164,6 +201,11 @@ def main(argv=None) -> int:
                   "workloads.html and per-run logs (default: a temp dir)")
   ap.add_argument("--timeout", type=float, default=600,
                   help="seconds per child process (default 600)")
+  ap.add_argument("--rounds", type=int, default=1,
+                  help="run each workload this many times per platform, "
+                  "alternating with the reference, and report each "
+                  "platform's median over the rounds (default 1; the "
+                  "machine's speed drifts between runs)")
   ap.add_argument("--platforms", default=",".join(DEFAULT_PLATFORMS),
                   help="under test, reference (default openxla_cpu,cpu)")
   args = ap.parse_args(argv)
@@ -183,12 +225,17 @@ def main(argv=None) -> int:
   out_dir = args.out or tempfile.mkdtemp(prefix="workloads-")
   command = "python -m pjrt.tools.workloads " + " ".join(
       shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
+  if args.rounds < 1:
+    print("error: --rounds takes a positive count", file=sys.stderr)
+    return 2
   print(f"{len(chosen)} workloads on {' vs '.join(platforms)}, "
-        f"{args.steps} steady steps; logs in {out_dir}", flush=True)
+        f"{args.steps} steady steps"
+        + (f", {args.rounds} rounds" if args.rounds > 1 else "")
+        + f"; logs in {out_dir}", flush=True)
   rows = []
   for i, wl in enumerate(chosen, 1):
     row = run_workload(wl, platforms, args.steps, args.seed, out_dir,
-                       args.timeout)
+                       args.timeout, rounds=args.rounds)
     rows.append(row)
     print(report.progress_line(i, len(chosen), row), flush=True)
   print()

@@ -220,3 +220,39 @@ def test_a_hung_child_times_out(tmp_path):
                                str(tmp_path), 0.5)
   assert record["timeout"] and "timed out" in record["error"]
   assert os.path.exists(os.path.join(str(tmp_path), "log.txt"))
+
+
+def test_rounds_merge_to_medians():
+  recs = [{"init_s": 3.0, "first_s": 1.0, "steady_median_s": 0.5,
+           "backend": "cpu"},
+          {"init_s": 1.0, "first_s": 2.0, "steady_median_s": 0.7},
+          {"init_s": 2.0, "first_s": 9.0, "steady_median_s": 0.1}]
+  m = runner.merge_rounds(recs)
+  assert (m["init_s"], m["first_s"], m["steady_median_s"]) == (2.0, 2.0, 0.5)
+  assert m["backend"] == "cpu"
+  assert m["rounds"]["first_s"] == [1.0, 2.0, 9.0]
+  # An even count takes the lower middle; a failed round wins.
+  assert runner.merge_rounds(recs[:2])["steady_median_s"] == 0.5
+  failed = {"error": "boom"}
+  assert runner.merge_rounds(recs[:1] + [failed]) is failed
+  assert "rounds" not in runner.merge_rounds(recs[:1])
+
+
+@needs_libs
+def test_rounds_alternate_platforms(tmp_path, monkeypatch):
+  order = []
+
+  def fake(name, platform, steps, seed, out, timeout):
+    order.append((platform, out))
+    return ({"name": name, "platform": platform, "backend": platform,
+             "init_s": 1.0, "first_s": 1.0,
+             "steady_median_s": 2.0 if platform == "cpu" else 1.0},
+            {"last.x": np.ones(3, np.float32)})
+
+  monkeypatch.setattr(runner, "run_child", fake)
+  row = runner.run_workload(registry.get("optax_adam_mlp"),
+                            ["openxla_cpu", "cpu"], 1, 0, str(tmp_path), 60,
+                            rounds=2)
+  assert [p for p, _ in order] == ["cpu", "openxla_cpu"] * 2
+  assert len({o for _, o in order}) == 4
+  assert row["status"] == "ok" and row["steady_ratio"] == 0.5
