@@ -332,12 +332,30 @@ _CALLBACKS = textwrap.dedent("""
             jax.ShapeDtypeStruct(a.shape, a.dtype), a),
         mesh=mesh, in_specs=P("d"), out_specs=P("d")))
     sharded = np.asarray(sm(np.arange(4, dtype=np.float32))).tolist()
+    # jit over both devices: each callback runs once, on the first device,
+    # with the whole value, and its result reaches both.
+    from jax.sharding import NamedSharding
+    spread = jax.device_put(np.arange(4, dtype=np.float32),
+                            NamedSharding(mesh, P("d")))
+
+    @jax.jit
+    def g(a):
+      jax.debug.print("whole={s}", s=a.sum())
+      b = jax.pure_callback(lambda v: np.cos(v),
+                            jax.ShapeDtypeStruct(a.shape, a.dtype), a)
+      c = io_callback(lambda v: np.asarray(v + 1),
+                      jax.ShapeDtypeStruct(a.shape, a.dtype), a)
+      return b * 2 + c
+
+    v = np.arange(4, dtype=np.float32)
+    across = bool(np.allclose(np.asarray(g(spread)), np.cos(v) * 2 + v + 1,
+                              rtol=1e-6))
     print("REPORT " + json.dumps({
         "platform": jax.default_backend(),
         "close": bool(np.allclose(got, want, rtol=1e-6)),
         "seen": bool(np.allclose(seen, [np.sin(x), np.sin(x + 1)],
                                  rtol=1e-6)),
-        "sharded": sharded,
+        "sharded": sharded, "across": across,
         "loop": total, "literal": literal,
         "shape_error": "Incorrect output shape for return value #0" in bad}))
 """)
@@ -356,12 +374,13 @@ def test_host_callbacks_run_on_our_platform(site, tmp_path, platforms):
                   backend="cpu")
     assert _report(proc) == {"platform": "openxla_cpu", "close": True,
                              "seen": True, "sharded": [0.0, 3.0, 6.0, 9.0],
-                             "loop": 3, "literal": 1.5,
+                             "across": True, "loop": 3, "literal": 1.5,
                              "shape_error": True}
     out = proc.stdout
     assert out.index("sum=3.0") < out.index("sum=6.0")
     assert out.index("first=0.0") < out.index("first=1.0")
     assert out.index("step=0") < out.index("step=1") < out.index("step=2")
+    assert out.count("whole=6.0") == 1, out
   # The callbacks' indices mean something in one process only: such a
   # program is never written to the persistent cache.
   stored = os.listdir(cache / "openxla_cpu") if (

@@ -17,6 +17,7 @@ from xla.hlo.ir import hlo_instruction as hi
 from xla.hlo.ir.hlo_opcode import HloOpcode as O
 from xla.shape import Shape
 from xla.translate import region_util
+from xla.translate import sharding_import
 from xla.translate import type_conversion as tc
 from xla.translate.lowerings import bool_attr
 from xla.translate.lowerings import int_attr
@@ -252,6 +253,15 @@ def _custom_call(imp, op):
     instr.backend_config = config.value
   _typed_ffi_attributes(op, instr)
   instr = imp.add(instr)
+  if not op.results:
+    # No result for the lowering's caller to annotate: the call itself
+    # takes the op's sharding (a host callback's `{maximal device=0}`,
+    # which runs it on one device of a partitioned program).
+    shardings = (None if imp.drops_shardings() else
+                 sharding_import.op_shardings(op))
+    if shardings:
+      instr.sharding = sharding_import.text(shardings[0])
+    return []
   if len(op.results) == 1:
     return [instr]
   return [imp.add(hi.create_get_tuple_element(instr, i))

@@ -460,3 +460,21 @@ def test_programs_without_shardings_import_as_before():
     }""")
   assert all(i.sharding is None
              for i in module.entry_computation.instructions)
+
+
+@pytest.mark.parametrize("annotation", [
+    'mhlo.sharding = "{maximal device=1}"',
+    "sdy.sharding = #sdy.sharding_per_value<[<mesh<[], device_ids=[1]>, []>]>",
+])
+def test_a_call_without_results_keeps_its_sharding(annotation):
+  # jax.debug.print under jit over several devices: a host callback with no
+  # results, annotated to run on one device.
+  module = _import(f"""
+    module @m attributes {{mhlo.num_partitions = 2 : i32}} {{
+      func.func public @main(%a: tensor<8xf32>) -> tensor<8xf32> {{
+        stablehlo.custom_call @print(%a) {{has_side_effect = true, {annotation}}} : (tensor<8xf32>) -> ()
+        return %a : tensor<8xf32>
+      }}
+    }}""")
+  call, = _by_target(module, "print")
+  assert str(call.sharding) == "{maximal device=1}"

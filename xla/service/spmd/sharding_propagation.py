@@ -29,6 +29,10 @@ tuple sharding counts as no annotation. Such a parameter or output whose
 propagated sharding would cut it into uneven tiles is replicated instead
 (its caller could not make or take uneven shards).
 
+A `{maximal device=D}` sharding (JAX's annotation of a host callback
+under `jit`) is never propagated: the partitioner runs that instruction on
+device D alone and gives its results to every device.
+
 A `Sharding` custom call whose backend_config names `unspecified_dims`
 (an open dimension of a constraint) keeps its annotation on the other
 dimensions and takes, on those, what propagation finds (a candidate
@@ -636,7 +640,9 @@ class ShardingPropagation(hlo_pass_interface.HloModulePass):
       changed = False
       spec = partial.get(id(instr))
       for k, c in enumerate(cands):
-        if c is None or fx[k]:
+        # A `{maximal device=D}` leaf (a host callback's) stays where it
+        # is annotated: its operands and users are not pulled onto D.
+        if c is None or fx[k] or c.is_maximal:
           continue
         if spec is not None:
           c = _merged(c, *spec, instr.shape, n)

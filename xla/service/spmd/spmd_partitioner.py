@@ -35,8 +35,13 @@ An op without a handler runs whole: its operands are all-gathered, every
 partition computes the full result, and each keeps its own tile. Ops for
 which that is not the same program (collectives, partition-id, stateful
 random numbers, side effects) raise support.UnimplementedError naming the
-op, as do shardings the partitioner cannot express (maximal, partially
-manual).
+op, as do shardings the partitioner cannot express (partially manual).
+
+A custom call sharded `{maximal device=D}` (JAX's annotation of a host
+callback under `jit`: `jax.debug.print`, `pure_callback`, `io_callback`)
+runs on partition D alone, with its operands whole, inside a conditional;
+its array results are then summed over the partitions (the others give
+zeros), so every partition holds D's result, replicated.
 
 After the pass, `module.config` says `num_partitions=N` and
 `use_spmd_partitioning=true`, and the entry layout is the per-partition one.
@@ -45,6 +50,8 @@ After the pass, `module.config` says `num_partitions=N` and
 from __future__ import annotations
 
 from typing import Optional, Sequence
+
+import numpy as np
 
 import support
 from xla import primitive_util
@@ -58,6 +65,7 @@ from xla.hlo.ir.hlo_opcode import HloOpcode
 from xla.hlo.ir.hlo_sharding import HloSharding
 from xla.hlo.pass_ import hlo_pass_interface
 from xla.hlo.transforms.simplifiers import hlo_dce
+from xla.literal import Literal
 from xla.service.spmd import halo_exchange  # noqa: F401 (conv, reduce-window)
 from xla.service.spmd import partitioned_hlo as ph_lib
 from xla.service.spmd import sharding_propagation as sp
@@ -545,7 +553,106 @@ def handle_custom_call(cp: ComputationPartitioner, instr) -> PartitionedHlo:
     return PartitionedHlo(operand.hlo, instr.shape, target)
   if _is_manual(target):
     return cp.manual_clone(instr)
+  device = _maximal_device(instr)
+  if device is not None:
+    return _on_one_device(cp, instr, device)
   return cp.replicated_fallback(instr)
+
+
+def _maximal_device(instr) -> Optional[int]:
+  """The device of `instr`'s `{maximal device=D}` sharding (a tuple's
+  leaves all on D, or an empty tuple's own), or None."""
+  s = hlo_sharding.of(instr)
+  if s is None:
+    return None
+  leaves = s.tuple_elements if s.is_tuple else (s,)
+  if not leaves or not all(leaf.is_maximal for leaf in leaves):
+    return None
+  devices = {leaf.tile_assignment.first() for leaf in leaves}
+  return devices.pop() if len(devices) == 1 else None
+
+
+def _leaf_shapes(shape) -> list:
+  return list(shape.tuple_shapes) if shape.is_tuple() else [shape]
+
+
+def _on_one_device(cp: ComputationPartitioner, instr, device: int
+                   ) -> PartitionedHlo:
+  """`instr` (sharded `{maximal device=D}`: a host callback under `jit`)
+  run by partition D alone, as XLA runs it: its operands gathered whole,
+  the call in a conditional that partition D takes (the others make
+  zeros), and each array result summed over the partitions, which gives
+  every partition D's value (replicated). A token passes through."""
+  b = cp.b
+  if not 0 <= device < cp.n:
+    raise support.InvalidArgumentError(
+        f"{instr.name}: sharding names device {device} of a program of "
+        f"{cp.n} partitions")
+  operands = []
+  for i, op in enumerate(instr.operands):
+    value = cp.operand(i)
+    if op.shape.is_token():
+      operands.append(value.hlo)
+    else:
+      operands.append(ph_lib.replicate(b, value).hlo)
+  arg = b.tuple(operands)
+  shape = instr.shape
+
+  def branch(name: str, run: bool) -> HloComputation:
+    comp = HloComputation(f"{instr.name}.{name}")
+    cp.state.module.add_embedded_computation(comp)
+    param = comp.add_instruction(hi.create_parameter(0, arg.shape, "args"))
+    if run:
+      ins = [comp.add_instruction(hi.create_get_tuple_element(param, i))
+             for i in range(len(operands))]
+      root = comp.add_instruction(HloInstruction(
+          instr.opcode, shape, tuple(ins), dict(instr.attrs),
+          name=instr.name))
+      root.metadata = instr.metadata
+      root.frontend_attributes = dict(instr.frontend_attributes)
+      root.backend_config = instr.backend_config
+    else:
+      leaves = []
+      for k, leaf in enumerate(_leaf_shapes(shape)):
+        if leaf.is_token():
+          tokens = [comp.add_instruction(hi.create_get_tuple_element(
+              param, i)) for i, op in enumerate(operands)
+                    if op.shape.is_token()]
+          leaves.append(comp.add_instruction(hi.create(
+              O.kAfterAll, leaf, tuple(tokens))))
+        else:
+          et = leaf.element_type
+          zero = comp.add_instruction(hi.create_constant(
+              Literal.from_array(np.zeros((), primitive_util.numpy_dtype(et)),
+                                 et)))
+          leaves.append(comp.add_instruction(hi.create_broadcast(
+              leaf, zero, ())))
+      root = (comp.add_instruction(hi.create_tuple(leaves))
+              if shape.is_tuple() else leaves[0])
+    comp.set_root_instruction(root)
+    return comp
+
+  index = b.per_partition([0 if p == device else 1 for p in range(cp.n)])
+  cond = b.add(hi.create_conditional(
+      shape, index, [branch("on_device", True), branch("elsewhere", False)],
+      [arg, arg]))
+  everyone = [list(range(cp.n))]
+
+  def broadcast(x):
+    if x.shape.is_token():
+      return x
+    return ph_lib.all_reduce(b, x, everyone,
+                             cp.state.sum_reducer(x.shape.element_type))
+
+  if shape.is_tuple():
+    result = b.tuple([broadcast(b.gte(cond, i))
+                      for i in range(len(shape.tuple_shapes))])
+  else:
+    result = broadcast(cond)
+  whole = HloSharding.single(shape, HloSharding.replicate())
+  if shape.is_tuple():
+    whole = HloSharding.tuple_sharding(sp.leaves_of(whole, shape))
+  return PartitionedHlo(result, shape, whole)
 
 
 # -- the pass ------------------------------------------------------------------

@@ -744,3 +744,57 @@ def test_convert_between_kinds_reads_the_sum():
       module, [[np.full(4, 0.5, np.float32)], [np.full(4, 0.5, np.float32)]])
   assert out[0][0].tolist() == [1, 1, 1, 1]
   assert out[1][0].tolist() == [0, 0, 0, 0]
+
+
+def _recording(monkeypatch, target: str, fn):
+  """Registers evaluator custom call `target` = fn(operands); returns the
+  list of the operands of every call."""
+  from xla.hlo.evaluator import hlo_evaluator  # pylint: disable=g-import-not-at-top
+  calls = []
+
+  def handler(instr, operands):
+    calls.append([np.array(o) for o in operands])
+    return fn(*operands)
+
+  monkeypatch.setitem(hlo_evaluator.BUILTIN_CUSTOM_CALLS, target, handler)
+  return calls
+
+
+def test_maximal_custom_call_runs_on_its_device_alone(monkeypatch):
+  # A host callback under jit: JAX annotates it {maximal device=D}. It runs
+  # once, on D, with the whole operand; every partition gets its result.
+  # Its user is not annotated and must not be pulled onto D.
+  calls = _recording(monkeypatch, "test.scaled",
+                     lambda x: (np.asarray(x) * 3, np.int32(7)))
+  module = _check(f"""p = f32[8,4] parameter(0), sharding={T0}
+  c = (f32[8,4], s32[]) custom-call(p), custom_call_target="test.scaled", custom_call_has_side_effect=true, sharding={{{{maximal device=2}}, {{maximal device=2}}}}
+  c0 = f32[8,4] get-tuple-element(c), index=0
+  c1 = s32[] get-tuple-element(c), index=1
+  n = f32[8,4] negate(c0)
+  b = s32[8,4] broadcast(c1), dimensions={{}}
+  f = f32[8,4] convert(b)
+  ROOT r = f32[8,4] add(n, f)""")
+  # The global run's call, then partition 2's alone.
+  assert len(calls) == 2
+  np.testing.assert_array_equal(calls[1][0], calls[0][0])
+  assert calls[1][0].shape == (8, 4)
+  assert _find(module, O.kConditional)
+  root = module.entry_computation.root_instruction
+  assert not hlo_sharding.of(root).is_maximal
+
+
+def test_maximal_custom_call_without_results(monkeypatch):
+  # jax.debug.print: no results, the sharding is on the call itself.
+  calls = _recording(monkeypatch, "test.print", lambda x: None)
+  _check(f"""p = f32[8,4] parameter(0), sharding={T0}
+  c = () custom-call(p), custom_call_target="test.print", custom_call_has_side_effect=true, sharding={{maximal device=0}}
+  ROOT r = f32[8,4] negate(p), sharding={T0}""")
+  assert len(calls) == 2 and calls[1][0].shape == (8, 4)
+
+
+def test_maximal_sharding_names_a_device_of_the_program(monkeypatch):
+  _recording(monkeypatch, "test.print", lambda x: None)
+  with pytest.raises(support.InvalidArgumentError, match="device 5"):
+    _check(f"""p = f32[8,4] parameter(0), sharding={T0}
+  c = () custom-call(p), custom_call_target="test.print", custom_call_has_side_effect=true, sharding={{maximal device=5}}
+  ROOT r = f32[8,4] negate(p), sharding={T0}""")
