@@ -92,6 +92,12 @@ def type_to_builtin(ty: t.Type) -> tree.Type:
       "supported in portable artifacts")
 
 
+# `!stablehlo.token` where it crosses into an sdy region of a mixed
+# artifact: the stablehlo dialect's own bytecode, type code 0 (kTokenType)
+# as a varint.
+STABLEHLO_TOKEN = tree.OpaqueType("stablehlo", b"\x01")
+
+
 def type_from_builtin(ty) -> t.Type:
   if isinstance(ty, tree.AsmType) and ty.dialect == DIALECT:
     return tc.parse_type_text(ty.text.decode("utf-8"))

@@ -563,6 +563,8 @@ class _Legalizer:
                            source=True, index=index)
 
   def builtin_type(self, ty: t.Type, op) -> tree.Type:
+    if isinstance(ty, t.TokenType):
+      return bc.STABLEHLO_TOKEN
     try:
       return bc.type_to_builtin(ty)
     except support.XlaError as e:

@@ -126,6 +126,20 @@ _CROSSINGS = {
     return %3, %4 : tensor<4xf32>, tensor<4xf32>
   }
 }""",
+    # A token into and out of a manual computation (an ordered callback in
+    # a shard_map): `!stablehlo.token` inside, in the stablehlo dialect's
+    # own bytecode.
+    "token": """module {
+  sdy.mesh @mesh = <["i"=2]>
+  func.func @main(%t: !stablehlo.token, %a: tensor<4xf32>) -> (!stablehlo.token, tensor<4xf32>) {
+    %0:2 = sdy.manual_computation(%t, %a) in_shardings=[<@mesh, []>, <@mesh, [{"i"}]>] out_shardings=[<@mesh, []>, <@mesh, [{"i"}]>] manual_axes={"i"} (%u: !stablehlo.token, %b: tensor<2xf32>) {
+      %1 = stablehlo.custom_call @cb(%u, %b) {has_side_effect = true} : (!stablehlo.token, tensor<2xf32>) -> !stablehlo.token
+      %2 = stablehlo.add %b, %b : tensor<2xf32>
+      sdy.return %1, %2 : !stablehlo.token, tensor<2xf32>
+    } : (!stablehlo.token, tensor<4xf32>) -> (!stablehlo.token, tensor<4xf32>)
+    return %0#0, %0#1 : !stablehlo.token, tensor<4xf32>
+  }
+}""",
     "reduce_body": """module {
   sdy.mesh @mesh = <["x"=2, "y"=2]>
   func.func @main(%a: tensor<4x4xf32>) -> tensor<4xf32> {

@@ -399,6 +399,11 @@ class _Unlegalizer:
     if cached is None:
       if getattr(ty, "dialect", None) == "builtin":  # around sdy ops
         cached = bc.type_from_builtin(ty)
+      elif ty == bc.STABLEHLO_TOKEN:
+        # A token crossing into an sdy region (an ordered callback in a
+        # shard_map) is a `!stablehlo.token` there, in the stablehlo
+        # dialect's own encoding.
+        cached = t.TokenType()
       else:
         cached = ac.type_from_vhlo(ty)
       self.type_cache[ty] = cached
