@@ -31,6 +31,7 @@ device, as XLA does.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 
@@ -118,6 +119,19 @@ def _debug_callback_rule(ctx, *args, effect, partitioned, callback,
                          **params):
   from jax._src import debugging  # pylint: disable=g-import-not-at-top
   from jax._src import effects  # pylint: disable=g-import-not-at-top
+  from jax._src import sharding_impls  # pylint: disable=g-import-not-at-top
+  from jax._src.interpreters import mlir  # pylint: disable=g-import-not-at-top
+
+  axis_context = ctx.module_context.axis_context
+  if isinstance(axis_context, sharding_impls.SPMDAxisContext) and (
+      set(axis_context.mesh.axis_names) - set(axis_context.manual_axes)):
+    # A shard_map manual over some mesh axes only: as JAX's own rule does,
+    # a nested shard_map over the rest calls back from their first device.
+    lower = functools.partial(
+        debugging._debug_callback_partial_auto,  # pylint: disable=protected-access
+        axis_context, effect=effect, partitioned=partitioned,
+        callback=callback, **params)
+    return mlir.lower_fun(lower)(ctx, *args)
 
   def fn(*flat_args):
     if _has_cpu_backend():

@@ -347,6 +347,18 @@ _CALLBACKS = textwrap.dedent("""
                       jax.ShapeDtypeStruct(a.shape, a.dtype), a)
       return b * 2 + c
 
+    # A shard_map manual over one mesh axis of two: each shard prints once.
+    import functools
+    mesh2 = Mesh(np.array(jax.devices("openxla_cpu")[:2]).reshape(2, 1),
+                 ("x", "y"))
+
+    @functools.partial(jax.shard_map, mesh=mesh2, in_specs=P("x"),
+                       out_specs=P("x"), axis_names=frozenset({"x"}))
+    def part(a):
+      jax.debug.print("part={i}:{s}", i=jax.lax.axis_index("x"), s=a.sum())
+      return a * 2
+
+    jax.block_until_ready(jax.jit(part)(np.arange(4, dtype=np.float32)))
     v = np.arange(4, dtype=np.float32)
     across = bool(np.allclose(np.asarray(g(spread)), np.cos(v) * 2 + v + 1,
                               rtol=1e-6))
@@ -381,6 +393,7 @@ def test_host_callbacks_run_on_our_platform(site, tmp_path, platforms):
     assert out.index("first=0.0") < out.index("first=1.0")
     assert out.index("step=0") < out.index("step=1") < out.index("step=2")
     assert out.count("whole=6.0") == 1, out
+    assert out.count("part=0:1.0") == 1 and out.count("part=1:5.0") == 1, out
   # The callbacks' indices mean something in one process only: such a
   # program is never written to the persistent cache.
   stored = os.listdir(cache / "openxla_cpu") if (
