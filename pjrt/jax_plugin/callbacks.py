@@ -45,11 +45,11 @@ def _has_cpu_backend() -> bool:
 
 
 def _emit(ctx, fn, operands, *, effect=None, has_side_effect: bool,
-          sharding=None):
+          sharding=None, partitioned: bool = False):
   """Emits the custom call of `fn` (numpy arrays in, a sequence of arrays
   out), with `sharding` (JAX's annotation for the call) if any, and
   threads the token of ordered `effect` through it; returns its
-  results."""
+  results. `partitioned`: every device calls `fn` with its own shards."""
   from jax._src import ffi  # pylint: disable=g-import-not-at-top
   from jax._src import core  # pylint: disable=g-import-not-at-top
   from jax._src.interpreters import mlir  # pylint: disable=g-import-not-at-top
@@ -71,7 +71,7 @@ def _emit(ctx, fn, operands, *, effect=None, has_side_effect: bool,
     call_ctx = dataclasses.replace(
         ctx, avals_in=[core.abstract_token, *ctx.avals_in],
         avals_out=[core.abstract_token, *ctx.avals_out])
-  target, index = backends.register_host_callback(checked)
+  target, index = backends.register_host_callback(checked, partitioned)
   ctx.module_context.add_keepalive(checked)
   op = ffi.build_ffi_lowering_function(target, has_side_effect=has_side_effect)(
       call_ctx, *operands, index=np.uint64(index))
@@ -143,9 +143,10 @@ def _debug_callback_rule(ctx, *args, effect, partitioned, callback,
     return ()
 
   if effects.ordered_effects.contains(effect):
-    return _emit(ctx, fn, list(args), effect=effect, has_side_effect=True)
+    return _emit(ctx, fn, list(args), effect=effect, has_side_effect=True,
+                 partitioned=partitioned)
   return _emit(ctx, fn, list(args), has_side_effect=True,
-               sharding=_op_sharding(ctx, None))
+               sharding=_op_sharding(ctx, None), partitioned=partitioned)
 
 
 def _op_sharding(ctx, sharding):

@@ -359,6 +359,11 @@ _CALLBACKS = textwrap.dedent("""
       return a * 2
 
     jax.block_until_ready(jax.jit(part)(np.arange(4, dtype=np.float32)))
+    # partitioned=True: every device prints its own shard.
+    jax.jit(lambda a: jax.debug.print("shard={a}", a=a, partitioned=True))(
+        jax.device_put(np.arange(4, dtype=np.float32),
+                       NamedSharding(mesh, P("d"))))
+    jax.effects_barrier()
     v = np.arange(4, dtype=np.float32)
     across = bool(np.allclose(np.asarray(g(spread)), np.cos(v) * 2 + v + 1,
                               rtol=1e-6))
@@ -394,6 +399,7 @@ def test_host_callbacks_run_on_our_platform(site, tmp_path, platforms):
     assert out.index("step=0") < out.index("step=1") < out.index("step=2")
     assert out.count("whole=6.0") == 1, out
     assert out.count("part=0:1.0") == 1 and out.count("part=1:5.0") == 1, out
+    assert out.count("shard=[0. 1.]") == 1 and out.count("shard=[2. 3.]") == 1
   # The callbacks' indices mean something in one process only: such a
   # program is never written to the persistent cache.
   stored = os.listdir(cache / "openxla_cpu") if (

@@ -238,13 +238,18 @@ def import_hlo(program: programs.Program, verify: bool = True,
   return hlo
 
 
-def register_host_callback(fn) -> tuple[str, int]:
+def register_host_callback(fn, partitioned: bool = False
+                           ) -> tuple[str, int]:
   """Registers Python function `fn` with the cpu backend's host-callback
   handler; returns the custom-call target and the index a program names
   it by (meaningful in this process only: such a program is never stored
-  in or loaded from the persistent cache, see `calls_host`)."""
+  in or loaded from the persistent cache, see `calls_host`). `partitioned`:
+  the target that every device of a partitioned program calls with its own
+  shards."""
   from xla.service.cpu import host_callbacks  # pylint: disable=g-import-not-at-top
-  return host_callbacks.TARGET, host_callbacks.register(fn)
+  target = (host_callbacks.PARTITIONED_TARGET if partitioned else
+            host_callbacks.TARGET)
+  return target, host_callbacks.register(fn)
 
 
 def calls_host(code: bytes | str) -> bool:

@@ -29,8 +29,13 @@ import numpy as np
 import support
 from xla import primitive_util
 from xla.service.cpu import lapack_handlers
+from xla.service.spmd import spmd_partitioner
 
 TARGET = "xla_cpu_python_host_callback"
+# The same call where JAX asks for it on every device's own shards
+# (`jax.debug.callback(..., partitioned=True)`): the SPMD partitioner runs it
+# per partition with the operands' local values (see `spmd_partitioner`).
+PARTITIONED_TARGET = "xla_cpu_python_partitioned_host_callback"
 
 _LOCK = threading.Lock()
 _NEXT = itertools.count(1)
@@ -57,10 +62,12 @@ def registered(index: int) -> Callable:
 
 
 def calls_host(program: bytes | str) -> bool:
-  """Whether a serialized or printed program names the host-callback
+  """Whether a serialized or printed program names a host-callback
   target (its name is stored as text in both forms)."""
-  target = TARGET.encode() if isinstance(program, bytes) else TARGET
-  return target in program
+  for target in (TARGET, PARTITIONED_TARGET):
+    if (target.encode() if isinstance(program, bytes) else target) in program:
+      return True
+  return False
 
 
 def _results(instr) -> list:
@@ -98,4 +105,6 @@ def _run(instr, operands):
   return tuple(out) if out else None
 
 
-HANDLERS = {TARGET: _run}
+HANDLERS = {TARGET: _run, PARTITIONED_TARGET: _run}
+
+spmd_partitioner.register_per_partition_target(PARTITIONED_TARGET)

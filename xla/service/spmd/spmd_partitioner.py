@@ -553,10 +553,43 @@ def handle_custom_call(cp: ComputationPartitioner, instr) -> PartitionedHlo:
     return PartitionedHlo(operand.hlo, instr.shape, target)
   if _is_manual(target):
     return cp.manual_clone(instr)
+  if name in _PER_PARTITION_TARGETS:
+    return _per_partition(cp, instr)
   device = _maximal_device(instr)
   if device is not None:
     return _on_one_device(cp, instr, device)
   return cp.replicated_fallback(instr)
+
+
+# Custom-call targets that every partition calls with the local values of
+# its operands, as they are sharded (XLA's partitioner of JAX's partitioned
+# debug callbacks does the same); their results, if any, are replicated.
+_PER_PARTITION_TARGETS: set[str] = set()
+
+
+def register_per_partition_target(target: str) -> None:
+  """Makes the partitioner run custom calls to `target` on every partition
+  with its operands' local shards (see `_per_partition`)."""
+  _PER_PARTITION_TARGETS.add(target)
+
+
+def _per_partition(cp: ComputationPartitioner, instr) -> PartitionedHlo:
+  operands = []
+  for i, op in enumerate(instr.operands):
+    value = cp.operand(i)
+    if ph_lib.has_unreduced(value.sharding):
+      value = ph_lib.reduce_unreduced(cp.b, value)
+    operands.append(value.hlo)
+  for leaf in _leaf_shapes(instr.shape):
+    if leaf.is_array() and leaf.rank:
+      raise support.UnimplementedError(
+          f"Unimplemented: SPMD partitioning of {instr.custom_call_target} "
+          f"({instr.name}) with array results")
+  new = spmd_handlers.clone(cp.b, instr, instr.shape, operands)
+  whole = HloSharding.single(instr.shape, HloSharding.replicate())
+  if instr.shape.is_tuple():
+    whole = HloSharding.tuple_sharding(sp.leaves_of(whole, instr.shape))
+  return PartitionedHlo(new, instr.shape, whole)
 
 
 def _maximal_device(instr) -> Optional[int]:

@@ -798,3 +798,19 @@ def test_maximal_sharding_names_a_device_of_the_program(monkeypatch):
     _check(f"""p = f32[8,4] parameter(0), sharding={T0}
   c = () custom-call(p), custom_call_target="test.print", custom_call_has_side_effect=true, sharding={{maximal device=5}}
   ROOT r = f32[8,4] negate(p), sharding={T0}""")
+
+
+def test_per_partition_custom_call_sees_local_shards(monkeypatch):
+  # jax.debug.print(..., partitioned=True): every partition calls back with
+  # its own shard of the operand, as sharded.
+  calls = _recording(monkeypatch, "test.shard_print", lambda x: None)
+  monkeypatch.setattr(spmd_partitioner, "_PER_PARTITION_TARGETS",
+                      {"test.shard_print"})
+  x = np.arange(32, dtype=np.float32).reshape(8, 4)
+  _check(f"""p = f32[8,4] parameter(0), sharding={T0}
+  c = () custom-call(p), custom_call_target="test.shard_print", custom_call_has_side_effect=true, sharding={{maximal device=0}}
+  ROOT r = f32[8,4] negate(p), sharding={T0}""", args=[x])
+  # The global run's call, then one per partition with its rows.
+  assert len(calls) == 5
+  shards = sorted((c[0] for c in calls[1:]), key=lambda a: a[0, 0])
+  np.testing.assert_array_equal(np.concatenate(shards), x)
