@@ -72,7 +72,12 @@ def _emit(ctx, fn, operands, *, effect=None, has_side_effect: bool,
         ctx, avals_in=[core.abstract_token, *ctx.avals_in],
         avals_out=[core.abstract_token, *ctx.avals_out])
   target, index = backends.register_host_callback(checked, partitioned)
-  ctx.module_context.add_keepalive(checked)
+  # Registered as JAX registers its own: the module then counts as having
+  # host callbacks, so JAX runs it with a completion token that its effects
+  # barrier waits on (an error in a callback whose result is never read
+  # surfaces there), keeps it out of its compilation cache, and keeps
+  # `checked` alive with the executable.
+  ctx.module_context.add_host_callback(checked)
   op = ffi.build_ffi_lowering_function(target, has_side_effect=has_side_effect)(
       call_ctx, *operands, index=np.uint64(index))
   if sharding is not None:

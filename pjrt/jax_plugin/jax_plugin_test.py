@@ -323,6 +323,16 @@ _CALLBACKS = textwrap.dedent("""
       bad = ""
     except Exception as e:  # pylint: disable=broad-except
       bad = str(e)
+    # An error the result is never read for: JAX's effects barrier raises
+    # it (the program is registered as calling host callbacks).
+    try:
+      jax.jit(lambda: jax.pure_callback(
+          lambda: np.zeros(2, np.float32),
+          jax.ShapeDtypeStruct((3,), np.float32)))()
+      jax.effects_barrier()
+      unread = ""
+    except RuntimeError as e:
+      unread = str(e)
     # shard_map: each of two devices calls back with its own shard.
     from jax.sharding import Mesh, PartitionSpec as P
     mesh = Mesh(np.array(jax.devices("openxla_cpu")[:2]), ("d",))
@@ -374,7 +384,8 @@ _CALLBACKS = textwrap.dedent("""
                                  rtol=1e-6)),
         "sharded": sharded, "across": across,
         "loop": total, "literal": literal,
-        "shape_error": "Incorrect output shape for return value #0" in bad}))
+        "shape_error": "Incorrect output shape for return value #0" in bad,
+        "unread_error": "Incorrect output shape" in unread}))
 """)
 
 
@@ -392,7 +403,7 @@ def test_host_callbacks_run_on_our_platform(site, tmp_path, platforms):
     assert _report(proc) == {"platform": "openxla_cpu", "close": True,
                              "seen": True, "sharded": [0.0, 3.0, 6.0, 9.0],
                              "across": True, "loop": 3, "literal": 1.5,
-                             "shape_error": True}
+                             "shape_error": True, "unread_error": True}
     out = proc.stdout
     assert out.index("sum=3.0") < out.index("sum=6.0")
     assert out.index("first=0.0") < out.index("first=1.0")
