@@ -39,6 +39,11 @@ O = HloOpcode
 # At most this many segments per split (each segment has a loop, or a copy
 # of a loop nest, of its own).
 MAX_SEGMENTS = 16
+# Each segment generates what the roots reach there, so whatever does not
+# sit below a concatenate's pieces is emitted once per segment. A split
+# may emit at most about twice the instructions of the unsplit loop body,
+# or this many more.
+EXTRA_INSTRUCTIONS = 256
 
 # A position not `i_d + c` (or not depending on i_d): never pinned.
 _UNKNOWN = None
@@ -134,6 +139,23 @@ def _operand_positions(instr, m) -> list:
   return [(o, _UNKNOWN) for o in ops]
 
 
+def _generated(roots, is_source, pins) -> int:
+  """How many instructions the roots reach (not below sources) when each
+  concatenate of `pins` reaches only its pinned operand."""
+  pinned = {id(c): k for c, k in pins}
+  seen, stack = set(), list(roots)
+  while stack:
+    instr = stack.pop()
+    if id(instr) in seen:
+      continue
+    seen.add(id(instr))
+    if is_source(instr):
+      continue
+    k = pinned.get(id(instr))
+    stack.extend(instr.operands if k is None else [instr.operand(k)])
+  return len(seen)
+
+
 def _pieces(concat):
   """(operand number, start, end) of each non-empty operand along the
   axis."""
@@ -147,7 +169,7 @@ def _pieces(concat):
   return out
 
 
-def _plan_dim(order, roots, dims, d) -> Optional[SplitPlan]:
+def _plan_dim(order, roots, dims, d, is_source) -> Optional[SplitPlan]:
   n = dims[d]
   positions: dict[int, set] = {}
   for r in roots:
@@ -186,6 +208,10 @@ def _plan_dim(order, roots, dims, d) -> Optional[SplitPlan]:
           pins.append((c, k))
           break
     segments.append(Segment(lo, hi, tuple(pins)))
+  whole = len(order)
+  emitted = sum(_generated(roots, is_source, seg.pins) for seg in segments)
+  if emitted > max(2 * whole, whole + EXTRA_INSTRUCTIONS):
+    return None
   return SplitPlan(d, tuple(segments))
 
 
@@ -204,7 +230,7 @@ def plan(roots: Sequence, dims: Sequence[int], is_source: Callable,
   for d in sorted(cands, reverse=True):
     if dims[d] < 2:
       continue
-    p = _plan_dim(order, roots, dims, d)
+    p = _plan_dim(order, roots, dims, d, is_source)
     if p is not None:
       return p
   return None

@@ -434,3 +434,32 @@ def test_qkv_gradient_pieces_are_vectorized(tmp_path):
                       "concat-split-qkv")
   assert len(re.findall(r"fadd [^\n]*<\d+ x float>", code)) >= 3, code
   assert "concat.take" not in code, code
+
+
+def _shared_chain_text(pieces: int, chain: int) -> str:
+  """A concatenate of `pieces` parameters plus a `chain` of elementwise
+  ops on another parameter that every element computes."""
+  lines = [f"  p{k} = f32[8,{k + 2}] parameter({k})" for k in range(pieces)]
+  width = sum(k + 2 for k in range(pieces))
+  names = ", ".join(f"p{k}" for k in range(pieces))
+  lines.append(f"  x = f32[8,{width}] parameter({pieces})")
+  lines.append(f"  cat = f32[8,{width}] concatenate({names}), "
+               "dimensions={1}")
+  prev = "x"
+  for k in range(chain):
+    op = ("sine", "cosine", "negate")[k % 3]
+    lines.append(f"  c{k} = f32[8,{width}] {op}({prev})")
+    prev = f"c{k}"
+  lines.append(f"  ROOT r = f32[8,{width}] add(cat, {prev})")
+  body = "\n".join(lines)
+  return f"HloModule m\nENTRY e {{\n{body}\n}}"
+
+
+def test_split_bounds_the_code_it_duplicates(plans):
+  # Work outside the pieces is emitted once per piece: a short chain is
+  # split, a long one beside many pieces is not (and is right either way).
+  ct.run_and_compare(_shared_chain_text(3, 4), rtol=1e-5, atol=1e-5)
+  assert [p.dim for p in plans if p is not None] == [1], plans
+  plans.clear()
+  ct.run_and_compare(_shared_chain_text(12, 60), rtol=1e-5, atol=1e-5)
+  assert not [p for p in plans if p is not None], plans
