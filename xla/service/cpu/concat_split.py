@@ -114,8 +114,13 @@ def _operand_positions(instr, m) -> list:
     return [(o, m if _dims(o) == _dims(instr) else _UNKNOWN) for o in ops]
   if op == O.kBroadcast:
     dims = list(instr.dimensions)
-    return [(o, (dims.index(e), c) if e in dims else _UNKNOWN)
-            for o in ops]
+    if e not in dims:
+      return [(o, _UNKNOWN) for o in ops]
+    k = dims.index(e)
+    # (An operand dimension of size 1 stretched over the result's is read
+    # at 0 whatever the position.)
+    same = ops[0].shape.dimensions[k] == instr.shape.dimensions[e]
+    return [(ops[0], (k, c) if same else _UNKNOWN)]
   if op == O.kTranspose:
     return [(ops[0], (instr.dimensions[e], c))]
   if op in (O.kReshape, O.kBitcast):
