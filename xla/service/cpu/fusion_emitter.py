@@ -7,7 +7,8 @@ memory and generates everything else element by element
 * loop fusion: one loop over the output shape (`loop_kernels`); a
   multi-output loop fusion computes every output at an index before storing
   any, so an output may share storage with an operand read at the same
-  index (in-place updates of loop-carried values).
+  index (in-place updates of loop-carried values). Concatenates the loop
+  generates split it at their pieces where they can (`concat_split`).
 * reduction fusion (root `reduce`, or a tuple holding reduces): the
   reduction kernel of `reduction_emitter`. Reduces over the same input and
   dimensions share one sweep, which also stores the elementwise outputs of
