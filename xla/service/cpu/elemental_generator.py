@@ -14,7 +14,11 @@ generated from its operands:
   broadcast, transpose, slice, reverse, pad, concatenate, dynamic-slice,
   dynamic-update-slice, reshape, bitcast
                        the operand at the mapped index (reshape / bitcast
-                       keep the *linear* index, so chains stay affine)
+                       keep the *linear* index, so chains stay affine, and
+                       the index values of the leading and trailing
+                       dimensions both shapes share; a concatenate branches
+                       on the operand unless the caller's loop pins it,
+                       see `pinned`)
   iota                 the index along `iota_dimension`, converted
   constant             scalars inline; arrays as internal LLVM globals
   map                  the mapped computation inlined on operand values
@@ -136,6 +140,9 @@ class ElementGenerator:
     self._memo: list[dict] = [{}]
     # id(instr) -> (instr, its one-element operands, transitively)
     self._singles: dict[int, tuple] = {}
+    # id(concatenate) -> the operand every element generated here comes
+    # from (see `pinned`).
+    self._pins: dict[int, int] = {}
 
   # -- scopes --------------------------------------------------------------------
 
@@ -146,6 +153,21 @@ class ElementGenerator:
       yield
     finally:
       self._memo.pop()
+
+  @contextlib.contextmanager
+  def pinned(self, pins):
+    """Within the block, each concatenate of `pins` ((concatenate, operand
+    number) pairs) is generated as its operand alone: the caller's loops
+    only reach elements of that operand there (`concat_split`), so the
+    branches choosing the operand are left out and the operand is read at
+    an affine index."""
+    saved = self._pins
+    self._pins = dict(saved)
+    self._pins.update((id(c), k) for c, k in pins)
+    try:
+      yield
+    finally:
+      self._pins = saved
 
   def _lookup(self, keys):
     for d in reversed(self._memo):
@@ -265,6 +287,16 @@ class ElementGenerator:
     dims = _shape_dims(op)
     if dims == index.dims:
       return self.value(op, index)
+    multi = index.multi_if_known()
+    if multi is not None:
+      op_multi = reshape_multi(self.b, multi, index.dims, dims)
+      if op_multi is not None:
+        # The dimensions the reshape leaves alone keep their index values
+        # (a loop's induction variable stays one, for the vectorizer). The
+        # linear form goes along as before: values keyed by it are shared
+        # with the other paths that reach them.
+        return self.value(op, Index(dims, op_multi,
+                                    linear=index.linear(self.b)))
     return self.value(op, Index(dims, linear=index.linear(self.b)))
 
   @_generates(O.kTranspose)
@@ -392,6 +424,13 @@ class ElementGenerator:
       if size:
         pieces.append((o, offset, size))
       offset += size
+    pin = self._pins.get(id(instr))
+    if pin is not None:
+      off = sum(o.shape.dimensions[dim] for o in instr.operands[:pin])
+      op_multi = list(multi)
+      op_multi[dim] = le.add(b, multi[dim], -off)
+      o = instr.operand(pin)
+      return self.value(o, Index(_shape_dims(o), op_multi))
     if not pieces:
       # Every piece is empty, so the result has no elements and this value
       # is never read (a loop over the result does not run).
@@ -540,6 +579,35 @@ class ElementGenerator:
     return b.load(acc)
 
 
+
+
+def reshape_multi(b: ir.IRBuilder, multi, dims, op_dims):
+  """The operand index of a reshape from `op_dims` to `dims` at result
+  index `multi`, keeping the index values of the leading and trailing
+  dimensions the two shapes share (the middle ones go through their
+  linear offset); None when they share none."""
+  dims, op_dims = tuple(dims), tuple(op_dims)
+  n = min(len(dims), len(op_dims))
+  a = 0
+  while a < n and dims[a] == op_dims[a]:
+    a += 1
+  z = 0
+  while z < n - a and dims[-1 - z] == op_dims[-1 - z]:
+    z += 1
+  if a + z == 0:
+    return None
+  mid = dims[a:len(dims) - z]
+  op_mid = op_dims[a:len(op_dims) - z]
+  lin = le.i64(0)
+  for m, s in zip(multi[a:len(dims) - z], le.strides_of(mid)):
+    lin = le.add(b, lin, le.mul(b, m, s))
+  # The offset is below prod(op_mid): the first dimension needs no urem.
+  op_mid_multi = [le.udiv(b, lin, s) if k == 0 else
+                  le.urem(b, le.udiv(b, lin, s), d)
+                  for k, (d, s) in enumerate(zip(op_mid,
+                                                 le.strides_of(op_mid)))]
+  return (list(multi[:a]) + op_mid_multi +
+          list(multi[len(dims) - z:]))
 
 
 def opcode_handler(opcode: HloOpcode):

@@ -7,7 +7,8 @@ memory and generates everything else element by element
 * loop fusion: one loop over the output shape (`loop_kernels`); a
   multi-output loop fusion computes every output at an index before storing
   any, so an output may share storage with an operand read at the same
-  index (in-place updates of loop-carried values).
+  index (in-place updates of loop-carried values). Concatenates the loop
+  generates split it at their pieces where they can (`concat_split`).
 * reduction fusion (root `reduce`, or a tuple holding reduces): the
   reduction kernel of `reduction_emitter`. Reduces over the same input and
   dimensions share one sweep, which also stores the elementwise outputs of
@@ -31,6 +32,7 @@ import math
 
 import support
 from xla.hlo.ir.hlo_opcode import HloOpcode
+from xla.service.cpu import concat_split
 from xla.service.cpu import elemental_ir_emitter as eie
 from xla.service.cpu import kernel_api
 from xla.service.cpu import loop_emitter as le
@@ -152,12 +154,14 @@ def _loop_kernel(ctx, args, gen, outputs, dims, sources_instrs=()):
         eie.store_element(b, v, le.element_ptr(b, ptr, index),
                           instr.shape.element_type)
 
+  split = concat_split.plan([o for o, _ in outputs], dims, gen.is_source)
+  splitter = None if split is None else concat_split.Splitter(split, gen)
   if _reads_transposed(instrs, dims):
     extent = loop_kernels.emit_tiled_loop(b, args.begin, args.end, dims,
-                                          body)
+                                          body, split=splitter)
   else:
     extent = loop_kernels.emit_elementwise_loop(
-        b, args.begin, args.end, dims, linear, body, "loop")
+        b, args.begin, args.end, dims, linear, body, "loop", splitter)
   b.ret_void()
   loop_kernels.annotate_noalias(args)
   return kernel_api.KernelSpec(args.name, extent,

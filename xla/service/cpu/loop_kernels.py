@@ -14,6 +14,11 @@ last (contiguous) dimension, so LLVM's loop vectorizer widens it.
 Shapes whose generators only need the *linear* index (elementwise chains,
 reshapes, scalar broadcasts) are iterated as one flat dimension instead,
 which gives the vectorizer a single long loop.
+
+A `concat_split.Splitter` splits one dimension's iteration at the pieces
+of the concatenates the body generates: one loop per piece (or, for a
+dimension enumerated by the unit number, one copy of the loops below per
+piece).
 """
 
 from __future__ import annotations
@@ -91,9 +96,11 @@ def partition(dims: Sequence[int],
 def emit_parallel_loop(b: ir.IRBuilder, begin: ir.Value, end: ir.Value,
                        dims: Sequence[int], p: int, c: int,
                        body: Callable[[list[ir.Value]], None],
-                       name: str = "loop") -> None:
+                       name: str = "loop", split=None) -> None:
   """Emits the units [begin, end) of the partition (p, c) of `dims`;
-  `body(multi)` emits the work of one element at multi-index `multi`."""
+  `body(multi)` emits the work of one element at multi-index `multi`.
+  `split` (a `concat_split.Splitter`) splits the iteration of its
+  dimension into its segments."""
   dims = list(dims)
   rank = len(dims)
   if rank == 0:
@@ -114,12 +121,23 @@ def emit_parallel_loop(b: ir.IRBuilder, begin: ir.Value, end: ir.Value,
       hi_raw = b.add(lo, le.i64(c))
       hi = b.select(b.icmp_signed("<", hi_raw, le.i64(dims[p])), hi_raw,
                     le.i64(dims[p]))
-    if dims[p] == 1:
-      ip = le.i64(0)
-      _inner(b, dims, p + 1, outer + [ip], body, name)
+
+    def unit_body():
+      if dims[p] == 1:
+        ip = le.i64(0)
+        _inner(b, dims, p + 1, outer + [ip], body, name, split)
+      elif split is not None and split.dim == p:
+        split.loop(b, lo, hi, f"{name}.d{p}",
+                   lambda ip: _inner(b, dims, p + 1, outer + [ip], body,
+                                     name, split))
+      else:
+        with le.for_range(b, lo, hi, f"{name}.d{p}") as ip:
+          _inner(b, dims, p + 1, outer + [ip], body, name, split)
+
+    if split is not None and split.dim < p:
+      split.branch(b, outer[split.dim], unit_body)
     else:
-      with le.for_range(b, lo, hi, f"{name}.d{p}") as ip:
-        _inner(b, dims, p + 1, outer + [ip], body, name)
+      unit_body()
 
 
 # A last dimension of this many elements or more (and at most
@@ -129,30 +147,38 @@ NO_UNROLL_MIN = 8
 NO_UNROLL_MAX = 256
 
 
-def _inner(b, dims, d, prefix, body, name):
+def _inner(b, dims, d, prefix, body, name, split=None):
   if d == len(dims):
     body(prefix)
     return
   if dims[d] == 1:
-    _inner(b, dims, d + 1, prefix + [le.i64(0)], body, name)
+    _inner(b, dims, d + 1, prefix + [le.i64(0)], body, name, split)
     return
   md = None
   if (d == len(dims) - 1 and d > 0 and
       NO_UNROLL_MIN <= dims[d] <= NO_UNROLL_MAX):
     md = le.no_unroll_metadata(b.module)
+  if split is not None and split.dim == d:
+    split.loop(b, 0, dims[d], f"{name}.d{d}",
+               lambda i: _inner(b, dims, d + 1, prefix + [i], body, name,
+                                split), loop_metadata=md)
+    return
   with le.for_range(b, 0, dims[d], f"{name}.d{d}", loop_metadata=md) as i:
-    _inner(b, dims, d + 1, prefix + [i], body, name)
+    _inner(b, dims, d + 1, prefix + [i], body, name, split)
 
 
 def emit_elementwise_loop(b: ir.IRBuilder, begin: ir.Value, end: ir.Value,
                           dims: Sequence[int], linear: bool,
                           body: Callable[[Index], None],
-                          name: str = "loop") -> int:
+                          name: str = "loop", split=None) -> int:
   """Emits a loop over every element of `dims`, calling `body(index)`.
   Returns the parallel extent the caller's kernel must declare. With
   `linear`, iterates one flat dimension and gives `body` indices that carry
-  only their linear form."""
+  only their linear form. `split`: see `emit_parallel_loop` (not with
+  `linear`)."""
   dims = tuple(dims)
+  if split is not None:
+    linear = False
   if linear and len(dims) != 1:
     total = math.prod(dims)
     p, c, extent = partition([total])
@@ -161,7 +187,7 @@ def emit_elementwise_loop(b: ir.IRBuilder, begin: ir.Value, end: ir.Value,
     return extent
   p, c, extent = partition(dims)
   emit_parallel_loop(b, begin, end, dims, p, c,
-                     lambda m: body(Index(dims, m)), name)
+                     lambda m: body(Index(dims, m)), name, split)
   return extent
 
 
@@ -170,12 +196,14 @@ TILE = 32
 
 def emit_tiled_loop(b: ir.IRBuilder, begin: ir.Value, end: ir.Value,
                     dims: Sequence[int], body: Callable[[Index], None],
-                    name: str = "tile") -> int:
+                    name: str = "tile", split=None) -> int:
   """Iterates `dims` (rank >= 2) in TILE x TILE tiles of its last two
   dimensions; a unit is one tile. Used when an operand is read transposed
   (its contiguous dimension is not the output's), so both the reads and
-  the writes of a tile stay within a few dozen cache lines and pages."""
+  the writes of a tile stay within a few dozen cache lines and pages.
+  `split`: see `emit_parallel_loop`."""
   dims = list(dims)
+  rank = len(dims)
   outer, rows, cols = dims[:-2], dims[-2], dims[-1]
   tr, tc = -(-rows // TILE), -(-cols // TILE)
   extent = math.prod(outer) * tr * tc
@@ -199,9 +227,24 @@ def emit_tiled_loop(b: ir.IRBuilder, begin: ir.Value, end: ir.Value,
 
     r_lo, r_hi = bounds(ti, rows)
     c_lo, c_hi = bounds(tj, cols)
-    with le.for_range(b, r_lo, r_hi, f"{name}.r") as i:
-      with le.for_range(b, c_lo, c_hi, f"{name}.c") as j:
-        body(Index(dims, multi + [i, j]))
+
+    def range_of(d, lo, hi, inner_name, inner):
+      if split is not None and split.dim == d:
+        split.loop(b, lo, hi, inner_name, inner)
+      else:
+        with le.for_range(b, lo, hi, inner_name) as i:
+          inner(i)
+
+    def tile():
+      range_of(rank - 2, r_lo, r_hi, f"{name}.r",
+               lambda i: range_of(rank - 1, c_lo, c_hi, f"{name}.c",
+                                  lambda j: body(Index(dims,
+                                                       multi + [i, j]))))
+
+    if split is not None and split.dim < rank - 2:
+      split.branch(b, multi[split.dim], tile)
+    else:
+      tile()
   return extent
 
 

@@ -28,6 +28,9 @@ input dimension is reduced:
   elements (vectorizable, and each output element sees its inputs in
   order). Units are (value of the first kept dimension, block of `COLUMN_
   BLOCK` indices of the last dimension), so a unit's outputs stay in cache.
+
+Concatenates in the inputs split the sweep (a column reduction: any
+dimension; a row reduction: the last) at their pieces (`concat_split`).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from llvmlite import ir
 import support
 from xla import primitive_util
 from xla.hlo.ir.hlo_opcode import HloOpcode
+from xla.service.cpu import concat_split
 from xla.service.cpu import elemental_convert as ec
 from xla.service.cpu import elemental_ir_emitter as eie
 from xla.service.cpu import elemental_util as eu
@@ -253,6 +257,7 @@ class _Emitter:
     after_last = [d for d in red_dims if d > last]  # all of size 1
     length = self.dims[last]
     vec = self._vector_plan(length)
+    splitter = self._splitter(allowed=[last])
     with le.for_range(b, self.args.begin, self.args.end, "unit") as u:
       lo = le.mul(b, u, c)
       hi_raw = b.add(lo, le.i64(c))
@@ -275,7 +280,8 @@ class _Emitter:
               rm[last] = j
               return self._full_index(kmulti, [rm[d] for d in red_dims])
 
-            self._row_segment(length, index_at, acc_slots, vslots, vec)
+            self._row_segment(length, index_at, acc_slots, vslots, vec,
+                              splitter)
           self._combine_vectors(acc_slots, vslots, vec)
           for ro, slots in zip(self.group.reduces, acc_slots):
             for slot, ptr, et in zip(slots, ro.ptrs, _element_types(ro.reduce)):
@@ -450,8 +456,20 @@ class _Emitter:
       out.append(slots)
     return out
 
-  def _row_segment(self, length, index_at, acc_slots, vslots, vec):
+  def _row_segment(self, length, index_at, acc_slots, vslots, vec,
+                   splitter=None):
+    """Folds the row positions [0, length) of the last dimension;
+    `splitter` (a `concat_split.Splitter` of that dimension) splits the
+    loops generating the inputs."""
     b = self.b
+
+    def along(lo, hi, name, body):
+      if splitter is None:
+        with le.for_range(b, lo, hi, name) as j:
+          body(j)
+      else:
+        splitter.loop(b, lo, hi, name, body)
+
     start = 0
     if vec is not None:
       plans, tile = vec
@@ -463,13 +481,21 @@ class _Emitter:
         tmps.append(tmp)
       with le.for_range(b, 0, ntiles, "tile") as t:
         base = le.mul(b, t, tile)
-        with le.for_range(b, 0, tile, "fill") as j:
+
+        def fill(pos, j, tmps=tmps):
           with self.gen.scope():
-            index = index_at(b.add(base, j))
+            index = index_at(pos)
             vals = [self._inputs_at(ro, index)[0] for ro in self.group.reduces]
             self._store_extras(index)
             for v, tmp in zip(vals, tmps):
               b.store(v, b.gep(tmp, [le.i64(0), j]))
+
+        if splitter is None:
+          with le.for_range(b, 0, tile, "fill") as j:
+            fill(b.add(base, j), j)
+        else:
+          splitter.loop(b, base, b.add(base, le.i64(tile)), "fill",
+                        lambda pos, base=base: fill(pos, b.sub(pos, base)))
         for (op, _, w, ty), tmp, slots in zip(plans, tmps, vslots):
           vty = ir.VectorType(ty, w)
           step = w * UNROLL
@@ -483,7 +509,7 @@ class _Emitter:
       start = ntiles * tile
       if start == length:
         return
-    with le.for_range(b, start, length, "elem") as j:
+    def elem(j):
       with self.gen.scope():
         index = index_at(j)
         for ro, slots in zip(self.group.reduces, acc_slots):
@@ -493,6 +519,8 @@ class _Emitter:
           for s, v in zip(slots, new):
             b.store(v, s)
         self._store_extras(index)
+
+    along(start, length, "elem", elem)
 
   def _combine_vectors(self, acc_slots, vslots, vec):
     if vec is None:
@@ -552,24 +580,44 @@ class _Emitter:
       if k0v is not None:
         fixed[k0] = k0v
 
-      def sweep(dim_set, body):
+      def sweep(dim_set, body, splitter=None):
         """Loops over `dim_set` dims in order (excluding k0 and last), then
-        the last dim's block; calls body(multi-dict)."""
+        the last dim's block; calls body(multi-dict). `splitter` (a
+        `concat_split.Splitter`) splits its dimension's iteration."""
         loop_dims = [d for d in dim_set if d not in (k0, last)]
-        with le.loop_nest(b, [dims[d] for d in loop_dims], "c") as idx:
-          m = dict(fixed)
-          m.update(zip(loop_dims, idx))
+
+        def along(d, lo, hi, name, m, inner):
+          def step(i):
+            m2 = dict(m)
+            m2[d] = i
+            inner(m2)
+          if splitter is not None and splitter.dim == d:
+            splitter.loop(b, lo, hi, name, step)
+          else:
+            with le.for_range(b, lo, hi, name) as i:
+              step(i)
+
+        def nest(k, m):
+          if k < len(loop_dims):
+            d = loop_dims[k]
+            if dims[d] == 1:
+              nest(k + 1, {**m, d: le.i64(0)})
+            else:
+              along(d, 0, dims[d], f"c{k}", m,
+                    lambda m2: nest(k + 1, m2))
+            return
           if last is None:
             body(m)
-            return
-          if dims[last] == 1:
-            m[last] = le.i64(0)
-            body(m)
-            return
-          with le.for_range(b, j_lo, j_hi, "j") as j:
-            m2 = dict(m)
-            m2[last] = j
-            body(m2)
+          elif dims[last] == 1:
+            body({**m, last: le.i64(0)})
+          else:
+            along(last, j_lo, j_hi, "j", m, body)
+
+        if (splitter is not None and k0v is not None and
+            splitter.dim == k0):
+          splitter.branch(b, k0v, lambda: nest(0, dict(fixed)))
+        else:
+          nest(0, dict(fixed))
 
       # 1. Initialise this unit's outputs.
       def init_body(m):
@@ -597,8 +645,17 @@ class _Emitter:
               eie.store_element(b, v, p, et)
           self._store_extras(index)
 
-      sweep(range(self.rank), sweep_body)
+      sweep(range(self.rank), sweep_body, self._splitter())
     return extent
+
+  def _splitter(self, allowed=None):
+    """A `concat_split.Splitter` for a sweep over the input (splitting
+    one of the dimensions `allowed`, default any), or None."""
+    roots = [ro.reduce.operand(i) for ro in self.group.reduces
+             for i in range(_n_inputs(ro.reduce))]
+    roots += [instr for instr, _ in self.group.extras]
+    split = concat_split.plan(roots, self.dims, self.gen.is_source, allowed)
+    return None if split is None else concat_split.Splitter(split, self.gen)
 
 
 def emit_group(ctx, args: loop_kernels.KernelArgs, gen: ElementGenerator,
