@@ -282,7 +282,8 @@ def test_jax_compilation_cache_dir_is_the_plugins_persistent_cache(
 
 
 _CALLBACKS = textwrap.dedent("""
-    import json, sys
+    import faulthandler, json, sys
+    faulthandler.dump_traceback_later(300, exit=True)  # a hang fails
     import numpy as np
     import jax, jax.numpy as jnp
     from jax.experimental import io_callback
@@ -323,6 +324,20 @@ _CALLBACKS = textwrap.dedent("""
       bad = ""
     except Exception as e:  # pylint: disable=broad-except
       bad = str(e)
+    # A callback that computes with JAX on our device while a program that
+    # calls it runs there (eagerly, and under jit): it must not wait for
+    # the device's worker, which is running that program.
+    def with_jax(a):
+      return np.asarray(2 * jnp.log(jnp.asarray(a) + 1))
+
+    xs = jnp.array([1.0, 2.0, 3.0])
+    want_nested = 2 * np.log(np.asarray(xs) + 1)
+    nested = [bool(np.allclose(jax.pure_callback(
+        with_jax, jax.ShapeDtypeStruct.like(xs), xs), want_nested))]
+    nested_jit = jax.jit(lambda a: jax.pure_callback(
+        with_jax, jax.ShapeDtypeStruct.like(a), a) * 2)
+    nested += [bool(np.allclose(nested_jit(xs), 2 * want_nested))
+               for _ in range(2)]
     # An error the result is never read for: JAX's effects barrier raises
     # it (the program is registered as calling host callbacks).
     try:
@@ -385,7 +400,8 @@ _CALLBACKS = textwrap.dedent("""
         "sharded": sharded, "across": across,
         "loop": total, "literal": literal,
         "shape_error": "Incorrect output shape for return value #0" in bad,
-        "unread_error": "Incorrect output shape" in unread}))
+        "unread_error": "Incorrect output shape" in unread,
+        "nested": nested}))
 """)
 
 
@@ -403,7 +419,8 @@ def test_host_callbacks_run_on_our_platform(site, tmp_path, platforms):
     assert _report(proc) == {"platform": "openxla_cpu", "close": True,
                              "seen": True, "sharded": [0.0, 3.0, 6.0, 9.0],
                              "across": True, "loop": 3, "literal": 1.5,
-                             "shape_error": True, "unread_error": True}
+                             "shape_error": True, "unread_error": True,
+                             "nested": [True, True, True]}
     out = proc.stdout
     assert out.index("sum=3.0") < out.index("sum=6.0")
     assert out.index("first=0.0") < out.index("first=1.0")
@@ -412,7 +429,10 @@ def test_host_callbacks_run_on_our_platform(site, tmp_path, platforms):
     assert out.count("part=0:1.0") == 1 and out.count("part=1:5.0") == 1, out
     assert out.count("shard=[0. 1.]") == 1 and out.count("shard=[2. 3.]") == 1
   # The callbacks' indices mean something in one process only: such a
-  # program is never written to the persistent cache.
-  stored = os.listdir(cache / "openxla_cpu") if (
-      cache / "openxla_cpu").exists() else []
-  assert not stored, stored
+  # program is never written to the persistent cache (the programs that
+  # the callbacks themselves run are).
+  folder = cache / "openxla_cpu"
+  stored = sorted(folder.iterdir()) if folder.exists() else []
+  assert stored
+  calling = [p.name for p in stored if backends.calls_host(p.read_bytes())]
+  assert not calling, calling

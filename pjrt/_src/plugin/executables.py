@@ -498,9 +498,16 @@ class LoadedExecutable:
     for device, arguments in zip(devices, argument_lists):
       self._check_arguments(device, arguments)
     executable = self.executable
+    # A call from a job running on the device's own worker (a host callback
+    # that computes with JAX) runs at once on that thread: queued behind
+    # the job that waits for it, it would never run.
+    nested = len(devices) == 1 and getattr(
+        devices[0], "worker", None) is not None and (
+            devices[0].worker.is_current_thread())
     if (len(devices) == 1 and not executable.donatable and
-        executable.runs_inline() and self.placement is None):
-      done = self._run_inline(devices[0], argument_lists[0], launch_id)
+        (executable.runs_inline() or nested) and self.placement is None):
+      done = self._run_inline(devices[0], argument_lists[0], launch_id,
+                              nested=nested)
       if done is not None:
         if self.native is not None:
           self.arm_native()
@@ -560,9 +567,9 @@ class LoadedExecutable:
           process = (grid, pid)
         jobs.append((device, _Job(self, device, list(arguments), donated,
                                   outs, done, process)))
-      if (len(jobs) == 1 and grid is None and executable.runs_inline() and
-          devices[0].is_idle() and
-          all(b.future.is_ready() for b in argument_lists[0])):
+      if len(jobs) == 1 and grid is None and (nested or (
+          executable.runs_inline() and devices[0].is_idle() and
+          all(b.future.is_ready() for b in argument_lists[0]))):
         device, inline = jobs[0]
         device.add_pending(launch_id, inline)
       else:
@@ -592,17 +599,20 @@ class LoadedExecutable:
     span(**self.placement)
 
   def _run_inline(self, device: runtime.Device,
-                  arguments: Sequence[runtime.Buffer], launch_id: int
+                  arguments: Sequence[runtime.Buffer], launch_id: int,
+                  nested: bool = False
                   ) -> Optional[tuple[list[list[runtime.Buffer]],
                                       list[events.Future]]]:
     """Runs a cheap execution with nothing to donate on the calling thread
     and returns its outputs (made ready, or failed); None when the device
-    is busy or an input is not ready (then it is queued as usual)."""
+    is busy or an input is not ready (then it is queued as usual).
+    `nested`: called from the device's worker, which is busy with the job
+    making the call; it runs regardless."""
     executable = self.executable
     client = self.client
     job = _InlineJob()
     with client.launch_lock:
-      if not device.is_idle():
+      if not nested and not device.is_idle():
         return None
       for buffer in arguments:
         if not buffer.future.is_ready():

@@ -119,6 +119,11 @@ class Worker:
       except BaseException:  # pylint: disable=broad-except
         pass  # Jobs report their own errors through futures.
 
+  def is_current_thread(self) -> bool:
+    """Whether the calling thread is this worker's (a job running on it,
+    e.g. a host callback, is making the call)."""
+    return self._thread is threading.current_thread()
+
   def stop(self) -> None:
     """Stops after the queued jobs (does not wait for them)."""
     with self._lock:
