@@ -154,6 +154,18 @@ def _debug_callback_rule(ctx, *args, effect, partitioned, callback,
                sharding=_op_sharding(ctx, None), partitioned=partitioned)
 
 
+def _logged(callback, args, message: str):
+  """`callback(*args)`, an exception logged with `message` (and the
+  traceback) to JAX's callback logger before it propagates, as JAX's own
+  impls do where they run (with its cpu backend)."""
+  from jax._src import callback as cb  # pylint: disable=g-import-not-at-top
+  try:
+    return callback(*args)
+  except BaseException:
+    cb.logger.exception(message)
+    raise
+
+
 def _op_sharding(ctx, sharding):
   """JAX's sharding annotation for a callback (a maximal one under jit)."""
   from jax._src import callback as cb  # pylint: disable=g-import-not-at-top
@@ -186,7 +198,7 @@ def _pure_callback_rule(ctx, *args, callback, sharding, **params):
     if _has_cpu_backend():
       return cb.pure_callback_impl(*flat_args, callback=callback,
                                    sharding=None, **params)
-    return callback(*flat_args)
+    return _logged(callback, flat_args, "jax.pure_callback failed")
 
   return _emit(ctx, fn, list(args), has_side_effect=False,
                sharding=op_sharding)
@@ -200,7 +212,7 @@ def _io_callback_rule(ctx, *args, callback, sharding, ordered, **params):
     if _has_cpu_backend():
       return cb.io_callback_impl(*flat_args, callback=callback,
                                  sharding=None, ordered=ordered, **params)
-    return callback(*flat_args)
+    return _logged(callback, flat_args, "jax.io_callback failed")
 
   effect = cb._OrderedIOEffect if ordered else None  # pylint: disable=protected-access
   return _emit(ctx, fn, list(args), effect=effect, has_side_effect=True,

@@ -338,6 +338,18 @@ _CALLBACKS = textwrap.dedent("""
         with_jax, jax.ShapeDtypeStruct.like(a), a) * 2)
     nested += [bool(np.allclose(nested_jit(xs), 2 * want_nested))
                for _ in range(2)]
+    # An exception in a callback is logged, with its traceback, as JAX's
+    # impls log it, and the call fails.
+    def boom(a):
+      raise ValueError("boom in callback")
+
+    try:
+      jax.jit(lambda a: jax.pure_callback(
+          boom, jax.ShapeDtypeStruct(a.shape, a.dtype), a))(
+              np.ones(2, np.float32)).block_until_ready()
+      boom_raised = False
+    except Exception:  # pylint: disable=broad-except
+      boom_raised = True
     # An error the result is never read for: JAX's effects barrier raises
     # it (the program is registered as calling host callbacks).
     try:
@@ -401,7 +413,7 @@ _CALLBACKS = textwrap.dedent("""
         "loop": total, "literal": literal,
         "shape_error": "Incorrect output shape for return value #0" in bad,
         "unread_error": "Incorrect output shape" in unread,
-        "nested": nested}))
+        "nested": nested, "boom_raised": boom_raised}))
 """)
 
 
@@ -420,12 +432,15 @@ def test_host_callbacks_run_on_our_platform(site, tmp_path, platforms):
                              "seen": True, "sharded": [0.0, 3.0, 6.0, 9.0],
                              "across": True, "loop": 3, "literal": 1.5,
                              "shape_error": True, "unread_error": True,
-                             "nested": [True, True, True]}
+                             "nested": [True, True, True],
+                             "boom_raised": True}
     out = proc.stdout
     assert out.index("sum=3.0") < out.index("sum=6.0")
     assert out.index("first=0.0") < out.index("first=1.0")
     assert out.index("step=0") < out.index("step=1") < out.index("step=2")
     assert out.count("whole=6.0") == 1, out
+    assert "jax.pure_callback failed" in proc.stderr, proc.stderr[-3000:]
+    assert "boom in callback" in proc.stderr
     assert out.count("part=0:1.0") == 1 and out.count("part=1:5.0") == 1, out
     assert out.count("shard=[0. 1.]") == 1 and out.count("shard=[2. 3.]") == 1
   # The callbacks' indices mean something in one process only: such a
