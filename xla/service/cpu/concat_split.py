@@ -102,8 +102,10 @@ def _operand_positions(instr, m) -> list:
   """(operand, its position mapping) for the array operands of `instr`
   whose element at an index of `instr` with position mapping `m` (a pair
   (dimension, offset): index along dimension = i_d + offset) is read."""
-  ops = [o for o in instr.operands
-         if not o.shape.is_tuple() and o.shape.dimensions]
+  # Scalars too: what they are computed from is generated in the segment
+  # as well, at positions that do not follow i_d (a concatenate sliced to
+  # a scalar and broadcast again, as jnp.stack of an RK4 stage makes it).
+  ops = [o for o in instr.operands if not o.shape.is_tuple()]
   if m is _UNKNOWN:
     return [(o, _UNKNOWN) for o in ops]
   e, c = m

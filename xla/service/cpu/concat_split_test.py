@@ -287,6 +287,42 @@ ENTRY e {
 }""", [1]),
 }
 
+# jnp.stack of an RK4 stage: the first stage's concatenate is read along
+# the loop (by the root) and also, sliced to scalars, at fixed positions
+# by the second stage's pieces. It must keep its branches; the second
+# stage's is pinned.
+CASES["stack_of_sliced_stage"] = ("""
+HloModule m
+fc {
+  y = f64[2] parameter(0)
+  h = f64[] parameter(1)
+  y0 = f64[1] slice(y), slice={[0:1]}
+  y1 = f64[1] slice(y), slice={[1:2]}
+  r0 = f64[] reshape(y0)
+  r1 = f64[] reshape(y1)
+  sn = f64[] sine(r0)
+  b0 = f64[1] broadcast(r1), dimensions={}
+  b1 = f64[1] broadcast(sn), dimensions={}
+  k1 = f64[2] concatenate(b0, b1), dimensions={0}
+  hb = f64[2] broadcast(h), dimensions={}
+  m = f64[2] multiply(hb, k1)
+  y2 = f64[2] add(y, m)
+  z0 = f64[1] slice(y2), slice={[0:1]}
+  z1 = f64[1] slice(y2), slice={[1:2]}
+  q0 = f64[] reshape(z0)
+  q1 = f64[] reshape(z1)
+  c0 = f64[1] broadcast(q1), dimensions={}
+  c1 = f64[1] broadcast(q0), dimensions={}
+  k2 = f64[2] concatenate(c0, c1), dimensions={0}
+  ROOT o = f64[2] add(k1, k2)
+}
+ENTRY e {
+  y = f64[2] parameter(0)
+  h = f64[] parameter(1)
+  ROOT f = f64[2] fusion(y, h), kind=kLoop, calls=fc
+}""", [0])
+
+
 # Fusions whose concatenates must keep their branches (the position along
 # the axis is not the loop's on every path), computed right all the same.
 UNSPLIT = {
