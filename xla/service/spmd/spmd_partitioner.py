@@ -138,6 +138,14 @@ _UNREDUCED_AWARE = frozenset({O.kCustomCall, O.kWhile, O.kCall,
                               O.kGetTupleElement, O.kOptimizationBarrier})
 
 
+def _replicated(shape) -> HloSharding:
+  """Replicated, as a tuple sharding leaf by leaf for a tuple shape."""
+  whole = HloSharding.single(shape, HloSharding.replicate())
+  if shape.is_tuple():
+    whole = HloSharding.tuple_sharding(sp.leaves_of(whole, shape))
+  return whole
+
+
 def _sharding_on(instr) -> HloSharding:
   """The instruction's sharding (replicated if none), as a tuple sharding
   for a tuple shape."""
@@ -392,9 +400,7 @@ class ComputationPartitioner:
     operands = [ph_lib.replicate(self.b, self.operand(i)).hlo
                 for i in range(instr.operand_count)]
     new = spmd_handlers.clone(self.b, instr, instr.shape, operands)
-    whole = HloSharding.single(instr.shape, HloSharding.replicate())
-    if instr.shape.is_tuple():
-      whole = HloSharding.tuple_sharding(sp.leaves_of(whole, instr.shape))
+    whole = _replicated(instr.shape)
     return ph_lib.reshard(self.b, PartitionedHlo(new, instr.shape, whole),
                           self.target(instr))
 
@@ -586,9 +592,7 @@ def _per_partition(cp: ComputationPartitioner, instr) -> PartitionedHlo:
           f"Unimplemented: SPMD partitioning of {instr.custom_call_target} "
           f"({instr.name}) with array results")
   new = spmd_handlers.clone(cp.b, instr, instr.shape, operands)
-  whole = HloSharding.single(instr.shape, HloSharding.replicate())
-  if instr.shape.is_tuple():
-    whole = HloSharding.tuple_sharding(sp.leaves_of(whole, instr.shape))
+  whole = _replicated(instr.shape)
   return PartitionedHlo(new, instr.shape, whole)
 
 
@@ -682,9 +686,7 @@ def _on_one_device(cp: ComputationPartitioner, instr, device: int
                       for i in range(len(shape.tuple_shapes))])
   else:
     result = broadcast(cond)
-  whole = HloSharding.single(shape, HloSharding.replicate())
-  if shape.is_tuple():
-    whole = HloSharding.tuple_sharding(sp.leaves_of(whole, shape))
+  whole = _replicated(shape)
   return PartitionedHlo(result, shape, whole)
 
 
