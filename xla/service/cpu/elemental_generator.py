@@ -287,10 +287,7 @@ class ElementGenerator:
     dims = _shape_dims(op)
     if dims == index.dims:
       return self.value(op, index)
-    # Only where the loop is split at concatenate pieces: elsewhere the
-    # extra index arithmetic made LLVM slower to compile (the Cholesky
-    # workload's code took 630 ms instead of 230 ms in LLVM).
-    multi = index.multi_if_known() if self._pins else None
+    multi = index.multi_if_known()
     if multi is not None:
       op_multi = reshape_multi(self.b, multi, index.dims, dims)
       if op_multi is not None:
