@@ -231,6 +231,11 @@ class ElementGenerator:
   def is_source(self, instr) -> bool:
     return id(instr) in self._sources
 
+  def source_pointer(self, instr) -> "ir.Value | None":
+    """The storage pointer of `instr` when it is an array in memory."""
+    src = self._sources.get(id(instr))
+    return None if src is None else src.ptr
+
   def _generate(self, instr, index: Index) -> ir.Value:
     b = self.b
     src = self._sources.get(id(instr))

@@ -37,6 +37,7 @@ from xla.service.cpu import elemental_ir_emitter as eie
 from xla.service.cpu import kernel_api
 from xla.service.cpu import loop_emitter as le
 from xla.service.cpu import loop_kernels
+from xla.service.cpu import transpose_kernels
 from xla.service.cpu import reduction_emitter as re_
 from xla.service.cpu.elemental_generator import ElementGenerator
 from xla.service.cpu.loop_emitter import Index
@@ -144,6 +145,14 @@ def _loop_kernel(ctx, args, gen, outputs, dims, sources_instrs=()):
   """Finishes `args`' kernel as a loop over `dims` storing each
   (instruction, pointer) of `outputs`."""
   b = args.b
+  if len(outputs) == 1:
+    instr, ptr = outputs[0]
+    src = (gen.source_pointer(instr.operand(0))
+           if instr.opcode == O.kTranspose else None)
+    if transpose_kernels.block_transposable(instr, src):
+      spec = transpose_kernels.emit(args, instr, src, ptr)
+      loop_kernels.annotate_noalias(args)
+      return spec
   instrs = _reachable([o for o, _ in outputs])
   linear = _linear_ok([i for i in instrs if not gen.is_source(i)], dims)
 
