@@ -17,8 +17,10 @@ rules do.
 
 Arguments reach the function as JAX's own impls pass them: where JAX's
 "cpu" backend is initialised too (`JAX_PLATFORMS=openxla_cpu,cpu`), the
-primitive's impl runs, which puts them on a CPU device; otherwise the
-function receives numpy arrays.
+primitive's impl runs, which puts them on a CPU device. Otherwise they are
+put on our platform's first device instead, which is also JAX's default
+device while the function runs (so `jnp` code in it runs there), as the
+impls do with their CPU device.
 
 Several devices: inside `shard_map` (all axes manual) each device calls
 the function with its own shard, as on JAX's CPU backend; in a `jit` over
@@ -34,6 +36,10 @@ import dataclasses
 import functools
 
 import numpy as np
+
+
+# The platform the rules are registered for (`register`).
+_PLATFORM = "openxla_cpu"
 
 
 def _has_cpu_backend() -> bool:
@@ -144,7 +150,8 @@ def _debug_callback_rule(ctx, *args, effect, partitioned, callback,
           *flat_args, effect=effect, partitioned=partitioned,
           callback=callback, **params)
     else:
-      callback(*flat_args)
+      _on_our_device(callback, flat_args, debugging.logger,
+                     "jax.debug.callback failed", empty_mesh=True)
     return ()
 
   if effects.ordered_effects.contains(effect):
@@ -154,16 +161,33 @@ def _debug_callback_rule(ctx, *args, effect, partitioned, callback,
                sharding=_op_sharding(ctx, None), partitioned=partitioned)
 
 
-def _logged(callback, args, message: str):
-  """`callback(*args)`, an exception logged with `message` (and the
-  traceback) to JAX's callback logger before it propagates, as JAX's own
-  impls do where they run (with its cpu backend)."""
-  from jax._src import callback as cb  # pylint: disable=g-import-not-at-top
-  try:
-    return callback(*args)
-  except BaseException:
-    cb.logger.exception(message)
-    raise
+def _on_our_device(callback, flat_args, logger, message: str, *,
+                   empty_mesh: bool = False):
+  """`callback` called as JAX's impls call it with their CPU device, with
+  our platform's first device in its place: the arguments put on it, it
+  the default device meanwhile (and no mesh in context, for
+  `empty_mesh`), an exception logged with `message` and the traceback to
+  `logger` before it propagates."""
+  import contextlib  # pylint: disable=g-import-not-at-top
+  from jax._src import api  # pylint: disable=g-import-not-at-top
+  from jax._src import config  # pylint: disable=g-import-not-at-top
+  from jax._src import mesh as mesh_lib  # pylint: disable=g-import-not-at-top
+  from jax._src import sharding_impls  # pylint: disable=g-import-not-at-top
+  from jax._src import xla_bridge  # pylint: disable=g-import-not-at-top
+  device = xla_bridge.local_devices(backend=_PLATFORM)[0]
+  args = api.device_put(tuple(flat_args), device)
+  with contextlib.ExitStack() as stack:
+    stack.enter_context(config.default_device(device))
+    if empty_mesh:
+      stack.enter_context(sharding_impls._internal_use_concrete_mesh(  # pylint: disable=protected-access
+          mesh_lib.empty_concrete_mesh))
+      stack.enter_context(mesh_lib.use_abstract_mesh(
+          mesh_lib.empty_abstract_mesh))
+    try:
+      return callback(*args)
+    except BaseException:
+      logger.exception(message)
+      raise
 
 
 def _op_sharding(ctx, sharding):
@@ -198,7 +222,8 @@ def _pure_callback_rule(ctx, *args, callback, sharding, **params):
     if _has_cpu_backend():
       return cb.pure_callback_impl(*flat_args, callback=callback,
                                    sharding=None, **params)
-    return _logged(callback, flat_args, "jax.pure_callback failed")
+    return _on_our_device(callback, flat_args, cb.logger,
+                          "jax.pure_callback failed")
 
   return _emit(ctx, fn, list(args), has_side_effect=False,
                sharding=op_sharding)
@@ -212,7 +237,8 @@ def _io_callback_rule(ctx, *args, callback, sharding, ordered, **params):
     if _has_cpu_backend():
       return cb.io_callback_impl(*flat_args, callback=callback,
                                  sharding=None, ordered=ordered, **params)
-    return _logged(callback, flat_args, "jax.io_callback failed")
+    return _on_our_device(callback, flat_args, cb.logger,
+                          "jax.io_callback failed")
 
   effect = cb._OrderedIOEffect if ordered else None  # pylint: disable=protected-access
   return _emit(ctx, fn, list(args), effect=effect, has_side_effect=True,
@@ -225,6 +251,8 @@ def register(platform: str) -> list[str]:
   from jax._src import callback as cb  # pylint: disable=g-import-not-at-top
   from jax._src import debugging  # pylint: disable=g-import-not-at-top
   from jax._src.interpreters import mlir  # pylint: disable=g-import-not-at-top
+  global _PLATFORM
+  _PLATFORM = platform
   rules = [(debugging.debug_callback_p, _debug_callback_rule),
            (cb.pure_callback_p, _pure_callback_rule),
            (cb.io_callback_p, _io_callback_rule)]
@@ -234,4 +262,30 @@ def register(platform: str) -> list[str]:
   for prim, rule in rules:
     # Not cacheable: each lowering registers its own function.
     mlir.register_lowering(prim, rule, platform=platform, cacheable=False)
+  _patch_eager_debug_callback()
   return [prim.name for prim, _ in rules]
+
+
+def _patch_eager_debug_callback() -> None:
+  """Outside `jit`, `jax.debug.callback` and `jax.debug.print` run JAX's
+  `debug_callback_impl` directly, which raises unless JAX's "cpu" backend
+  is initialised. Where it is not, ours runs the callback with our
+  platform's first device in its place (`_on_our_device`); where it is,
+  JAX's own runs, unchanged. `debug_print`'s impl calls the module's
+  function by name, so both the name and the primitive's impl change."""
+  from jax._src import debugging  # pylint: disable=g-import-not-at-top
+  jax_impl = debugging.debug_callback_impl
+  if getattr(jax_impl, "_openxla_cpu", False):
+    return
+
+  def impl(*args, callback, effect, partitioned):
+    if _has_cpu_backend():
+      return jax_impl(*args, callback=callback, effect=effect,
+                      partitioned=partitioned)
+    _on_our_device(callback, args, debugging.logger,
+                   "jax.debug.callback failed", empty_mesh=True)
+    return ()
+
+  impl._openxla_cpu = True  # pylint: disable=protected-access
+  debugging.debug_callback_impl = impl
+  debugging.debug_callback_p.def_impl(impl)

@@ -404,6 +404,24 @@ _CALLBACKS = textwrap.dedent("""
     v = np.arange(4, dtype=np.float32)
     across = bool(np.allclose(np.asarray(g(spread)), np.cos(v) * 2 + v + 1,
                               rtol=1e-6))
+    # Arguments arrive as JAX arrays, on a CPU device with JAX's cpu
+    # backend, else on ours; a pytree prints as JAX prints it.
+    placed = []
+
+    def record(a):
+      placed.append([type(a).__name__, sorted({d.platform
+                                               for d in a.devices()})])
+      return np.asarray(a) + 1
+
+    jax.block_until_ready(jax.jit(lambda a: jax.pure_callback(
+        record, jax.ShapeDtypeStruct(a.shape, a.dtype), a))(v))
+    jax.jit(lambda a: jax.debug.print("tree={}", dict(foo=a), ordered=True))(
+        np.array(2, np.int32))
+    # Outside jit, JAX calls its impls directly.
+    jax.debug.callback(lambda a: print(f"eager={float(a.sum())}"),
+                       jnp.ones(3))
+    jax.debug.print("eager_print={}", jnp.arange(2))
+    jax.effects_barrier()
     print("REPORT " + json.dumps({
         "platform": jax.default_backend(),
         "close": bool(np.allclose(got, want, rtol=1e-6)),
@@ -413,7 +431,7 @@ _CALLBACKS = textwrap.dedent("""
         "loop": total, "literal": literal,
         "shape_error": "Incorrect output shape for return value #0" in bad,
         "unread_error": "Incorrect output shape" in unread,
-        "nested": nested, "boom_raised": boom_raised}))
+        "nested": nested, "boom_raised": boom_raised, "placed": placed}))
 """)
 
 
@@ -423,7 +441,8 @@ _CALLBACKS = textwrap.dedent("""
 def test_host_callbacks_run_on_our_platform(site, tmp_path, platforms):
   # JAX lowers Python callbacks for its built-in platforms only; the plugin
   # registers its own rules. With JAX's cpu backend beside ours the
-  # callbacks get arrays on a CPU device, without it numpy arrays.
+  # callbacks get arrays on a CPU device, as JAX's impls pass them; without
+  # it, arrays on our device (where JAX's impls would raise).
   cache = tmp_path / "cache"
   for _ in range(2):
     proc = _child(site, platforms, str(cache), script=_CALLBACKS,
@@ -433,7 +452,10 @@ def test_host_callbacks_run_on_our_platform(site, tmp_path, platforms):
                              "across": True, "loop": 3, "literal": 1.5,
                              "shape_error": True, "unread_error": True,
                              "nested": [True, True, True],
-                             "boom_raised": True}
+                             "boom_raised": True,
+                             "placed": [["ArrayImpl", [
+                                 "openxla_cpu" if platforms == "openxla_cpu"
+                                 else "cpu"]]]}
     out = proc.stdout
     assert out.index("sum=3.0") < out.index("sum=6.0")
     assert out.index("first=0.0") < out.index("first=1.0")
@@ -443,6 +465,8 @@ def test_host_callbacks_run_on_our_platform(site, tmp_path, platforms):
     assert "boom in callback" in proc.stderr
     assert out.count("part=0:1.0") == 1 and out.count("part=1:5.0") == 1, out
     assert out.count("shard=[0. 1.]") == 1 and out.count("shard=[2. 3.]") == 1
+    assert "tree={'foo': Array(2, dtype=int32)}" in out, out
+    assert "eager=3.0" in out and "eager_print=[0 1]" in out, out
   # The callbacks' indices mean something in one process only: such a
   # program is never written to the persistent cache (the programs that
   # the callbacks themselves run are).
