@@ -56,6 +56,7 @@ from xla.service import hlo_memory_scheduler
 from xla.service import hlo_verifier
 from xla.service import linalg_expander
 from xla.service import multi_output_fusion
+from xla.service.cpu import blas_rhs_transpose
 from xla.service.cpu import compilation_cache as cc
 from xla.service.cpu import conv_canonicalization
 from xla.service.cpu import cpu_copy_insertion
@@ -296,6 +297,8 @@ def cpu_pipeline(options: Optional[CpuCompileOptions] = None
   add(cpu_instruction_fusion.CpuInstructionFusion(), "fusion")
   add(multi_output_fusion.MultiOutputFusion(), "multi-output-fusion")
   add(hlo_dce.HloDCE(), "dce")
+  # After fusion, so the transposes it adds stay kernels of their own.
+  add(blas_rhs_transpose.BlasRhsTranspose())
   # After fusion, row-major reshapes outside fusions alias their operand;
   # then the buffer-level form: calls inlined again, one caller per
   # control-flow computation, copies where loop carries and branch results
