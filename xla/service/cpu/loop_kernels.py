@@ -210,6 +210,38 @@ def emit_elementwise_loop(b: ir.IRBuilder, begin: ir.Value, end: ir.Value,
 TILE = 32
 
 
+def tile_count(dims: Sequence[int], tile: int) -> int:
+  """How many tile x tile tiles of the last two dimensions `dims` has, over
+  all indices of the others."""
+  return (math.prod(dims[:-2]) * -(-dims[-2] // tile) *
+          -(-dims[-1] // tile))
+
+
+def tile_of_unit(b: ir.IRBuilder, u: ir.Value, dims: Sequence[int],
+                 tile: int):
+  """Unit `u` of `tile_count(dims, tile)` as (the indices of the dimensions
+  before the last two, (row begin, row end), (column begin, column end)):
+  units run along the columns' tiles, then the rows', then the others."""
+  outer, rows, cols = list(dims[:-2]), dims[-2], dims[-1]
+  tr, tc = -(-rows // tile), -(-cols // tile)
+  tj = le.urem(b, u, tc)
+  rest = le.udiv(b, u, tc)
+  ti = le.urem(b, rest, tr)
+  rest = le.udiv(b, rest, tr)
+  multi: list = [None] * len(outer)
+  for d in range(len(outer) - 1, -1, -1):
+    multi[d] = le.urem(b, rest, outer[d])
+    rest = le.udiv(b, rest, outer[d])
+
+  def bounds(t, size):
+    lo = le.mul(b, t, tile)
+    hi = b.add(lo, le.i64(tile))
+    return lo, b.select(b.icmp_signed("<", hi, le.i64(size)), hi,
+                        le.i64(size))
+
+  return multi, bounds(ti, rows), bounds(tj, cols)
+
+
 def emit_tiled_loop(b: ir.IRBuilder, begin: ir.Value, end: ir.Value,
                     dims: Sequence[int], body: Callable[[Index], None],
                     name: str = "tile", split=None) -> int:
@@ -220,29 +252,11 @@ def emit_tiled_loop(b: ir.IRBuilder, begin: ir.Value, end: ir.Value,
   `split`: see `emit_parallel_loop`."""
   dims = list(dims)
   rank = len(dims)
-  outer, rows, cols = dims[:-2], dims[-2], dims[-1]
-  tr, tc = -(-rows // TILE), -(-cols // TILE)
-  extent = math.prod(outer) * tr * tc
+  extent = tile_count(dims, TILE)
   if extent == 0:
     return 0
   with le.for_range(b, begin, end, f"{name}.unit") as u:
-    tj = le.urem(b, u, tc)
-    rest = le.udiv(b, u, tc)
-    ti = le.urem(b, rest, tr)
-    rest = le.udiv(b, rest, tr)
-    multi: list = [None] * len(outer)
-    for d in range(len(outer) - 1, -1, -1):
-      multi[d] = le.urem(b, rest, outer[d])
-      rest = le.udiv(b, rest, outer[d])
-
-    def bounds(t, size):
-      lo = le.mul(b, t, TILE)
-      hi = b.add(lo, le.i64(TILE))
-      return lo, b.select(b.icmp_signed("<", hi, le.i64(size)), hi,
-                          le.i64(size))
-
-    r_lo, r_hi = bounds(ti, rows)
-    c_lo, c_hi = bounds(tj, cols)
+    multi, (r_lo, r_hi), (c_lo, c_hi) = tile_of_unit(b, u, dims, TILE)
 
     def range_of(d, lo, hi, inner_name, inner):
       if split is not None and split.dim == d:

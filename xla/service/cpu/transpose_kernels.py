@@ -34,6 +34,7 @@ from llvmlite import ir
 from xla.hlo.ir.hlo_opcode import HloOpcode as O
 from xla.service.cpu import kernel_api
 from xla.service.cpu import loop_emitter as le
+from xla.service.cpu import loop_kernels
 
 BLOCK = 8
 TILE = 16
@@ -95,37 +96,21 @@ def emit(args, instr, src_ptr, out_ptr) -> kernel_api.KernelSpec:
   out = b.bitcast(out_ptr, ety.as_pointer())
 
   perm = list(instr.dimensions)
-  rank = len(perm)
   dims = list(instr.shape.dimensions)
   in_strides = le.strides_of(list(instr.operand(0).shape.dimensions))
   outer, rows, cols = dims[:-2], dims[-2], dims[-1]
   # Output [.., r, c] reads input element r + c * col_stride + (outer part).
   col_stride = in_strides[perm[-1]]
-  tr, tc = -(-rows // TILE), -(-cols // TILE)
-  extent = math.prod(outer) * tr * tc
+  extent = loop_kernels.tile_count(dims, TILE)
 
   with le.for_range(b, args.begin, args.end, "tile.unit") as u:
-    tj = le.urem(b, u, tc)
-    rest = le.udiv(b, u, tc)
-    ti = le.urem(b, rest, tr)
-    rest = le.udiv(b, rest, tr)
+    multi, (r_lo, r_hi), (c_lo, c_hi) = loop_kernels.tile_of_unit(
+        b, u, dims, TILE)
     in_base, out_base = le.i64(0), le.i64(0)
-    out_outer = 1
-    for d in range(len(outer) - 1, -1, -1):
-      m = le.urem(b, rest, outer[d])
-      rest = le.udiv(b, rest, outer[d])
+    for d, m in enumerate(multi):
       in_base = le.add(b, in_base, le.mul(b, m, in_strides[perm[d]]))
-      out_base = le.add(b, out_base, le.mul(b, m, rows * cols * out_outer))
-      out_outer *= outer[d]
-
-    def bound(t, size):
-      lo = le.mul(b, t, TILE)
-      hi = b.add(lo, le.i64(TILE))
-      return lo, b.select(b.icmp_signed("<", hi, le.i64(size)), hi,
-                          le.i64(size))
-
-    r_lo, r_hi = bound(ti, rows)
-    c_lo, c_hi = bound(tj, cols)
+      out_base = le.add(b, out_base, le.mul(
+          b, m, rows * cols * math.prod(outer[d + 1:])))
     with le.for_range(b, r_lo, r_hi, "blk.r", step=BLOCK) as rb:
       with le.for_range(b, c_lo, c_hi, "blk.c", step=BLOCK) as cb:
         full = b.and_(
