@@ -89,3 +89,17 @@ ENTRY e {
   args = [rng.standard_normal(s).astype(np.float32)
           for s in ((32, 128), (16, 128), (256, 128))]
   ct.run_and_compare(text, args, rtol=1e-5, atol=1e-4)
+
+
+def test_filecheck():
+  from xla.hlo.transforms.simplifiers import pass_test_util  # pylint: disable=g-import-not-at-top
+  from xla.service.cpu import blas_rhs_transpose  # pylint: disable=g-import-not-at-top
+  pass_test_util.run_and_filecheck(
+      _text("f32", 64, 128, 512), blas_rhs_transpose.BlasRhsTranspose(), """
+CHECK: w = f32[512,128]{{.*}} parameter(1)
+CHECK: [[T:[a-z0-9.]+]] = f32[128,512]{{.*}} transpose(w), dimensions={1,0}
+CHECK: dot(x, [[T]]), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+""", check_results=True)
+  pass_test_util.run_and_filecheck(
+      _text("f32", 256, 128, 512), blas_rhs_transpose.BlasRhsTranspose(),
+      None)
