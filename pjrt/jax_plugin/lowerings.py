@@ -27,9 +27,18 @@ fall back to the platform-less defaults (or have none). For the primitives in
 The platform-independent "Qr" / "Eigh" / "ProductOfElementaryHouseholder
 Reflectors" custom calls stay supported by our compiler (linalg_expander)
 for HLO from other sources.
+
+JAX's "cpu" linear-algebra rules name their target through jaxlib's
+`lapack.prepare_lapack_call`, which first initialises jaxlib's own LAPACK
+(it imports scipy.linalg for its function pointers: 0.15 s, paid by the
+first program that calls one). Our backend never calls jaxlib's LAPACK,
+so while our copies of those rules run, that call only builds the name
+(`_skipping_jaxlib_lapack_init`); JAX's own "cpu" lowerings are unchanged.
 """
 
 from __future__ import annotations
+
+import threading
 
 # Primitives whose "cpu" lowering JAX registers is the one to use here too.
 FROM_CPU = (
@@ -68,10 +77,55 @@ def copy_cpu_lowerings(platform: str, names) -> list[str]:
   copied = []
   for prim, entry in list(cpu.items()):
     if prim.name in names:
-      mlir.register_lowering(prim, entry.rule, platform=platform,
-                             inline=entry.inline)
+      mlir.register_lowering(prim, _skipping_jaxlib_lapack_init(entry.rule),
+                             platform=platform, inline=entry.inline)
       copied.append(prim.name)
   return copied
+
+
+_SKIP = threading.local()
+
+
+def _install_lapack_name_hook() -> bool:
+  """Replaces jaxlib's `lapack.prepare_lapack_call` (once) by one that only
+  builds the target name on a thread running one of our rules, and is
+  jaxlib's own everywhere else. False if jaxlib has no such function."""
+  try:
+    from jax._src.lib import lapack  # pylint: disable=g-import-not-at-top
+  except ImportError:
+    return False
+  prepare = getattr(lapack, "prepare_lapack_call", None)
+  build = getattr(lapack, "build_lapack_fn_target", None)
+  if prepare is None or build is None:
+    return False
+  if getattr(prepare, "_openxla_cpu", False):
+    return True
+
+  def prepare_lapack_call(fn_base, dtype):
+    if getattr(_SKIP, "active", False):
+      return build(fn_base, dtype)
+    return prepare(fn_base, dtype)
+
+  prepare_lapack_call._openxla_cpu = True  # pylint: disable=protected-access
+  lapack.prepare_lapack_call = prepare_lapack_call
+  return True
+
+
+def _skipping_jaxlib_lapack_init(rule):
+  """`rule`, run with jaxlib's LAPACK initialisation skipped (see the module
+  docstring)."""
+  if not _install_lapack_name_hook():
+    return rule
+
+  def skipping(ctx, *args, **kwargs):
+    outer = getattr(_SKIP, "active", False)
+    _SKIP.active = True
+    try:
+      return rule(ctx, *args, **kwargs)
+    finally:
+      _SKIP.active = outer
+
+  return skipping
 
 
 def register(platform: str) -> None:

@@ -338,3 +338,51 @@ def test_an_unfunctionalized_check_gets_jaxs_own_error(tmp_path):
   assert report["raised"].startswith("ValueError: Cannot abstractly evaluate")
   assert "x must be positive" in report["error"]
   assert report["out"] == 0.0
+
+
+_NO_INIT_CHILD = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import jax, jax.numpy as jnp
+    jax.config.update("jax_enable_x64", True)
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((6, 6))
+    spd = a @ a.T + 6 * np.eye(6)
+    w, v = jnp.linalg.eig(a)
+    ew, ev = jnp.linalg.eigh(spd)
+    u, s, vt = jnp.linalg.svd(a)
+    q, r = jnp.linalg.qr(a)
+    chol = jnp.linalg.cholesky(spd)
+    x = jnp.linalg.solve(a, np.ones(6))
+    av = np.asarray(a) @ np.asarray(v)
+    errors = {
+        "eig": float(np.abs(av - np.asarray(v) * np.asarray(w)).max()),
+        "eigh": float(np.abs(spd @ ev - ev * ew).max()),
+        "svd": float(np.abs((u * s) @ vt - a).max()),
+        "qr": float(np.abs(q @ r - a).max()),
+        "cholesky": float(np.abs(chol @ chol.T - spd).max()),
+        "solve": float(np.abs(a @ x - 1).max()),
+    }
+    print("REPORT " + json.dumps({
+        "platform": jax.default_backend(), "errors": errors,
+        "scipy_linalg": "scipy.linalg" in sys.modules}))
+""")
+
+
+def test_lapack_lowerings_skip_jaxlibs_lapack_setup(tmp_path):
+  # JAX's "cpu" rules initialise jaxlib's LAPACK (importing scipy.linalg,
+  # 0.15 s of the first call's time), which our backend never calls.
+  env = dict(os.environ)
+  env["PYTHONPATH"] = os.pathsep.join([str(testing.plugin_site(tmp_path))] +
+                                      [p for p in sys.path if p])
+  env["JAX_PLATFORMS"] = "openxla_cpu"
+  env.pop("OPENXLA_CPU_JAX_REGISTER", None)
+  proc = subprocess.run([sys.executable, "-c", _NO_INIT_CHILD], env=env,
+                        capture_output=True, text=True, timeout=600,
+                        check=False)
+  assert proc.returncode == 0, proc.stderr[-4000:]
+  line = [l for l in proc.stdout.splitlines() if l.startswith("REPORT ")][-1]
+  report = json.loads(line[len("REPORT "):])
+  assert report["platform"] == "openxla_cpu"
+  assert all(e < 1e-9 for e in report["errors"].values()), report
+  assert not report["scipy_linalg"]
