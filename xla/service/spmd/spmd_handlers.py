@@ -34,11 +34,10 @@ O = HloOpcode
 P = PrimitiveType
 
 
-def clone(b: ph_lib.Builder, instr: HloInstruction, shape,
-          operands: Sequence[HloInstruction], **attr_changes
-          ) -> HloInstruction:
-  """A copy of `instr` with a new shape and operands (same attributes,
-  metadata and frontend attributes, no sharding)."""
+def copy(instr: HloInstruction, shape, operands: Sequence[HloInstruction],
+         **attr_changes) -> HloInstruction:
+  """An unattached copy of `instr` with a new shape and operands (same
+  attributes, metadata and frontend attributes, no sharding)."""
   attrs = dict(instr.attrs)
   attrs.update(attr_changes)
   new = HloInstruction(instr.opcode, shape, tuple(operands),
@@ -48,7 +47,14 @@ def clone(b: ph_lib.Builder, instr: HloInstruction, shape,
   new.frontend_attributes = dict(instr.frontend_attributes)
   new.backend_config = instr.backend_config
   new.literal = instr.literal
-  return b.add(new)
+  return new
+
+
+def clone(b: ph_lib.Builder, instr: HloInstruction, shape,
+          operands: Sequence[HloInstruction], **attr_changes
+          ) -> HloInstruction:
+  """`copy`, added to the builder's computation."""
+  return b.add(copy(instr, shape, operands, **attr_changes))
 
 
 def tile_map(cp, sharding: HloSharding, rank: int) -> su.TileMap:

@@ -642,12 +642,7 @@ def _on_one_device(cp: ComputationPartitioner, instr, device: int
     if run:
       ins = [comp.add_instruction(hi.create_get_tuple_element(param, i))
              for i in range(len(operands))]
-      root = comp.add_instruction(HloInstruction(
-          instr.opcode, shape, tuple(ins), dict(instr.attrs),
-          name=instr.name))
-      root.metadata = instr.metadata
-      root.frontend_attributes = dict(instr.frontend_attributes)
-      root.backend_config = instr.backend_config
+      root = comp.add_instruction(spmd_handlers.copy(instr, shape, ins))
     else:
       leaves = []
       for k, leaf in enumerate(_leaf_shapes(shape)):
