@@ -145,13 +145,11 @@ def _debug_callback_rule(ctx, *args, effect, partitioned, callback,
     return mlir.lower_fun(lower)(ctx, *args)
 
   def fn(*flat_args):
-    if _has_cpu_backend():
-      debugging.debug_callback_p.impl(
-          *flat_args, effect=effect, partitioned=partitioned,
-          callback=callback, **params)
-    else:
-      _on_our_device(callback, flat_args, debugging.logger,
-                     "jax.debug.callback failed", empty_mesh=True)
+    # The primitive's impl, which `register` made ours: JAX's own where its
+    # cpu backend runs, else `_on_our_device`.
+    debugging.debug_callback_p.impl(
+        *flat_args, effect=effect, partitioned=partitioned,
+        callback=callback, **params)
     return ()
 
   if effects.ordered_effects.contains(effect):
