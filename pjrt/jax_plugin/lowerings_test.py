@@ -242,19 +242,30 @@ _TOL = {"float32": 2e-3, "complex64": 2e-3, "float64": 1e-9,
 _SHAPES = [[4, 3], [2, 3, 4]]
 
 
-def _run_child(tmp_path, dtype, backend="cpu", shapes=None):
+def _child_report(tmp_path, script, *args, platforms="openxla_cpu",
+                  backend=None, timeout=600):
+  """The REPORT line of `script` (with `args`) run in a child that finds
+  the plugin through its entry point, with JAX_PLATFORMS=`platforms` (and
+  OPENXLA_CPU_BACKEND=`backend` if given)."""
   env = dict(os.environ)
   env["PYTHONPATH"] = os.pathsep.join([str(testing.plugin_site(tmp_path))] +
                                       [p for p in sys.path if p])
-  env["JAX_PLATFORMS"] = "openxla_cpu,cpu"
-  env["OPENXLA_CPU_BACKEND"] = backend
+  env["JAX_PLATFORMS"] = platforms
+  if backend is not None:
+    env["OPENXLA_CPU_BACKEND"] = backend
   env.pop("OPENXLA_CPU_JAX_REGISTER", None)
-  proc = subprocess.run(
-      [sys.executable, "-c", _CHILD, dtype, json.dumps(shapes or _SHAPES)],
-      env=env, capture_output=True, text=True, timeout=1200, check=False)
+  proc = subprocess.run([sys.executable, "-c", script, *args], env=env,
+                        capture_output=True, text=True, timeout=timeout,
+                        check=False)
   assert proc.returncode == 0, proc.stderr[-4000:]
   line = [l for l in proc.stdout.splitlines() if l.startswith("REPORT ")][-1]
   return json.loads(line[len("REPORT "):])
+
+
+def _run_child(tmp_path, dtype, backend="cpu", shapes=None):
+  return _child_report(tmp_path, _CHILD, dtype, json.dumps(shapes or _SHAPES),
+                       platforms="openxla_cpu,cpu", backend=backend,
+                       timeout=1200)
 
 
 def _check(report, dtype):
@@ -323,17 +334,7 @@ def test_an_unfunctionalized_check_gets_jaxs_own_error(tmp_path):
   # checkify's `check` has a lowering for "cpu" only: on our platform JAX
   # reported a missing MLIR translation rule instead of its error telling
   # the user to functionalize the check.
-  env = dict(os.environ)
-  env["PYTHONPATH"] = os.pathsep.join([str(testing.plugin_site(tmp_path))] +
-                                      [p for p in sys.path if p])
-  env["JAX_PLATFORMS"] = "openxla_cpu"
-  env.pop("OPENXLA_CPU_JAX_REGISTER", None)
-  proc = subprocess.run([sys.executable, "-c", _CHECK_CHILD], env=env,
-                        capture_output=True, text=True, timeout=600,
-                        check=False)
-  assert proc.returncode == 0, proc.stderr[-4000:]
-  line = [l for l in proc.stdout.splitlines() if l.startswith("REPORT ")][-1]
-  report = json.loads(line[len("REPORT "):])
+  report = _child_report(tmp_path, _CHECK_CHILD)
   assert report["platform"] == "openxla_cpu"
   assert report["raised"].startswith("ValueError: Cannot abstractly evaluate")
   assert "x must be positive" in report["error"]
@@ -372,17 +373,7 @@ _NO_INIT_CHILD = textwrap.dedent("""
 def test_lapack_lowerings_skip_jaxlibs_lapack_setup(tmp_path):
   # JAX's "cpu" rules initialise jaxlib's LAPACK (importing scipy.linalg,
   # 0.15 s of the first call's time), which our backend never calls.
-  env = dict(os.environ)
-  env["PYTHONPATH"] = os.pathsep.join([str(testing.plugin_site(tmp_path))] +
-                                      [p for p in sys.path if p])
-  env["JAX_PLATFORMS"] = "openxla_cpu"
-  env.pop("OPENXLA_CPU_JAX_REGISTER", None)
-  proc = subprocess.run([sys.executable, "-c", _NO_INIT_CHILD], env=env,
-                        capture_output=True, text=True, timeout=600,
-                        check=False)
-  assert proc.returncode == 0, proc.stderr[-4000:]
-  line = [l for l in proc.stdout.splitlines() if l.startswith("REPORT ")][-1]
-  report = json.loads(line[len("REPORT "):])
+  report = _child_report(tmp_path, _NO_INIT_CHILD)
   assert report["platform"] == "openxla_cpu"
   assert all(e < 1e-9 for e in report["errors"].values()), report
   assert not report["scipy_linalg"]
