@@ -32,6 +32,7 @@ import math
 from typing import Callable, Optional, Sequence
 
 from xla.hlo.ir.hlo_opcode import HloOpcode
+from xla.service.cpu import elemental_generator
 from xla.service.cpu import loop_emitter as le
 
 O = HloOpcode
@@ -60,28 +61,6 @@ class Segment:
 class SplitPlan:
   dim: int  # the iteration dimension split
   segments: tuple  # Segment, covering [0, dims[dim]) in order
-
-
-def _post_order(roots, is_source) -> list:
-  """Instructions reachable from `roots` (not below sources), operands
-  before users."""
-  out, seen = [], set()
-  stack = [(r, False) for r in reversed(roots)]
-  while stack:
-    instr, expanded = stack.pop()
-    if expanded:
-      out.append(instr)
-      continue
-    if id(instr) in seen:
-      continue
-    seen.add(id(instr))
-    stack.append((instr, True))
-    if is_source(instr):
-      continue
-    for o in reversed(instr.operands):
-      if id(o) not in seen:
-        stack.append((o, False))
-  return out
 
 
 def _dims(instr) -> tuple:
@@ -230,7 +209,7 @@ def plan(roots: Sequence, dims: Sequence[int], is_source: Callable,
   dims = tuple(dims)
   if 0 in dims:
     return None
-  order = _post_order(list(roots), is_source)
+  order = elemental_generator.post_order_below(list(roots), is_source)
   if not any(i.opcode == O.kConcatenate for i in order):
     return None
   cands = range(len(dims)) if allowed is None else allowed

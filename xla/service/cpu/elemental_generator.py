@@ -493,24 +493,9 @@ class ElementGenerator:
     hit = cache.get(id(root))
     if hit is not None:
       return hit[1]
-    order, seen = [], set()
-    stack = [(root, False)]
-    while stack:
-      instr, expanded = stack.pop()
-      if expanded:
-        if (instr is not root and not instr.shape.is_tuple() and
-            math.prod(instr.shape.dimensions) == 1 and generatable(instr)):
-          order.append(instr)
-        continue
-      if id(instr) in seen:
-        continue
-      seen.add(id(instr))
-      stack.append((instr, True))
-      if id(instr) in self._sources:
-        continue
-      for o in instr.operands:
-        if id(o) not in seen:
-          stack.append((o, False))
+    order = [instr for instr in post_order_below([root], self.is_source)
+             if instr is not root and not instr.shape.is_tuple() and
+             math.prod(instr.shape.dimensions) == 1 and generatable(instr)]
     cache[id(root)] = (root, order)
     return order
 
@@ -584,6 +569,28 @@ class ElementGenerator:
     return b.load(acc)
 
 
+
+
+def post_order_below(roots, is_source) -> list:
+  """The instructions reachable from `roots` through their operands, not
+  going below those `is_source` holds for, operands before users."""
+  out, seen = [], set()
+  stack = [(r, False) for r in reversed(roots)]
+  while stack:
+    instr, expanded = stack.pop()
+    if expanded:
+      out.append(instr)
+      continue
+    if id(instr) in seen:
+      continue
+    seen.add(id(instr))
+    stack.append((instr, True))
+    if is_source(instr):
+      continue
+    for o in reversed(instr.operands):
+      if id(o) not in seen:
+        stack.append((o, False))
+  return out
 
 
 def reshape_multi(b: ir.IRBuilder, multi, dims, op_dims):
