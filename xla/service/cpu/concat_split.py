@@ -244,7 +244,7 @@ class Splitter:
           continue
       else:
         s_lo = _max(b, lo, seg.lo)
-        s_hi = _min(b, hi, seg.hi)
+        s_hi = le.min_i64(b, hi, seg.hi)
       with self.gen.pinned(seg.pins), self.gen.scope():
         with le.for_range(b, s_lo, s_hi, f"{name}.s{k}",
                           loop_metadata=loop_metadata) as i:
@@ -275,6 +275,3 @@ def _max(b, x, c: int):
     return x
   return b.select(b.icmp_signed(">", x, le.i64(c)), x, le.i64(c))
 
-
-def _min(b, x, c: int):
-  return b.select(b.icmp_signed("<", x, le.i64(c)), x, le.i64(c))

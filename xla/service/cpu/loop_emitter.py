@@ -282,6 +282,11 @@ def loop_nest(b: ir.IRBuilder, dims: Sequence[int], name: str = "d",
     yield idx
 
 
+def min_i64(b: ir.IRBuilder, x: ir.Value, c: int) -> ir.Value:
+  """min(x, c) on signed i64 (e.g. a chunk's end clipped to its array's)."""
+  return b.select(b.icmp_signed("<", x, i64(c)), x, i64(c))
+
+
 def clamp_i64(b: ir.IRBuilder, x: ir.Value, lo: int, hi: int) -> ir.Value:
   """min(max(x, lo), hi) on signed i64 (hi >= lo)."""
   x = b.select(b.icmp_signed("<", x, i64(lo)), i64(lo), x)

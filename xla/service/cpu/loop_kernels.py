@@ -119,8 +119,7 @@ def emit_parallel_loop(b: ir.IRBuilder, begin: ir.Value, end: ir.Value,
     else:
       lo = le.mul(b, blk, c)
       hi_raw = b.add(lo, le.i64(c))
-      hi = b.select(b.icmp_signed("<", hi_raw, le.i64(dims[p])), hi_raw,
-                    le.i64(dims[p]))
+      hi = le.min_i64(b, hi_raw, dims[p])
 
     def unit_body():
       if dims[p] == 1:
@@ -235,9 +234,7 @@ def tile_of_unit(b: ir.IRBuilder, u: ir.Value, dims: Sequence[int],
 
   def bounds(t, size):
     lo = le.mul(b, t, tile)
-    hi = b.add(lo, le.i64(tile))
-    return lo, b.select(b.icmp_signed("<", hi, le.i64(size)), hi,
-                        le.i64(size))
+    return lo, le.min_i64(b, b.add(lo, le.i64(tile)), size)
 
   return multi, bounds(ti, rows), bounds(tj, cols)
 

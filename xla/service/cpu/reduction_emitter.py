@@ -261,8 +261,7 @@ class _Emitter:
     with le.for_range(b, self.args.begin, self.args.end, "unit") as u:
       lo = le.mul(b, u, c)
       hi_raw = b.add(lo, le.i64(c))
-      hi = b.select(b.icmp_signed("<", hi_raw, le.i64(n_out)), hi_raw,
-                    le.i64(n_out))
+      hi = le.min_i64(b, hi_raw, n_out)
       with le.for_range(b, lo, hi, "out") as o:
         out_index = Index(self.out_dims, linear=o)
         kmulti = out_index.multi(b)
@@ -321,8 +320,7 @@ class _Emitter:
     with le.for_range(b, self.args.begin, self.args.end, "unit") as u:
       lo = le.mul(b, u, c)
       hi_raw = b.add(lo, le.i64(c))
-      hi = b.select(b.icmp_signed("<", hi_raw, le.i64(n_out)), hi_raw,
-                    le.i64(n_out))
+      hi = le.min_i64(b, hi_raw, n_out)
       with le.for_range(b, lo, hi, "sub", step=sub) as s0:
         end_raw = b.add(s0, le.i64(sub))
         end = b.select(b.icmp_signed("<", end_raw, hi), end_raw, hi)
@@ -574,8 +572,7 @@ class _Emitter:
       if last is not None:
         j_lo = le.mul(b, jb, block)
         hi_raw = b.add(j_lo, le.i64(block))
-        j_hi = b.select(b.icmp_signed("<", hi_raw, le.i64(dims[last])),
-                        hi_raw, le.i64(dims[last]))
+        j_hi = le.min_i64(b, hi_raw, dims[last])
       fixed = {}
       if k0v is not None:
         fixed[k0] = k0v

@@ -113,9 +113,10 @@ def emit(args, instr, src_ptr, out_ptr) -> kernel_api.KernelSpec:
           b, m, rows * cols * math.prod(outer[d + 1:])))
     with le.for_range(b, r_lo, r_hi, "blk.r", step=BLOCK) as rb:
       with le.for_range(b, c_lo, c_hi, "blk.c", step=BLOCK) as cb:
-        full = b.and_(
-            b.icmp_signed("<=", b.add(rb, le.i64(BLOCK)), le.i64(rows)),
-            b.icmp_signed("<=", b.add(cb, le.i64(BLOCK)), le.i64(cols)))
+        rb_next = b.add(rb, le.i64(BLOCK))
+        cb_next = b.add(cb, le.i64(BLOCK))
+        full = b.and_(b.icmp_signed("<=", rb_next, le.i64(rows)),
+                      b.icmp_signed("<=", cb_next, le.i64(cols)))
         with b.if_else(full) as (then, otherwise):
           with then:
             vals = []
@@ -130,14 +131,10 @@ def emit(args, instr, src_ptr, out_ptr) -> kernel_api.KernelSpec:
               p = b.bitcast(b.gep(out, [off]), vty.as_pointer())
               b.store(row, p, align=align)
           with otherwise:
-            r_end = b.select(b.icmp_signed("<", b.add(rb, le.i64(BLOCK)),
-                                           le.i64(rows)),
-                             b.add(rb, le.i64(BLOCK)), le.i64(rows))
-            c_end = b.select(b.icmp_signed("<", b.add(cb, le.i64(BLOCK)),
-                                           le.i64(cols)),
-                             b.add(cb, le.i64(BLOCK)), le.i64(cols))
-            with le.for_range(b, rb, r_end, "edge.r") as r:
-              with le.for_range(b, cb, c_end, "edge.c") as c:
+            with le.for_range(b, rb, le.min_i64(b, rb_next, rows),
+                              "edge.r") as r:
+              with le.for_range(b, cb, le.min_i64(b, cb_next, cols),
+                                "edge.c") as c:
                 src_off = le.add(b, in_base,
                                  b.add(le.mul(b, c, col_stride), r))
                 out_off = le.add(b, out_base,
