@@ -93,6 +93,18 @@ def partition(dims: Sequence[int],
   return p, c, extent
 
 
+def loop_along(b: ir.IRBuilder, split, d: int, lo, hi, name: str,
+               body: Callable[[ir.Value], None], loop_metadata=None) -> None:
+  """`for i in [lo, hi)` over dimension `d`: one loop per segment where
+  `split` (a `concat_split.Splitter`, or None) splits `d`, else one loop;
+  `body(i)` emits an iteration."""
+  if split is not None and split.dim == d:
+    split.loop(b, lo, hi, name, body, loop_metadata=loop_metadata)
+    return
+  with le.for_range(b, lo, hi, name, loop_metadata=loop_metadata) as i:
+    body(i)
+
+
 def emit_parallel_loop(b: ir.IRBuilder, begin: ir.Value, end: ir.Value,
                        dims: Sequence[int], p: int, c: int,
                        body: Callable[[list[ir.Value]], None],
@@ -125,13 +137,10 @@ def emit_parallel_loop(b: ir.IRBuilder, begin: ir.Value, end: ir.Value,
       if dims[p] == 1:
         ip = le.i64(0)
         _inner(b, dims, p + 1, outer + [ip], body, name, split)
-      elif split is not None and split.dim == p:
-        split.loop(b, lo, hi, f"{name}.d{p}",
+      else:
+        loop_along(b, split, p, lo, hi, f"{name}.d{p}",
                    lambda ip: _inner(b, dims, p + 1, outer + [ip], body,
                                      name, split))
-      else:
-        with le.for_range(b, lo, hi, f"{name}.d{p}") as ip:
-          _inner(b, dims, p + 1, outer + [ip], body, name, split)
 
     if split is not None and split.dim < p:
       split.branch(b, outer[split.dim], unit_body)
@@ -173,13 +182,9 @@ def _inner(b, dims, d, prefix, body, name, split=None):
   md = None
   if (d > 0 and d == _vector_dim(dims) and dims[d] <= NO_UNROLL_MAX):
     md = le.no_unroll_metadata(b.module)
-  if split is not None and split.dim == d:
-    split.loop(b, 0, dims[d], f"{name}.d{d}",
-               lambda i: _inner(b, dims, d + 1, prefix + [i], body, name,
-                                split), loop_metadata=md)
-    return
-  with le.for_range(b, 0, dims[d], f"{name}.d{d}", loop_metadata=md) as i:
-    _inner(b, dims, d + 1, prefix + [i], body, name, split)
+  loop_along(b, split, d, 0, dims[d], f"{name}.d{d}",
+             lambda i: _inner(b, dims, d + 1, prefix + [i], body, name,
+                              split), loop_metadata=md)
 
 
 def emit_elementwise_loop(b: ir.IRBuilder, begin: ir.Value, end: ir.Value,
@@ -255,18 +260,12 @@ def emit_tiled_loop(b: ir.IRBuilder, begin: ir.Value, end: ir.Value,
   with le.for_range(b, begin, end, f"{name}.unit") as u:
     multi, (r_lo, r_hi), (c_lo, c_hi) = tile_of_unit(b, u, dims, TILE)
 
-    def range_of(d, lo, hi, inner_name, inner):
-      if split is not None and split.dim == d:
-        split.loop(b, lo, hi, inner_name, inner)
-      else:
-        with le.for_range(b, lo, hi, inner_name) as i:
-          inner(i)
-
     def tile():
-      range_of(rank - 2, r_lo, r_hi, f"{name}.r",
-               lambda i: range_of(rank - 1, c_lo, c_hi, f"{name}.c",
-                                  lambda j: body(Index(dims,
-                                                       multi + [i, j]))))
+      loop_along(b, split, rank - 2, r_lo, r_hi, f"{name}.r",
+                 lambda i: loop_along(b, split, rank - 1, c_lo, c_hi,
+                                      f"{name}.c",
+                                      lambda j: body(Index(dims,
+                                                           multi + [i, j]))))
 
     if split is not None and split.dim < rank - 2:
       split.branch(b, multi[split.dim], tile)

@@ -584,15 +584,8 @@ class _Emitter:
         loop_dims = [d for d in dim_set if d not in (k0, last)]
 
         def along(d, lo, hi, name, m, inner):
-          def step(i):
-            m2 = dict(m)
-            m2[d] = i
-            inner(m2)
-          if splitter is not None and splitter.dim == d:
-            splitter.loop(b, lo, hi, name, step)
-          else:
-            with le.for_range(b, lo, hi, name) as i:
-              step(i)
+          loop_kernels.loop_along(b, splitter, d, lo, hi, name,
+                                  lambda i: inner({**m, d: i}))
 
         def nest(k, m):
           if k < len(loop_dims):
