@@ -98,7 +98,8 @@ def emit(args, instr, src_ptr, out_ptr) -> kernel_api.KernelSpec:
   perm = list(instr.dimensions)
   dims = list(instr.shape.dimensions)
   in_strides = le.strides_of(list(instr.operand(0).shape.dimensions))
-  outer, rows, cols = dims[:-2], dims[-2], dims[-1]
+  out_strides = le.strides_of(dims)
+  rows, cols = dims[-2], dims[-1]
   # Output [.., r, c] reads input element r + c * col_stride + (outer part).
   col_stride = in_strides[perm[-1]]
   extent = loop_kernels.tile_count(dims, TILE)
@@ -109,8 +110,7 @@ def emit(args, instr, src_ptr, out_ptr) -> kernel_api.KernelSpec:
     in_base, out_base = le.i64(0), le.i64(0)
     for d, m in enumerate(multi):
       in_base = le.add(b, in_base, le.mul(b, m, in_strides[perm[d]]))
-      out_base = le.add(b, out_base, le.mul(
-          b, m, rows * cols * math.prod(outer[d + 1:])))
+      out_base = le.add(b, out_base, le.mul(b, m, out_strides[d]))
     with le.for_range(b, r_lo, r_hi, "blk.r", step=BLOCK) as rb:
       with le.for_range(b, c_lo, c_hi, "blk.c", step=BLOCK) as cb:
         rb_next = b.add(rb, le.i64(BLOCK))
