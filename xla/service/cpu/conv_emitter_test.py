@@ -143,6 +143,21 @@ CASES = {
     "kernel_bigger_than_input": ((1, 3, 3, 16), (5, 5, 16, 32),
                                  "size=5x5 pad=2_2x2_2", "b01f_01io->b01f", 1,
                                  1, "im2col"),
+    # Windows that never reach padding (im2col leaves out bounds tests; in
+    # NHWC the window's last dim and the features are copied as one run).
+    "patchify": ((2, 16, 16, 3), (4, 4, 3, 32), "size=4x4 stride=4x4",
+                 "b01f_01io->b01f", 1, 1, "im2col"),
+    "valid_reversal": ((2, 9, 8, 4), (3, 3, 4, 32),
+                       "size=3x3 rhs_reversal=0x1", "b01f_01io->b01f", 1, 1,
+                       "im2col"),
+    "negative_pad_inside": ((2, 9, 9, 4), (3, 3, 4, 32),
+                            "size=3x3 pad=-1_0x0_-2 stride=2x1",
+                            "b01f_01io->b01f", 1, 1, "im2col"),
+    "high_pad_only": ((1, 8, 8, 4), (3, 3, 4, 32), "size=3x3 pad=0_2x0_2",
+                      "b01f_01io->b01f", 1, 1, "im2col"),
+    "rhs_dilate_valid": ((1, 11, 10, 4), (3, 3, 4, 32),
+                         "size=3x3 rhs_dilate=2x2", "b01f_01io->b01f", 1, 1,
+                         "im2col"),
 }
 
 
@@ -151,7 +166,7 @@ CASES = {
 def test_conv_f32(name, mode):
   ls, rs, window, labels, fgc, bgc, expect = CASES[name]
   text = conv_text(ls, rs, window, labels, fgc, bgc)
-  check(text, mode=expect if mode == "auto" else "loops")
+  check(text, mode=expect if mode == "auto" else mode)
 
 
 @pytest.mark.parametrize("ty", ["f64", "c64", "c128"])
@@ -241,6 +256,22 @@ def test_nan_propagates():
   for mode in MODES:
     k = make_kernel(text, mode)
     np.testing.assert_array_equal(np.isnan(k(x, w)), np.isnan(want))
+
+
+@pytest.mark.skipif(not HAS_BLAS, reason="im2col calls BLAS")
+def test_im2col_tests_bounds_only_where_windows_reach_padding():
+  def fill(name):
+    ls, rs, window, labels, _, _, _ = CASES[name]
+    k = make_kernel(conv_text(ls, rs, window, labels), "only-im2col")
+    assert conv_emitter.describe(k.instr) == "im2col"
+    return k.ir_text
+  # Unpadded: no zero fill, no compares but the loops' own; the 4x3
+  # (kw, ci) run of each window row is one copy loop.
+  patchify = fill("patchify")
+  assert "cz." not in patchify and "icmp sge" not in patchify
+  assert "c1." not in patchify
+  # A window reaching the high padding keeps its test and zero fill.
+  assert "cz." in fill("high_pad_only")
 
 
 def test_every_partition(monkeypatch):
