@@ -65,6 +65,7 @@ from xla.service.cpu import fft_host_call
 from xla.service.cpu import ir_emitter
 from xla.service.cpu import jit as jit_lib
 from xla.service.cpu import kernel_api
+from xla.service.cpu import low_precision_upcast
 from xla.service.cpu import reduction_splitter
 from xla.service.cpu import runtime_library
 from xla.service.cpu import sliced_dot_hoisting
@@ -278,6 +279,9 @@ def cpu_pipeline(options: Optional[CpuCompileOptions] = None
   add(licm.WhileLoopInvariantCodeMotion(), "licm")
   add(reshape_mover.ReshapeMover())
   add(transpose_folding.TransposeFolding())
+  # Large F16 / BF16 convolutions and F16 dots become f32 ones between
+  # converts (BLAS has no 16-bit gemm), before canonicalizing convolutions.
+  add(low_precision_upcast.LowPrecisionUpcast())
   # Convolutions whose dimension order leaves conv_emitter only its loops
   # (JAX's kernel gradients: fb01_io01->fb01) get transposed operands and
   # result around a canonical convolution; the simplifier then merges
