@@ -474,3 +474,62 @@ def flax_nnx_graph_net_train():
     return state, {"loss": train_step(*state)}
 
   return init, step
+
+
+# -- nnx mixed-precision CNN ------------------------------------------------------
+
+
+@workload("flax")
+def flax_nnx_cnn_bf16_train():
+  """nnx CNN in mixed precision: float32 parameters, bfloat16 compute
+  (`dtype=jnp.bfloat16`: three 3x3 convolutions, average pooling, a dense
+  head), softmax cross-entropy in float32, SGD with momentum.
+
+Both platforms round bfloat16 values in different places, so the weights
+drift apart step by step (at a learning rate of 0.05, to 1.3e-3 of their
+largest value after 12 steps; Adam's normalised steps drift faster); the
+small learning rate keeps the compared weights well inside the float32
+tolerance."""
+  import optax  # pylint: disable=g-import-not-at-top
+  from flax import nnx  # pylint: disable=g-import-not-at-top
+  batch, size, classes = 16, 32, 10
+  dt = jnp.bfloat16
+
+  class CNN(nnx.Module):
+
+    def __init__(self, rngs):
+      self.c1 = nnx.Conv(3, 32, (3, 3), dtype=dt, rngs=rngs)
+      self.c2 = nnx.Conv(32, 64, (3, 3), dtype=dt, rngs=rngs)
+      self.c3 = nnx.Conv(64, 64, (3, 3), dtype=dt, rngs=rngs)
+      self.head = nnx.Linear(64, classes, dtype=dt, rngs=rngs)
+
+    def __call__(self, x):
+      x = nnx.avg_pool(nnx.relu(self.c1(x)), (2, 2), (2, 2))
+      x = nnx.avg_pool(nnx.relu(self.c2(x)), (2, 2), (2, 2))
+      x = nnx.relu(self.c3(x)).mean((1, 2))
+      return self.head(x).astype(jnp.float32)
+
+  @nnx.jit
+  def train_step(model, opt, x, y):
+    def loss_fn(model):
+      return optax.softmax_cross_entropy_with_integer_labels(model(x),
+                                                             y).mean()
+    loss, grads = nnx.value_and_grad(loss_fn)(model)
+    opt.update(model, grads)
+    return loss
+
+  def init(seed):
+    k1, k2 = jax.random.split(jax.random.key(seed + 1))
+    model = CNN(nnx.Rngs(seed))
+    opt = nnx.Optimizer(model, optax.sgd(0.01, momentum=0.9),
+                        wrt=nnx.Param)
+    x = jax.random.normal(k1, (batch, size, size, 3))
+    y = jax.random.randint(k2, (batch,), 0, classes)
+    return model, opt, x, y
+
+  def step(state):
+    model = state[0]
+    loss = train_step(*state)
+    return state, {"loss": loss, "head": model.head.kernel.value}
+
+  return init, step
