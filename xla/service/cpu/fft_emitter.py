@@ -18,9 +18,9 @@ double for f64 / c128).
 
 * Axes whose length is a power of two take an in-place radix-2 FFT that
   updates whole rows per butterfly (`_build_axis_transform`); a batch of
-  1-d transforms (`fft_rows`), and the last axis of a 2-d or 3-d block, go
-  through groups of ROW_GROUP rows stored transposed, so these vectorise
-  too.
+  1-d transforms (`fft_rows`, IRFFT's Hermitian extension included), and
+  the last axis of a 2-d or 3-d block, go through groups of ROW_GROUP rows
+  stored transposed, so these vectorise too.
 * Other lengths (the CPU compiler sends only short ones here; long ones go
   to the host FFT library) take a direct DFT per line, O(n) per output.
 * FFT / IFFT: X[j] = sum_t x[t] exp(-/+ 2 pi i j t / n), IFFT scaled 1/n.
@@ -312,11 +312,15 @@ def _rows_type(ft: ir.Type) -> ir.FunctionType:
 
 
 def _build_rows(fn: ir.Function) -> None:
-  """FFT / IFFT / RFFT of length n (a power of two) of `batch` rows, in
-  groups of ROW_GROUP rows: groups [begin, end) (the parallel extent is the
-  number of groups; the last group's missing rows compute on copies of the
-  last row and are not stored). Complex data is (re, im) pairs of the work
-  type; RFFT reads real rows and writes n / 2 + 1 entries per row."""
+  """FFT / IFFT / RFFT / IRFFT of length n (a power of two) of `batch`
+  rows, in groups of ROW_GROUP rows: groups [begin, end) (the parallel
+  extent is the number of groups; the last group's missing rows compute on
+  copies of the last row and are not stored). Complex data is (re, im)
+  pairs of the work type; RFFT reads real rows and writes n / 2 + 1
+  entries per row; IRFFT reads n / 2 + 1 entries per row, transforms their
+  Hermitian extension X[n - m] = conj(X[m]) (the imaginary parts of X[0]
+  and X[n / 2] taken as zero, as numpy does) and writes the n real
+  parts."""
   src, dst, begin, end, n, batch, kind, tw, rev = fn.args
   ft = src.type.pointee
   b = ir.IRBuilder(fn.append_basic_block("entry"))
@@ -324,35 +328,60 @@ def _build_rows(fn: ir.Function) -> None:
   axis = _axis_transform(fn.module, ft)
   g = ROW_GROUP
   rfft = _kind_is(b, kind, FftType.RFFT)
-  inverse = _kind_is(b, kind, FftType.IFFT)
-  out_n = b.select(rfft, b.add(b.lshr(n, u.i64(1)), u.i64(1)), n)
+  irfft = _kind_is(b, kind, FftType.IRFFT)
+  inverse = b.or_(_kind_is(b, kind, FftType.IFFT), irfft)
+  half = b.add(b.lshr(n, u.i64(1)), u.i64(1))
+  in_n = b.select(irfft, half, n)
+  out_n = b.select(rfft, half, n)
+  nh = b.lshr(n, u.i64(1))
   log2n = _log2(b, n)
   work = _alloc(b, b.mul(n, u.i64(2 * g)), ft)
   last = b.sub(batch, u.i64(1))
   zero = ir.Constant(ft, 0.0)
+
+  def at(t, j):
+    return b.add(b.mul(t, u.i64(g)), j)
+
   with u.for_range(b, begin, end, "group") as gi:
     r0 = b.mul(gi, u.i64(g))
     with u.for_range(b, 0, g, "gr") as j:
       row = b.add(r0, j)
       row = b.select(b.icmp_signed(">", row, last), last, row)
-      base = b.mul(row, n)
-      with b.if_else(rfft) as (real, cplx):
+      base = b.mul(row, in_n)
+      with b.if_else(rfft) as (real, other):
         with real:
           with u.for_range(b, 0, n, "gt") as t:
             re = b.load(b.gep(src, [b.add(base, t)]))
-            cx.store(work, b.add(b.mul(t, u.i64(g)), j), re, zero)
-        with cplx:
-          with u.for_range(b, 0, n, "gc") as t:
-            re, im = cx.load(src, b.add(base, t))
-            cx.store(work, b.add(b.mul(t, u.i64(g)), j), re, im)
+            cx.store(work, at(t, j), re, zero)
+        with other:
+          with b.if_else(irfft) as (hermitian, cplx):
+            with hermitian:
+              x0, _ = cx.load(src, base)
+              cx.store(work, at(u.i64(0), j), x0, zero)
+              xn, _ = cx.load(src, b.add(base, nh))
+              cx.store(work, at(nh, j), xn, zero)
+              with u.for_range(b, 1, nh, "gh") as m:
+                re, im = cx.load(src, b.add(base, m))
+                cx.store(work, at(m, j), re, im)
+                cx.store(work, at(b.sub(n, m), j), re, b.fneg(im))
+            with cplx:
+              with u.for_range(b, 0, n, "gc") as t:
+                re, im = cx.load(src, b.add(base, t))
+                cx.store(work, at(t, j), re, im)
     b.call(axis, [work, u.i64(1), n, log2n, u.i64(g), inverse, tw, rev])
     with u.for_range(b, 0, g, "sr") as j:
       row = b.add(r0, j)
       with b.if_then(b.icmp_signed("<", row, batch)):
         base = b.mul(row, out_n)
-        with u.for_range(b, 0, out_n, "st") as t:
-          re, im = cx.load(work, b.add(b.mul(t, u.i64(g)), j))
-          cx.store(dst, b.add(base, t), re, im)
+        with b.if_else(irfft) as (real_out, cplx_out):
+          with real_out:
+            with u.for_range(b, 0, n, "sx") as t:
+              re, _ = cx.load(work, at(t, j))
+              b.store(re, b.gep(dst, [b.add(base, t)]))
+          with cplx_out:
+            with u.for_range(b, 0, out_n, "st") as t:
+              re, im = cx.load(work, at(t, j))
+              cx.store(dst, b.add(base, t), re, im)
   u.free(b, work)
   b.ret_void()
 
@@ -644,8 +673,7 @@ def emit_fft(ctx: kernel_api.KernelContext, instr) -> kernel_api.KernelSpec:
   src = b.bitcast(ka.operands[0], p)
   dst = b.bitcast(ka.results[0], p)
   kind_arg = u.i64(int(kind))
-  if (k == 1 and kind != FftType.IRFFT and radix2(length[0]) and
-      batch >= 2):
+  if k == 1 and radix2(length[0]) and batch >= 2:
     n = length[0]
     b.call(runtime_library.declare(module, _ROWS[_tag(ft)]),
            [src, dst, ka.begin, ka.end, u.i64(n), u.i64(batch), kind_arg,
