@@ -345,6 +345,12 @@ class Backend:
     return compile_graph
 
   def __call__(self, gm: torch.fx.GraphModule, example_inputs):
+    symbolic = _symbolic_inputs(example_inputs)
+    if symbolic is not None:
+      return _ShapeSpecializer(self, gm, *symbolic)
+    return self._compile_static(gm, example_inputs)
+
+  def _compile_static(self, gm: torch.fx.GraphModule, example_inputs):
     from torch._dynamo.backends.common import aot_autograd  # pylint: disable=g-import-not-at-top
     decompositions = None
     if self.options.decompose:
@@ -358,6 +364,62 @@ class Backend:
                             partition_fn=partition_fn,
                             decompositions=decompositions)
     return compiler(gm, example_inputs)
+
+
+# Shapes a graph captured with symbolic sizes is compiled for, at most (as
+# torch's own recompile limit); further shapes run it eagerly.
+MAX_SPECIALIZATIONS = 8
+
+
+def _symbolic_inputs(example_inputs):
+  """(indices of tensors with a symbolic size or stride, indices of
+  symbolic scalars) of a graph's example inputs, or None when every input
+  is static."""
+  tensors, scalars = [], []
+  for i, x in enumerate(example_inputs):
+    if isinstance(x, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+      scalars.append(i)
+    elif isinstance(x, torch.Tensor) and any(
+        isinstance(d, torch.SymInt) for d in (*x.shape, *x.stride())):
+      tensors.append(i)
+  if not tensors and not scalars:
+    return None
+  return tuple(tensors), tuple(scalars)
+
+
+class _ShapeSpecializer:
+  """A graph that Dynamo captured with symbolic sizes (its automatic
+  dynamic shapes mark a dimension dynamic once it changes between calls,
+  unless `torch.compile(..., dynamic=False)`), compiled once per concrete
+  shape: each new combination of the symbolic inputs' sizes and values is
+  compiled as a static graph from the call's own arguments, as a shape
+  change does under dynamic=False, and cached. Past MAX_SPECIALIZATIONS
+  shapes the graph runs eagerly (a FallbackWarning says so)."""
+
+  def __init__(self, owner: "Backend", gm: torch.fx.GraphModule,
+               tensors: tuple[int, ...], scalars: tuple[int, ...]):
+    self._owner = owner
+    self._gm = gm
+    self._tensors = tensors
+    self._scalars = scalars
+    self._compiled: dict[tuple, Callable] = {}
+    self._eager: Callable | None = None
+
+  def __call__(self, *args):
+    key = (tuple((args[i].shape, args[i].stride()) for i in self._tensors) +
+           tuple(args[i] for i in self._scalars))
+    fn = self._compiled.get(key)
+    if fn is None:
+      if len(self._compiled) >= MAX_SPECIALIZATIONS:
+        if self._eager is None:
+          _fallback(self._owner.options,
+                    f"graph with dynamic shapes: more than "
+                    f"{MAX_SPECIALIZATIONS} shapes")
+          self._eager = _generated_forward(self._gm)
+        return self._eager(*args)
+      fn = self._compiled[key] = self._owner._compile_static(  # pylint: disable=protected-access
+          self._gm, list(args))
+    return fn(*args)
 
 
 def _min_cut_partition(joint, joint_inputs, **kwargs):

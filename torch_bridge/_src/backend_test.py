@@ -419,6 +419,46 @@ def test_shape_change_recompiles_and_programs_are_cached():
   assert [c.cache_hit for c in _compiled_clusters(be2)] == [True]
 
 
+def test_dynamic_shapes_compile_once_per_shape():
+  # Without dynamic=False, Dynamo marks the batch dimension dynamic once it
+  # changes; those graphs ran eagerly. Each shape is now compiled.
+  model = models.MLP()
+  reference = copy.deepcopy(model)
+  be = torch_bridge.Backend({"min_cluster_size": 1})
+  compiled = torch.compile(model, backend=be)
+  with warnings.catch_warnings():
+    warnings.simplefilter("error", backend_lib.FallbackWarning)
+    for batch in (4, 6, 9, 6):
+      x = torch.randn(batch, 16)
+      got, want = compiled(x), reference(x)
+      assert models.max_relative_error(got, want) <= FORWARD_TOLERANCE
+      got.pow(2).sum().backward()
+      want.pow(2).sum().backward()
+      for p, q in zip(model.parameters(), reference.parameters()):
+        assert models.max_relative_error(p.grad, q.grad) <= GRAD_TOLERANCE
+  # Forward and backward for each of the three shapes; the fourth call
+  # reuses the second's programs.
+  assert [r.kind for r in be.reports] == ["forward", "backward"] * 3
+  assert all(r.clusters and not r.eager for r in be.reports)
+
+
+def test_dynamic_shapes_past_the_limit_run_eagerly(monkeypatch):
+  monkeypatch.setattr(backend_lib, "MAX_SPECIALIZATIONS", 2)
+  model = models.MLP()
+  be = torch_bridge.Backend()
+  compiled = torch.compile(model, backend=be)
+  with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    for batch in (4, 6, 9, 11, 13):
+      x = torch.randn(batch, 16)
+      assert models.max_relative_error(compiled(x), model(x)) <= 1e-4
+  # 4 static, then 6 and 9 specialized; 11 and 13 eagerly, said once.
+  assert len(be.reports) == 3
+  messages = [str(w.message) for w in caught
+              if issubclass(w.category, backend_lib.FallbackWarning)]
+  assert len(messages) == 1 and "more than 2 shapes" in messages[0]
+
+
 def test_graph_break_parts_run_eagerly_and_match():
   case = models.CASES["torch_lstm"]  # nn.LSTM is not traced by Dynamo.
   be = torch_bridge.Backend()
