@@ -34,6 +34,7 @@ from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 
 import support
 from torch_bridge._src import lowering
+from torch_bridge._src import ops_nn
 from torch_bridge._src import registry
 from torch_bridge._src import runtime
 from torch_bridge._src import capability as op_support
@@ -276,8 +277,10 @@ def partition(gm: torch.fx.GraphModule, options: Options, kind: str
       op, reason = by_name.get(node.name, (op_support.op_name(node),
                                            "not clustered"))
       report.eager.append(EagerNode(node.name, op, reason))
+  by_design = set(op_support.EAGER_BY_DESIGN.values())
   unsupported = sorted({f"{e.op} ({e.reason})" for e in report.eager
-                        if "min_cluster_size" not in e.reason})
+                        if "min_cluster_size" not in e.reason and
+                        e.reason not in by_design})
   if unsupported:
     _fallback(options, f"{kind} graph: unsupported: " +
               "; ".join(unsupported))
@@ -352,10 +355,12 @@ class Backend:
 
   def _compile_static(self, gm: torch.fx.GraphModule, example_inputs):
     from torch._dynamo.backends.common import aot_autograd  # pylint: disable=g-import-not-at-top
-    decompositions = None
+    decompositions = {}
     if self.options.decompose:
       from torch._decomp import core_aten_decompositions  # pylint: disable=g-import-not-at-top
-      decompositions = core_aten_decompositions()
+      decompositions = dict(core_aten_decompositions())
+    decompositions[torch.ops.aten.native_dropout.default] = (
+        ops_nn.dropout_decomposition)
     partition_fn = (_min_cut_partition if self.options.partitioner == "min_cut"
                     else _default_partition)
     compiler = aot_autograd(fw_compiler=self._compiler("forward"),

@@ -459,6 +459,59 @@ def test_dynamic_shapes_past_the_limit_run_eagerly(monkeypatch):
   assert len(messages) == 1 and "more than 2 shapes" in messages[0]
 
 
+def test_training_dropout_stays_in_its_cluster():
+  # Dropout in training was an eager op that cut the forward graph in two;
+  # its random draw now runs eagerly before one compiled cluster.
+  p = 0.3
+  model = torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.Tanh(),
+                              torch.nn.Dropout(p), torch.nn.Linear(64, 64),
+                              torch.nn.Tanh())
+  be = torch_bridge.Backend({"require_full_compilation": True})
+  compiled = torch.compile(model, backend=be, dynamic=False)
+  x = torch.randn(32, 16)
+  torch.manual_seed(1)
+  out = compiled(x)
+  out.sum().backward()
+  forward = be.reports[0]
+  assert forward.kind == "forward" and len(forward.clusters) == 1
+  assert [e.op for e in forward.eager] == ["aten.rand.default"]
+  # The mask comes from torch's generator: the same draw made eagerly
+  # gives the same output and gradients.
+  reference = copy.deepcopy(model)
+  for q in reference.parameters():
+    q.grad = None
+  torch.manual_seed(1)
+  keep = torch.rand(32, 64) >= p
+  hidden = torch.tanh(reference[0](x)) * keep * (1 / (1 - p))
+  want = reference[4](reference[3](hidden))
+  want.sum().backward()
+  assert models.max_relative_error(out, want) <= FORWARD_TOLERANCE
+  for got_p, want_p in zip(model.parameters(), reference.parameters()):
+    assert models.max_relative_error(got_p.grad, want_p.grad) <= (
+        GRAD_TOLERANCE)
+  # Repeatable under torch.manual_seed; another seed, another mask.
+  torch.manual_seed(1)
+  assert torch.equal(compiled(x), out)
+  torch.manual_seed(2)
+  assert not torch.equal(compiled(x), out)
+
+
+def test_dropout_keeps_one_minus_p_and_scales():
+  p = 0.25
+  model = torch.nn.Dropout(p)
+  be = torch_bridge.Backend({"min_cluster_size": 1})
+  compiled = torch.compile(model, backend=be, dynamic=False)
+  x = torch.ones(256, 256, requires_grad=True)
+  out = compiled(x)
+  scale = torch.tensor(1 / (1 - p))
+  assert ((out == 0) | (out == scale)).all()
+  kept = (out != 0).float().mean().item()
+  assert abs(kept - (1 - p)) < 0.01  # 65536 draws: sd 0.0017
+  out.sum().backward()
+  torch.testing.assert_close(x.grad, out.detach())  # d/dx = mask / (1-p)
+  assert be.reports[0].clusters and be.reports[0].clusters[0].compiled
+
+
 def test_graph_break_parts_run_eagerly_and_match():
   case = models.CASES["torch_lstm"]  # nn.LSTM is not traced by Dynamo.
   be = torch_bridge.Backend()

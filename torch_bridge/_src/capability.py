@@ -73,6 +73,14 @@ def _input_nodes(args: Iterable[Any]):
       yield from _input_nodes(a)
 
 
+# Ops left to torch on purpose, with why.
+EAGER_BY_DESIGN = {
+    "aten.rand.default": (
+        "draws from torch's random number generator (run eagerly; the "
+        "cluster reads the numbers)"),
+}
+
+
 def unsupported_reason(node: torch.fx.Node,
                        forced_eager: frozenset[str] = frozenset()
                        ) -> str | None:
@@ -91,6 +99,8 @@ def unsupported_reason(node: torch.fx.Node,
   # An ATen overload's class lives only in torch._ops (no public alias).
   if not isinstance(node.target, torch._ops.OpOverload):  # pylint: disable=protected-access
     return f"{name} is not an ATen op overload"
+  if name in EAGER_BY_DESIGN:
+    return EAGER_BY_DESIGN[name]
   entry = registry.lookup(name)
   if entry is None:
     return f"no lowering for {name}"

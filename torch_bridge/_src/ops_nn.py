@@ -311,6 +311,22 @@ def native_dropout(ctx, x, p, train):
   return [x, ctx.b.constant(True, ctx.out[1])]
 
 
+def dropout_decomposition(x, p, train):
+  """`native_dropout` in training as a uniform draw and elementwise ops,
+  for AOTAutograd's decomposition table. The draw, `torch.rand` of the
+  input's shape, has no tensor inputs: it runs eagerly (torch's generator,
+  so torch.manual_seed makes runs repeatable, though the masks differ from
+  eager dropout's, as inductor's do) before the cluster that reads it, and
+  the mask, scaling and the ops around them stay one compiled cluster
+  instead of being cut at every dropout. Keeps each element with
+  probability 1 - p and scales kept ones by 1 / (1 - p), as eager does."""
+  if not train or p == 0 or p >= 1 or not x.is_floating_point():
+    return NotImplemented
+  draw = torch.rand(x.shape, dtype=torch.float32, device=x.device)
+  keep = draw >= p
+  return x * keep * (1.0 / (1.0 - p)), keep
+
+
 # -- Pooling. -----------------------------------------------------------------
 
 def _pool_args(node):
