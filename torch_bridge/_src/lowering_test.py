@@ -69,6 +69,17 @@ _CASES = {
                            (_f32(4, 8),)),
     "sum_amax": (lambda x: (x.sum(1), x.amax(-1), x.sum()), (_f32(3, 4, 5),)),
     "mean_keepdim": (lambda x: x.mean((0, 2), keepdim=True), (_f32(3, 4, 5),)),
+    # SDPA's CPU decomposition tests its mask with any(); NaN is nonzero.
+    "any_all": (lambda x, m: (
+        (x > 1).any(1), (x > -3).all(-1, keepdim=True), m.any(), m.all(),
+        torch.any(x, dim=(0, 2)), (x.abs() < 2.5).all((0, 1))),
+                (_f32(3, 4, 5).where(torch.rand(3, 4, 5) > 0.1,
+                                     torch.tensor(float("nan"))),
+                 torch.tensor([[True, False], [False, False]]))),
+    "full_like": (lambda x: (torch.full_like(x, -2.5),
+                             torch.full_like(x, 3, dtype=torch.int32),
+                             x * torch.full_like(x, 0.5)),
+                  (_f32(2, 3),)),
     "var_biased": (lambda x: x.var(1, correction=0), (_f32(3, 4, 5),)),
     "var_unbiased": (lambda x: x.var(2), (_f32(3, 4, 5),)),
     "softmaxes": (lambda x: (torch.softmax(x, -1),

@@ -309,6 +309,11 @@ def full(ctx, size, fill_value, **unused_kwargs):
   return ctx.b.constant(fill_value, ctx.out)
 
 
+@lowering("aten.full_like.default", check=_plain_factory)
+def full_like(ctx, x, fill_value, **unused_kwargs):
+  return ctx.b.constant(fill_value, ctx.out)
+
+
 @lowering("aten.empty.memory_format", check=_plain_factory)
 def empty(ctx, size, **unused_kwargs):
   """Uninitialized memory in torch; zeros are one valid content."""

@@ -83,6 +83,21 @@ def amax(ctx, x, dim=(), keepdim=False):
   return _finish(ctx, out, x.rank, dims, keepdim)
 
 
+def _logical(op_name: str, init: bool):
+  def lower(ctx, x, dim=None, keepdim=False):
+    dims = _dims(x, dim)
+    out = h.reduce(ctx.b, h.convert(ctx.b, x, "i1"), dims, op_name, init)
+    return _finish(ctx, out, x.rank, dims, keepdim)
+  return lower
+
+
+# any / all: nonzero elements (NaN counts) reduced with or / and.
+lowering("aten.any.dim", "aten.any.dims", "aten.any.default")(
+    _logical("stablehlo.or", False))
+lowering("aten.all.dim", "aten.all.dims", "aten.all.default")(
+    _logical("stablehlo.and", True))
+
+
 @lowering("aten.amin.default")
 def amin(ctx, x, dim=(), keepdim=False):
   dims = _dims(x, dim)
