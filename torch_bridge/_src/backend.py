@@ -361,6 +361,9 @@ class Backend:
       decompositions = dict(core_aten_decompositions())
     decompositions[torch.ops.aten.native_dropout.default] = (
         ops_nn.dropout_decomposition)
+    decompositions[
+        torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward  # pylint: disable=protected-access
+        .default] = ops_nn.flash_attention_backward_decomposition
     partition_fn = (_min_cut_partition if self.options.partitioner == "min_cut"
                     else _default_partition)
     compiler = aot_autograd(fw_compiler=self._compiler("forward"),

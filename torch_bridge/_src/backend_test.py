@@ -512,6 +512,99 @@ def test_dropout_keeps_one_minus_p_and_scales():
   assert be.reports[0].clusters and be.reports[0].clusters[0].compiled
 
 
+class _Attention(torch.nn.Module):
+  """Multi-head attention as transformers' "sdpa" models write it: a
+  RoPE-style rotate-half of the queries (its gradient is a slice_scatter)
+  and torch's scaled_dot_product_attention, with grouped key / value
+  heads."""
+
+  def __init__(self, heads, kv_heads, head_dim=8, causal=True):
+    super().__init__()
+    self.heads, self.kv_heads, self.head_dim = heads, kv_heads, head_dim
+    self.causal = causal
+    self.q = torch.nn.Linear(32, heads * head_dim)
+    self.kv = torch.nn.Linear(32, 2 * kv_heads * head_dim)
+    self.o = torch.nn.Linear(heads * head_dim, 32)
+
+  def forward(self, x, mask=None):
+    b, n, _ = x.shape
+    q = self.q(x).view(b, n, self.heads, self.head_dim).transpose(1, 2)
+    k, v = self.kv(x).view(b, n, 2, self.kv_heads,
+                           self.head_dim).permute(2, 0, 3, 1, 4)
+    half = self.head_dim // 2
+    q = q + torch.cat([-q[..., half:], q[..., :half]], -1)
+    out = torch.nn.functional.scaled_dot_product_attention(
+        q, k, v, attn_mask=mask, is_causal=self.causal and mask is None,
+        enable_gqa=self.kv_heads != self.heads)
+    return self.o(out.transpose(1, 2).reshape(b, n, -1))
+
+
+@pytest.mark.parametrize("heads,kv_heads,causal,mask", [
+    (4, 4, True, None),
+    (4, 2, True, None),       # grouped-query attention
+    (4, 4, False, None),
+    (4, 4, False, "bool"),
+    (4, 4, False, "float"),
+])
+def test_attention_gradients_match_eager(heads, kv_heads, causal, mask,
+                                         monkeypatch):
+  # torch decomposes CPU flash attention into the math attention, whose
+  # second output is the probabilities, but autograd still called the flash
+  # backward op eagerly with them as its log-sum-exp: wrong gradients (a
+  # ViT's were off by a factor of 40). Its gradient is now decomposed too.
+  calls = []
+  decomposition = backend_lib.ops_nn.flash_attention_backward_decomposition
+
+  def counted(*args, **kwargs):
+    calls.append(1)
+    return decomposition(*args, **kwargs)
+
+  monkeypatch.setattr(backend_lib.ops_nn,
+                      "flash_attention_backward_decomposition", counted)
+  model = _Attention(heads, kv_heads, causal=causal)
+  reference = copy.deepcopy(model)
+  x = torch.randn(2, 12, 32)
+  m = None
+  if mask == "bool":
+    m = torch.rand(12, 12) > 0.3
+    m.fill_diagonal_(True)
+  elif mask == "float":
+    m = torch.randn(12, 12)
+  be = torch_bridge.Backend()
+  compiled = torch.compile(model, backend=be, dynamic=False)
+  got, want = compiled(x, m), reference(x, m)
+  assert models.max_relative_error(got, want) <= FORWARD_TOLERANCE
+  got.pow(2).sum().backward()
+  want.pow(2).sum().backward()
+  for (name, p), q in zip(model.named_parameters(), reference.parameters()):
+    if name == "kv.bias":  # Its key half's gradient is zero up to rounding.
+      p, q = (t.grad.view(2, -1)[1] for t in (p, q))
+      assert models.max_relative_error(p, q) <= GRAD_TOLERANCE
+      continue
+    assert models.max_relative_error(p.grad, q.grad) <= GRAD_TOLERANCE, name
+  backward = [r for r in be.reports if r.kind == "backward"]
+  assert backward and all(r.clusters and not r.eager for r in backward)
+  if mask is None:
+    assert calls  # the flash attention path, whose gradient is decomposed
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_attention_backward_decomposition_from_a_log_sum_exp(causal):
+  # The op's own forward gives a real log-sum-exp (not the probabilities
+  # of torch's decomposition): the probabilities are recomputed from it.
+  q, k, v, grad = (torch.randn(2, 3, 10, 8, dtype=torch.float64)
+                   for _ in range(4))
+  aten = torch.ops.aten
+  out, lse = aten._scaled_dot_product_flash_attention_for_cpu(  # pylint: disable=protected-access
+      q, k, v, 0.0, causal)
+  want = aten._scaled_dot_product_flash_attention_for_cpu_backward(  # pylint: disable=protected-access
+      grad, q, k, v, out, lse, 0.0, causal)
+  got = backend_lib.ops_nn.flash_attention_backward_decomposition(
+      grad, q, k, v, out, lse, 0.0, causal)
+  for g, w in zip(got, want):
+    torch.testing.assert_close(g, w, rtol=1e-9, atol=1e-9)
+
+
 def test_graph_break_parts_run_eagerly_and_match():
   case = models.CASES["torch_lstm"]  # nn.LSTM is not traced by Dynamo.
   be = torch_bridge.Backend()

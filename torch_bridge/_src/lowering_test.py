@@ -76,6 +76,12 @@ _CASES = {
                 (_f32(3, 4, 5).where(torch.rand(3, 4, 5) > 0.1,
                                      torch.tensor(float("nan"))),
                  torch.tensor([[True, False], [False, False]]))),
+    # RoPE's rotate_half backward: slices of a gradient put back in place.
+    "slice_scatter": (lambda x, a, b: (
+        torch.slice_scatter(x, a, 1, 2, 5), torch.slice_scatter(x, b, 1, 1,
+                                                                 None, 3),
+        torch.slice_scatter(x, a[:, :2], -1, -3, -1)),
+                      (_f32(2, 8), _f32(2, 3), _f32(2, 3))),
     "full_like": (lambda x: (torch.full_like(x, -2.5),
                              torch.full_like(x, 3, dtype=torch.int32),
                              x * torch.full_like(x, 0.5)),

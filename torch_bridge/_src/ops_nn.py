@@ -4,6 +4,8 @@ average and max pooling."""
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from torch_bridge._src import helpers as h
@@ -532,3 +534,54 @@ def max_pool2d_with_indices_backward(ctx, grad, x, *args):
       "unique_indices = false",
       region=b.scalar_region("stablehlo.add", ty.dtype))
   return h.reshape(b, out, ty.shape)
+
+
+def flash_attention_backward_decomposition(grad_out, query, key, value, out,
+                                           logsumexp, dropout_p, is_causal,
+                                           attn_mask=None, scale=None):
+  """The gradient of `_scaled_dot_product_flash_attention_for_cpu` (the
+  attention torch picks on CPU, e.g. for transformers' "sdpa" attention
+  with is_causal), for AOTAutograd's decomposition table: the forward is
+  decomposed by torch into the math attention, but autograd still emits
+  this op for its gradient. With P the attention probabilities,
+  dV = P^T dO, dS = P * (dO V^T - rowsum(dO V^T * P)), dQ = scale dS K and
+  dK = scale dS^T Q. P is the forward's second output when torch's
+  decomposition made it (its "logsumexp" is then the probabilities,
+  [B, H, L, S]); from a real log-sum-exp [B, H, L] it is recomputed.
+  Grouped-query attention (fewer key / value heads) sums the gradients of
+  each group's shared head."""
+  if dropout_p != 0:
+    return NotImplemented
+  heads, kv_heads = query.shape[1], key.shape[1]
+  groups = heads // kv_heads
+  if groups * kv_heads != heads:
+    return NotImplemented
+  if scale is None:
+    scale = 1.0 / math.sqrt(query.shape[-1])
+  k = key.repeat_interleave(groups, dim=1) if groups > 1 else key
+  v = value.repeat_interleave(groups, dim=1) if groups > 1 else value
+  length, source = query.shape[-2], key.shape[-2]
+  if tuple(logsumexp.shape) == tuple(query.shape[:-1]) + (source,):
+    probs = logsumexp.to(query.dtype)
+  else:
+    scores = (query @ k.transpose(-2, -1)) * scale
+    if is_causal:
+      allowed = torch.ones(length, source, dtype=torch.bool,
+                           device=query.device).tril()
+      scores = scores.masked_fill(~allowed, float("-inf"))
+    if attn_mask is not None:
+      if attn_mask.dtype == torch.bool:
+        scores = scores.masked_fill(~attn_mask, float("-inf"))
+      else:
+        scores = scores + attn_mask
+    probs = torch.exp(scores - logsumexp.unsqueeze(-1)).to(query.dtype)
+  grad_v = probs.transpose(-2, -1) @ grad_out
+  grad_p = grad_out @ v.transpose(-2, -1)
+  grad_s = probs * (grad_p - (grad_p * probs).sum(-1, keepdim=True))
+  grad_q = (grad_s @ k) * scale
+  grad_k = (grad_s.transpose(-2, -1) @ query) * scale
+  if groups > 1:
+    shape = (key.shape[0], kv_heads, groups) + tuple(key.shape[2:])
+    grad_k = grad_k.reshape(shape).sum(2)
+    grad_v = grad_v.reshape(shape[:-1] + (value.shape[-1],)).sum(2)
+  return grad_q, grad_k, grad_v

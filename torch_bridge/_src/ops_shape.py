@@ -92,6 +92,42 @@ def slice_(ctx, x, dim=0, start=None, end=None, step=1):
   return _slice(ctx.b, x, starts, limits, strides)
 
 
+def _slice_scatter_check(node):
+  args = list(node.args) + [None] * 6
+  step = args[5] if args[5] is not None else node.kwargs.get("step", 1)
+  if not isinstance(step, int) or step < 1:
+    return f"step={step!r}"
+  return None
+
+
+@lowering("aten.slice_scatter.default", check=_slice_scatter_check)
+def slice_scatter(ctx, x, src, dim=0, start=None, end=None, step=1):
+  """`x` with the slice [start:end:step] along `dim` replaced by `src`:
+  src padded into x's shape (edge and interior padding place its
+  elements) and a mask padded the same way pick it over x."""
+  b = ctx.b
+  dim = h.normalize_dim(dim, x.rank)
+  start = slice(start, end).indices(x.shape[dim])[0]
+  count = src.shape[dim]
+  low, high, interior = [0] * x.rank, [0] * x.rank, [0] * x.rank
+  if count:
+    low[dim] = start
+    interior[dim] = step - 1
+    high[dim] = x.shape[dim] - start - (count - 1) * step - 1
+  else:
+    return x
+  attrs = (f"edge_padding_low = {mlir.i64_array(low)}, "
+           f"edge_padding_high = {mlir.i64_array(high)}, "
+           f"interior_padding = {mlir.i64_array(interior)}")
+  src = h.convert(b, src, x.dtype)
+  placed = b.op("stablehlo.pad", [src, b.constant(0, TensorType((), x.dtype))],
+                x.type, attrs)
+  ones = b.constant(True, src.type.with_dtype("i1"))
+  mask = b.op("stablehlo.pad", [ones, b.constant(False, TensorType((), "i1"))],
+              x.type.with_dtype("i1"), attrs)
+  return b.op("stablehlo.select", [mask, placed, x], x.type)
+
+
 @lowering("aten.select.int")
 def select(ctx, x, dim, index):
   dim = h.normalize_dim(dim, x.rank)
