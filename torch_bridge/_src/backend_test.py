@@ -605,6 +605,23 @@ def test_attention_backward_decomposition_from_a_log_sum_exp(causal):
     torch.testing.assert_close(g, w, rtol=1e-9, atol=1e-9)
 
 
+def test_clamped_and_leaky_activations_train_compiled():
+  # ReLU6 (MobileNet), ELU / SELU and LeakyReLU had no lowering: each one
+  # cut its graph and ran eagerly.
+  model = torch.nn.Sequential(
+      torch.nn.Linear(16, 32), torch.nn.ReLU6(), torch.nn.Linear(32, 32),
+      torch.nn.ELU(0.7), torch.nn.Linear(32, 32), torch.nn.LeakyReLU(0.1),
+      torch.nn.Linear(32, 32), torch.nn.SELU(), torch.nn.Linear(32, 4),
+      torch.nn.Hardtanh(-0.5, 0.5))
+  be = torch_bridge.Backend({"require_full_compilation": True})
+  result = models.compare_training(model, (torch.randn(8, 16) * 3,), be,
+                                   steps=3)
+  assert result.outputs <= FORWARD_TOLERANCE
+  assert result.grads <= GRAD_TOLERANCE
+  assert [len(r.clusters) for r in be.reports] == [1] * len(be.reports)
+  assert not [e for r in be.reports for e in r.eager]
+
+
 def test_graph_break_parts_run_eagerly_and_match():
   case = models.CASES["torch_lstm"]  # nn.LSTM is not traced by Dynamo.
   be = torch_bridge.Backend()

@@ -53,6 +53,12 @@ _CASES = {
     "relu_gelu": (lambda x: torch.relu(x) + torch.nn.functional.gelu(x) +
                   torch.nn.functional.gelu(x, approximate="tanh"),
                   (_f32(8),)),
+    "hardtanh_elu_leaky_relu": (lambda x: (
+        torch.nn.functional.relu6(x * 4), torch.nn.functional.hardtanh(
+            x, -0.5, 0.25), torch.nn.functional.elu(x),
+        torch.nn.functional.elu(x, alpha=0.5), torch.nn.functional.selu(x),
+        torch.nn.functional.leaky_relu(x), torch.nn.functional.leaky_relu(
+            x, 0.2)), (torch.cat([_f32(20), torch.zeros(2)]),)),
     "clamp_where_cmp": (lambda x: torch.where(x > 0.1, x.clamp(-1, 1),
                                               (x <= -0.5).float()),
                         (_f32(10),)),

@@ -180,6 +180,42 @@ def relu(ctx, x):
   return _binary(ctx, "stablehlo.maximum", x, 0)
 
 
+@lowering("aten.hardtanh.default", check=_float_result)
+def hardtanh(ctx, x, min_val=-1.0, max_val=1.0):
+  """clamp(x, min_val, max_val) (ReLU6 is hardtanh(0, 6)); NaN stays."""
+  return _binary(ctx, "stablehlo.minimum",
+                 _binary(ctx, "stablehlo.maximum", x, min_val), max_val)
+
+
+def _positive(ctx, x):
+  ty = ctx.out
+  return h.compare(ctx.b, h.operand(ctx.b, x, ty), ctx.b.constant(0, ty),
+                   "GT")
+
+
+@lowering("aten.leaky_relu.default", check=_float_result)
+def leaky_relu(ctx, x, negative_slope=0.01):
+  """x where x > 0, else negative_slope * x (NaN stays NaN)."""
+  return ctx.b.op("stablehlo.select", [
+      _positive(ctx, x), h.operand(ctx.b, x, ctx.out),
+      _binary(ctx, "stablehlo.multiply", x, negative_slope)], ctx.out)
+
+
+@lowering("aten.elu.default", check=_float_result)
+def elu(ctx, x, alpha=1.0, scale=1.0, input_scale=1.0):
+  """scale * x where x > 0, else scale * alpha * (exp(input_scale x) - 1)
+  (expm1, exact near 0)."""
+  b, ty = ctx.b, ctx.out
+  xv = h.operand(b, x, ty)
+  inner = xv if input_scale == 1 else _binary(ctx, "stablehlo.multiply", xv,
+                                              input_scale)
+  neg = b.op("stablehlo.exponential_minus_one", [inner], ty)
+  if scale * alpha != 1:
+    neg = _binary(ctx, "stablehlo.multiply", neg, scale * alpha)
+  pos = xv if scale == 1 else _binary(ctx, "stablehlo.multiply", xv, scale)
+  return b.op("stablehlo.select", [_positive(ctx, x), pos, neg], ty)
+
+
 def _gelu_check(node):
   approximate = node.kwargs.get(
       "approximate", node.args[1] if len(node.args) > 1 else "none")
