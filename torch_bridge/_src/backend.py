@@ -359,6 +359,10 @@ class Backend:
     if self.options.decompose:
       from torch._decomp import core_aten_decompositions  # pylint: disable=g-import-not-at-top
       decompositions = dict(core_aten_decompositions())
+    if self.options.decompose:
+      from torch._decomp import decomposition_table  # pylint: disable=g-import-not-at-top
+      for op in _TORCH_DECOMPOSITIONS:
+        decompositions[op] = decomposition_table[op]
     decompositions[torch.ops.aten.native_dropout.default] = (
         ops_nn.dropout_decomposition)
     decompositions[
@@ -372,6 +376,15 @@ class Backend:
                             partition_fn=partition_fn,
                             decompositions=decompositions)
     return compiler(gm, example_inputs)
+
+
+# torch's own decompositions (outside its core ATen set) of ops without a
+# lowering, into ops that have one: group norm and instance norm (batch
+# norm without running statistics).
+_TORCH_DECOMPOSITIONS = tuple(
+    getattr(torch.ops.aten, name).default if "." not in name else
+    getattr(getattr(torch.ops.aten, name.split(".")[0]), name.split(".")[1])
+    for name in ("native_group_norm", "_native_batch_norm_legit.no_stats"))
 
 
 # Shapes a graph captured with symbolic sizes is compiled for, at most (as

@@ -622,6 +622,24 @@ def test_clamped_and_leaky_activations_train_compiled():
   assert not [e for r in be.reports for e in r.eager]
 
 
+@pytest.mark.parametrize("norm", ["group", "instance"])
+def test_group_and_instance_norm_train_compiled(norm):
+  # Neither had a lowering (diffusion U-Nets use GroupNorm, style transfer
+  # InstanceNorm): they now take torch's decompositions.
+  layer = (torch.nn.GroupNorm(4, 16) if norm == "group" else
+           torch.nn.InstanceNorm2d(16, affine=True))
+  model = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, padding=1), layer,
+                              torch.nn.SiLU(), torch.nn.Conv2d(16, 4, 1),
+                              torch.nn.Flatten(), torch.nn.Linear(4 * 36, 3))
+  be = torch_bridge.Backend({"require_full_compilation": True})
+  result = models.compare_training(model, (torch.randn(2, 3, 6, 6),), be,
+                                   steps=3)
+  assert result.outputs <= FORWARD_TOLERANCE
+  assert result.grads <= GRAD_TOLERANCE
+  assert [len(r.clusters) for r in be.reports] == [1] * len(be.reports)
+  assert not [e for r in be.reports for e in r.eager]
+
+
 def test_graph_break_parts_run_eagerly_and_match():
   case = models.CASES["torch_lstm"]  # nn.LSTM is not traced by Dynamo.
   be = torch_bridge.Backend()

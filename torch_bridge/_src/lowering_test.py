@@ -15,6 +15,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 import stablehlo.text
 import support
 import torch_bridge
+from torch_bridge._src import capability
 from torch_bridge._src import lowering
 from torch_bridge._src import registry
 from torch_bridge._src import runtime
@@ -88,6 +89,9 @@ _CASES = {
                                                                  None, 3),
         torch.slice_scatter(x, a[:, :2], -1, -3, -1)),
                       (_f32(2, 8), _f32(2, 3), _f32(2, 3))),
+    "as_strided_reshape": (lambda x: (
+        torch.as_strided(x + 1, (2, 6), (6, 1)),
+        torch.as_strided(x * 2, (5, 1), (1, 1))), (_f32(3, 4),)),
     "full_like": (lambda x: (torch.full_like(x, -2.5),
                              torch.full_like(x, 3, dtype=torch.int32),
                              x * torch.full_like(x, 0.5)),
@@ -294,6 +298,13 @@ def test_max_pool_backward_matches_autograd():
   ops = set().union(*lowered)
   assert "aten.max_pool2d_with_indices_backward.default" in ops
   assert models.max_relative_error(x.grad, ref.grad) <= 1e-6
+
+
+def test_as_strided_other_than_a_reshape_is_refused():
+  gm = make_fx(lambda x: torch.as_strided(x + 1, (2, 2), (1, 2)))(_f32(4))
+  node = next(n for n in gm.graph.nodes if "as_strided" in str(n.target))
+  reason = capability.unsupported_reason(node)
+  assert reason and "row-major" in reason
 
 
 def test_unlowered_op_is_reported_by_name():

@@ -7,6 +7,8 @@ Views need no aliasing here: a cluster is a pure function of its inputs
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from torch_bridge._src import helpers as h
@@ -19,6 +21,45 @@ from torch_bridge._src.registry import lowering
           "aten.reshape.default")
 def view(ctx, x, *unused_shape):
   return h.reshape(ctx.b, x, ctx.out.shape)
+
+
+def _as_strided_check(node):
+  """Only the reshape form: a contiguous input read from its start with the
+  row-major strides of the new size (torch's group-norm decomposition
+  writes its per-group statistics' reshape this way). Other strides or
+  offsets re-read memory in ways a dense array has no view for."""
+  args = list(node.args) + [None] * 4
+  size, stride = list(args[1]), list(args[2])
+  offset = args[3] if args[3] is not None else node.kwargs.get(
+      "storage_offset")
+  source = node.args[0].meta.get("val") if isinstance(
+      node.args[0], torch.fx.Node) else None
+  if source is None or not source.is_contiguous():
+    return "a non-contiguous input"
+  if offset not in (None, 0) or source.storage_offset() != 0:
+    return "a storage offset"
+  expect, acc = [], 1
+  for d in reversed(size):
+    expect.append(acc)
+    acc *= d
+  expect.reverse()
+  if any(st != e for st, e, d in zip(stride, expect, size) if d != 1):
+    return f"strides {stride} are not the row-major strides of {size}"
+  if acc > source.numel():
+    return "more elements than its input"
+  return None
+
+
+@lowering("aten.as_strided.default", check=_as_strided_check)
+def as_strided(ctx, x, size, stride, storage_offset=None):
+  """The first prod(size) elements of x in row-major order, reshaped."""
+  count = 1
+  for d in size:
+    count *= d
+  flat = h.reshape(ctx.b, x, [math.prod(x.shape)])
+  if count != math.prod(x.shape):
+    flat = _slice(ctx.b, flat, [0], [count], [1])
+  return h.reshape(ctx.b, flat, ctx.out.shape)
 
 
 @lowering("aten.squeeze.dim", "aten.squeeze.dims", "aten.squeeze.default",
