@@ -640,6 +640,30 @@ def test_group_and_instance_norm_train_compiled(norm):
   assert not [e for r in be.reports for e in r.eager]
 
 
+@pytest.mark.parametrize("cin,cout,groups,stride,dilation", [
+    (8, 8, 8, 1, 1),     # depthwise (MobileNet)
+    (8, 16, 8, 2, 1),    # depthwise, channel multiplier 2, strided
+    (8, 12, 4, 1, 2),    # grouped (ResNeXt), dilated
+])
+def test_grouped_convolutions_train_compiled(cin, cout, groups, stride,
+                                             dilation):
+  # Their convolution_backward had no lowering for groups > 1: depthwise
+  # layers trained eagerly.
+  model = torch.nn.Sequential(
+      torch.nn.Conv2d(3, cin, 1), torch.nn.Tanh(),
+      torch.nn.Conv2d(cin, cout, 3, stride=stride, dilation=dilation,
+                      padding=dilation, groups=groups), torch.nn.Tanh())
+  be = torch_bridge.Backend({"require_full_compilation": True,
+                             "min_cluster_size": 1})
+  result = models.compare_training(model, (torch.randn(2, 3, 9, 9),), be,
+                                   steps=2)
+  assert result.outputs <= FORWARD_TOLERANCE
+  assert result.grads <= GRAD_TOLERANCE
+  assert result.params <= FORWARD_TOLERANCE
+  assert [len(r.clusters) for r in be.reports] == [1] * len(be.reports)
+  assert not [e for r in be.reports for e in r.eager]
+
+
 def test_graph_break_parts_run_eagerly_and_match():
   case = models.CASES["torch_lstm"]  # nn.LSTM is not traced by Dynamo.
   be = torch_bridge.Backend()

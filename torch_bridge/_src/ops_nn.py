@@ -33,7 +33,7 @@ def _conv_dims(n: int) -> str:
 
 
 def _conv(b, lhs, rhs, out, *, strides, padding, lhs_dilation, rhs_dilation,
-          dims, groups=1):
+          dims, groups=1, batch_groups=1):
   n = len(strides)
   pads = ", ".join(f"[{lo}, {hi}]" for lo, hi in padding)
   return b.op(
@@ -43,7 +43,8 @@ def _conv(b, lhs, rhs, out, *, strides, padding, lhs_dilation, rhs_dilation,
       f"lhs_dilation = {mlir.i64_array(lhs_dilation)}, "
       f"rhs_dilation = {mlir.i64_array(rhs_dilation)}, "
       f"dimension_numbers = #stablehlo.conv<{dims}>, "
-      f"feature_group_count = {groups} : i64, batch_group_count = 1 : i64")
+      f"feature_group_count = {groups} : i64, "
+      f"batch_group_count = {batch_groups} : i64")
 
 
 def _conv_check(node):
@@ -72,8 +73,8 @@ def convolution(ctx, x, weight, bias, stride, padding, dilation, transposed,
 def _conv_backward_check(node):
   (grad, x, weight, _, stride, padding, dilation, transposed, _, groups,
    _) = node.args
-  if transposed or groups != 1:
-    return "only non-transposed convolutions with groups=1"
+  if transposed:
+    return "only non-transposed convolutions"
   n = len(weight.meta["val"].shape) - 2
   kernel = weight.meta["val"].shape[2:]
   for k, p, d in zip(kernel, _expand(padding, n), _expand(dilation, n)):
@@ -89,7 +90,13 @@ def convolution_backward(ctx, grad, x, weight, bias_sizes, stride, padding,
   """Input grad: the transposed convolution of `grad` with the spatially
   reversed kernel (lhs_dilation = stride). Weight grad: a convolution of
   `x` (batch and feature swapped) with `grad` as the kernel (rhs_dilation =
-  stride, window strides = dilation). Bias grad: a sum."""
+  stride, window strides = dilation). Bias grad: a sum.
+
+  With G groups (depthwise: G = input channels) the input grad is a
+  G-group convolution whose kernel [Cout / G, Cin, ...] regroups the
+  weight [Cout, Cin / G, ...] so each group's output features follow its
+  input features, and the weight grad splits x's features (its batch
+  here) into G batch groups."""
   b = ctx.b
   n = x.rank - 2
   stride, padding, dilation = (_expand(stride, n), _expand(padding, n),
@@ -102,6 +109,16 @@ def convolution_backward(ctx, grad, x, weight, bias_sizes, stride, padding,
   if output_mask[0]:
     flipped = b.op("stablehlo.reverse", [weight], weight.type,
                    "dimensions = " + mlir.i64_array(spatial))
+    if groups > 1:
+      cout, cin_g = weight.shape[0], weight.shape[1]
+      split = h.reshape(b, flipped, [groups, cout // groups, cin_g] +
+                        list(kernel))
+      perm = [1, 0, 2] + [3 + i for i in range(n)]
+      swapped = b.op("stablehlo.transpose", [split], split.type.with_shape(
+          [split.shape[p] for p in perm]),
+                     "permutation = " + mlir.i64_array(perm))
+      flipped = h.reshape(b, swapped, [cout // groups, groups * cin_g] +
+                          list(kernel))
     pads = []
     for i, o, k, s, p, d in zip(in_size, out_size, kernel, stride, padding,
                                 dilation):
@@ -111,7 +128,7 @@ def convolution_backward(ctx, grad, x, weight, bias_sizes, stride, padding,
     results[0] = _conv(
         b, grad, flipped, ctx.out[0], strides=[1] * n, padding=pads,
         lhs_dilation=stride, rhs_dilation=dilation,
-        dims=f"[b, f, {sp}]x[i, o, {sp}]->[b, f, {sp}]")
+        dims=f"[b, f, {sp}]x[i, o, {sp}]->[b, f, {sp}]", groups=groups)
   if output_mask[1]:
     lhs = x
     pads = []
@@ -131,7 +148,8 @@ def convolution_backward(ctx, grad, x, weight, bias_sizes, stride, padding,
     results[1] = _conv(
         b, lhs, grad, ctx.out[1], strides=dilation, padding=pads,
         lhs_dilation=[1] * n, rhs_dilation=stride,
-        dims=f"[f, b, {sp}]x[i, o, {sp}]->[f, b, {sp}]")
+        dims=f"[f, b, {sp}]x[i, o, {sp}]->[f, b, {sp}]",
+        batch_groups=groups)
   if output_mask[2]:
     results[2] = h.reduce(b, grad, [0] + spatial, "stablehlo.add", 0)
   return results
