@@ -664,6 +664,31 @@ def test_grouped_convolutions_train_compiled(cin, cout, groups, stride,
   assert not [e for r in be.reports for e in r.eager]
 
 
+@pytest.mark.parametrize("k,stride,padding,output_padding,dilation", [
+    (2, 2, 0, 0, 1),     # the U-Net / DCGAN upsampling layer
+    (3, 2, 1, 1, 1),
+    (3, 1, 1, 0, 2),
+    (4, 2, 1, 0, 1),
+])
+def test_transposed_convolutions_train_compiled(k, stride, padding,
+                                                output_padding, dilation):
+  # Transposed convolutions had no lowering, forward or backward.
+  model = torch.nn.Sequential(
+      torch.nn.Conv2d(3, 4, 1), torch.nn.Tanh(),
+      torch.nn.ConvTranspose2d(4, 6, k, stride=stride, padding=padding,
+                               output_padding=output_padding,
+                               dilation=dilation), torch.nn.Tanh())
+  be = torch_bridge.Backend({"require_full_compilation": True,
+                             "min_cluster_size": 1})
+  result = models.compare_training(model, (torch.randn(2, 3, 7, 7),), be,
+                                   steps=2)
+  assert result.outputs <= FORWARD_TOLERANCE
+  assert result.grads <= GRAD_TOLERANCE
+  assert result.params <= FORWARD_TOLERANCE
+  assert [len(r.clusters) for r in be.reports] == [1] * len(be.reports)
+  assert not [e for r in be.reports for e in r.eager]
+
+
 def test_graph_break_parts_run_eagerly_and_match():
   case = models.CASES["torch_lstm"]  # nn.LSTM is not traced by Dynamo.
   be = torch_bridge.Backend()

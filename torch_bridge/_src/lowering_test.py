@@ -117,6 +117,10 @@ _CASES = {
     "conv_bias_stride": (lambda x, w, b: torch.nn.functional.conv2d(
         x, w, b, stride=2, padding=1), (_f32(2, 3, 9, 9), _f32(4, 3, 3, 3),
                                         _f32(4))),
+    "conv_transpose_groups": (lambda x, w, b: torch.nn.functional
+                              .conv_transpose2d(x, w, b, stride=2, padding=1,
+                                                output_padding=1, groups=2),
+                              (_f32(2, 4, 5, 5), _f32(4, 3, 3, 3), _f32(6))),
     "conv1d_groups_dilation": (lambda x, w: torch.nn.functional.conv1d(
         x, w, dilation=2, groups=2), (_f32(2, 4, 12), _f32(6, 2, 3))),
     "batch_norm_eval": (lambda x, m, v, w, b: torch.nn.functional.batch_norm(

@@ -48,10 +48,21 @@ def _conv(b, lhs, rhs, out, *, strides, padding, lhs_dilation, rhs_dilation,
 
 
 def _conv_check(node):
-  transposed = node.args[6]
-  if transposed:
-    return "transposed convolution is not lowered"
   return _float_check(node)
+
+
+def _regroup(b, weight, groups, kernel):
+  """A weight [A, B / ... per group, ...] whose dim 0 holds G groups of A / G
+  as the kernel [A / G, G * dim1, ...] of a G-group convolution that swaps
+  its feature roles (each group's new output features follow its input
+  features)."""
+  a, c = weight.shape[0], weight.shape[1]
+  n = len(kernel)
+  split = h.reshape(b, weight, [groups, a // groups, c] + list(kernel))
+  perm = [1, 0, 2] + [3 + i for i in range(n)]
+  swapped = b.op("stablehlo.transpose", [split], split.type.with_shape(
+      [split.shape[q] for q in perm]), "permutation = " + mlir.i64_array(perm))
+  return h.reshape(b, swapped, [a // groups, groups * c] + list(kernel))
 
 
 @lowering("aten.convolution.default", check=_conv_check)
@@ -61,9 +72,28 @@ def convolution(ctx, x, weight, bias, stride, padding, dilation, transposed,
   n = x.rank - 2
   stride, padding, dilation = (_expand(stride, n), _expand(padding, n),
                                _expand(dilation, n))
-  out = _conv(b, x, weight, ty, strides=stride,
-              padding=[(p, p) for p in padding], lhs_dilation=[1] * n,
-              rhs_dilation=dilation, dims=_conv_dims(n), groups=groups)
+  if transposed:
+    # The gradient of a convolution: x dilated by the stride, the kernel
+    # [Cin, Cout / G, ...] spatially reversed with its feature roles
+    # swapped, padded by d (k - 1) - p (plus output_padding at the end).
+    kernel = weight.shape[2:]
+    spatial = list(range(2, 2 + n))
+    flipped = b.op("stablehlo.reverse", [weight], weight.type,
+                   "dimensions = " + mlir.i64_array(spatial))
+    if groups > 1:
+      flipped = _regroup(b, flipped, groups, kernel)
+    extra = _expand(output_padding, n)
+    pads = [(d * (k - 1) - p, d * (k - 1) - p + e)
+            for k, p, d, e in zip(kernel, padding, dilation, extra)]
+    sp = ", ".join(str(i) for i in range(n))
+    out = _conv(b, x, flipped, ty, strides=[1] * n, padding=pads,
+                lhs_dilation=stride, rhs_dilation=dilation,
+                dims=f"[b, f, {sp}]x[i, o, {sp}]->[b, f, {sp}]",
+                groups=groups)
+  else:
+    out = _conv(b, x, weight, ty, strides=stride,
+                padding=[(p, p) for p in padding], lhs_dilation=[1] * n,
+                rhs_dilation=dilation, dims=_conv_dims(n), groups=groups)
   if bias is not None:
     out = b.op("stablehlo.add",
                [out, h.broadcast_in_dim(b, bias, ty.shape, [1])], ty)
@@ -73,8 +103,8 @@ def convolution(ctx, x, weight, bias, stride, padding, dilation, transposed,
 def _conv_backward_check(node):
   (grad, x, weight, _, stride, padding, dilation, transposed, _, groups,
    _) = node.args
-  if transposed:
-    return "only non-transposed convolutions"
+  if transposed and groups != 1:
+    return "a transposed convolution with groups > 1"
   n = len(weight.meta["val"].shape) - 2
   kernel = weight.meta["val"].shape[2:]
   for k, p, d in zip(kernel, _expand(padding, n), _expand(dilation, n)):
@@ -93,66 +123,87 @@ def convolution_backward(ctx, grad, x, weight, bias_sizes, stride, padding,
   stride, window strides = dilation). Bias grad: a sum.
 
   With G groups (depthwise: G = input channels) the input grad is a
-  G-group convolution whose kernel [Cout / G, Cin, ...] regroups the
-  weight [Cout, Cin / G, ...] so each group's output features follow its
-  input features, and the weight grad splits x's features (its batch
-  here) into G batch groups."""
+  G-group convolution whose kernel regroups the weight
+  [Cout, Cin / G, ...] so each group's output features follow its input
+  features, and the weight grad splits x's features (its batch here) into
+  G batch groups.
+
+  A transposed convolution's gradients swap the two roles: its input
+  grad is the plain convolution of `grad` with the weight, and its weight
+  grad [Cin, Cout, ...] is a plain convolution's weight grad with `grad`
+  as the input and `x` as the output grad."""
   b = ctx.b
   n = x.rank - 2
   stride, padding, dilation = (_expand(stride, n), _expand(padding, n),
                                _expand(dilation, n))
   kernel = weight.shape[2:]
-  in_size = x.shape[2:]
-  out_size = grad.shape[2:]
   spatial = list(range(2, 2 + n))
+  sp = ", ".join(str(i) for i in range(n))
   results = [None, None, None]
   if output_mask[0]:
-    flipped = b.op("stablehlo.reverse", [weight], weight.type,
-                   "dimensions = " + mlir.i64_array(spatial))
-    if groups > 1:
-      cout, cin_g = weight.shape[0], weight.shape[1]
-      split = h.reshape(b, flipped, [groups, cout // groups, cin_g] +
-                        list(kernel))
-      perm = [1, 0, 2] + [3 + i for i in range(n)]
-      swapped = b.op("stablehlo.transpose", [split], split.type.with_shape(
-          [split.shape[p] for p in perm]),
-                     "permutation = " + mlir.i64_array(perm))
-      flipped = h.reshape(b, swapped, [cout // groups, groups * cin_g] +
-                          list(kernel))
-    pads = []
-    for i, o, k, s, p, d in zip(in_size, out_size, kernel, stride, padding,
-                                dilation):
-      r = (i + 2 * p - d * (k - 1) - 1) % s
-      pads.append((d * (k - 1) - p, d * (k - 1) - p + r))
-    sp = ", ".join(str(i) for i in range(n))
-    results[0] = _conv(
-        b, grad, flipped, ctx.out[0], strides=[1] * n, padding=pads,
-        lhs_dilation=stride, rhs_dilation=dilation,
-        dims=f"[b, f, {sp}]x[i, o, {sp}]->[b, f, {sp}]", groups=groups)
+    if transposed:
+      results[0] = _conv(
+          b, grad, weight, ctx.out[0], strides=stride,
+          padding=[(p, p) for p in padding], lhs_dilation=[1] * n,
+          rhs_dilation=dilation,
+          dims=f"[b, f, {sp}]x[o, i, {sp}]->[b, f, {sp}]")
+    else:
+      results[0] = _input_grad(b, grad, weight, ctx.out[0], x.shape[2:],
+                               kernel, stride, padding, dilation, groups)
   if output_mask[1]:
-    lhs = x
-    pads = []
-    for axis, (i, o, k, s, p, d) in enumerate(zip(
-        in_size, out_size, kernel, stride, padding, dilation)):
-      hi = (k - 1) * d + (o - 1) * s + 1 - i - p
-      if hi < 0:  # Rows the forward never read: crop them.
-        limits = list(lhs.shape)
-        limits[2 + axis] += hi
-        lhs = b.op("stablehlo.slice", [lhs], lhs.type.with_shape(limits),
-                   f"start_indices = {mlir.i64_array([0] * lhs.rank)}, "
-                   f"limit_indices = {mlir.i64_array(limits)}, "
-                   f"strides = {mlir.i64_array([1] * lhs.rank)}")
-        hi = 0
-      pads.append((p, hi))
-    sp = ", ".join(str(i) for i in range(n))
-    results[1] = _conv(
-        b, lhs, grad, ctx.out[1], strides=dilation, padding=pads,
-        lhs_dilation=[1] * n, rhs_dilation=stride,
-        dims=f"[f, b, {sp}]x[i, o, {sp}]->[f, b, {sp}]",
-        batch_groups=groups)
+    if transposed:
+      results[1] = _weight_grad(b, grad, x, ctx.out[1], kernel, stride,
+                                padding, dilation, 1)
+    else:
+      results[1] = _weight_grad(b, x, grad, ctx.out[1], kernel, stride,
+                                padding, dilation, groups)
   if output_mask[2]:
     results[2] = h.reduce(b, grad, [0] + spatial, "stablehlo.add", 0)
   return results
+
+
+def _input_grad(b, grad, weight, out, in_size, kernel, stride, padding,
+                dilation, groups):
+  n = len(kernel)
+  spatial = list(range(2, 2 + n))
+  flipped = b.op("stablehlo.reverse", [weight], weight.type,
+                 "dimensions = " + mlir.i64_array(spatial))
+  if groups > 1:
+    flipped = _regroup(b, flipped, groups, kernel)
+  pads = []
+  for i, k, s, p, d in zip(in_size, kernel, stride, padding, dilation):
+    r = (i + 2 * p - d * (k - 1) - 1) % s
+    pads.append((d * (k - 1) - p, d * (k - 1) - p + r))
+  sp = ", ".join(str(i) for i in range(n))
+  return _conv(b, grad, flipped, out, strides=[1] * n, padding=pads,
+               lhs_dilation=stride, rhs_dilation=dilation,
+               dims=f"[b, f, {sp}]x[i, o, {sp}]->[b, f, {sp}]", groups=groups)
+
+
+def _weight_grad(b, inp, grad, out, kernel, stride, padding, dilation,
+                 groups):
+  """The weight grad [Cout, Cin / G, ...] of the convolution of `inp`
+  (Cin features) whose output grad is `grad` (Cout features)."""
+  n = len(kernel)
+  lhs = inp
+  pads = []
+  for axis, (i, o, k, s, p, d) in enumerate(zip(
+      inp.shape[2:], grad.shape[2:], kernel, stride, padding, dilation)):
+    hi = (k - 1) * d + (o - 1) * s + 1 - i - p
+    if hi < 0:  # Rows the forward never read: crop them.
+      limits = list(lhs.shape)
+      limits[2 + axis] += hi
+      lhs = b.op("stablehlo.slice", [lhs], lhs.type.with_shape(limits),
+                 f"start_indices = {mlir.i64_array([0] * lhs.rank)}, "
+                 f"limit_indices = {mlir.i64_array(limits)}, "
+                 f"strides = {mlir.i64_array([1] * lhs.rank)}")
+      hi = 0
+    pads.append((p, hi))
+  sp = ", ".join(str(i) for i in range(n))
+  return _conv(b, lhs, grad, out, strides=dilation, padding=pads,
+               lhs_dilation=[1] * n, rhs_dilation=stride,
+               dims=f"[f, b, {sp}]x[i, o, {sp}]->[f, b, {sp}]",
+               batch_groups=groups)
 
 
 # -- Normalization. -----------------------------------------------------------
