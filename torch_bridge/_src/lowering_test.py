@@ -111,6 +111,15 @@ _CASES = {
     "index_broadcast_2d": (lambda x, i, j: x[i, j],
                            (_f32(4, 6, 2), torch.tensor([[0], [3]]),
                             torch.tensor([1, 5, -2]))),
+    # Advanced indexing with whole dims (None) before, between and after
+    # the index tensors: adjacent ones keep their place, split ones go
+    # first (torch's rule).
+    "index_with_whole_dims": (lambda x, i, j, k: (
+        x[:, :, i[:, None], j], x[:, k], x[k, :, i], x[:, :, -1:, j[:2]],
+        x[..., j]),
+                              (_f32(3, 3, 5, 4), torch.tensor([0, 3, -1]),
+                               torch.tensor([1, 3, 0]),
+                               torch.tensor([2, 0, -1]))),
     "cumsum_arange": (lambda x: x.cumsum(1) + torch.arange(5), (_f32(2, 5),)),
     "gather": (lambda x, i: torch.gather(x, 1, i),
                (_f32(3, 4), torch.tensor([[0, 3], [1, 1], [2, 0]]))),

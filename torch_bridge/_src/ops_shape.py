@@ -270,10 +270,10 @@ def index_select(ctx, x, dim, index):
 
 def _index_check(node):
   indices = node.args[1]
-  if not indices or any(i is None for i in indices):
-    return ("only index tensors on the leading dims are lowered (no None / "
-            "slices between them)")
-  for i in indices:
+  tensors = [i for i in indices if i is not None]
+  if not tensors:
+    return "no index tensor"
+  for i in tensors:
     val = i.meta.get("val")
     if val is None or val.dtype == torch.bool:
       return "boolean-mask indexing has a data-dependent shape"
@@ -282,15 +282,22 @@ def _index_check(node):
 
 @lowering("aten.index.Tensor", check=_index_check)
 def index(ctx, x, indices):
-  """x[i0, i1, ..., ik-1] with index tensors broadcast together (shape B):
-  out[b..., rest...] = x[i0[b], ..., ik-1[b], rest...]. Negative indices
-  count from the end, as in torch."""
+  """x[..., i0, ..., ik-1, ...] with index tensors broadcast together
+  (shape B) on some dims and None (a whole dim) on others, as torch's
+  advanced indexing: when the indexed dims are adjacent, B takes their
+  place in the result (x[:, :, ih, iw] of nearest / bilinear upsampling);
+  otherwise B comes first. Negative indices count from the end."""
   b = ctx.b
-  k = len(indices)
-  batch = list(ctx.out.shape[:len(ctx.out.shape) - (x.rank - k)])
+  indexed = [d for d, i in enumerate(indices) if i is not None]
+  k = len(indexed)
+  out_rank = len(ctx.out.shape)
+  nb = out_rank - (x.rank - k)
+  adjacent = indexed == list(range(indexed[0], indexed[-1] + 1))
+  first = indexed[0] if adjacent else 0
+  batch = list(ctx.out.shape[first:first + nb])
   parts = []
-  for d, i in enumerate(indices):
-    iv = h.broadcast(b, h.convert(b, i, "i64"), batch)
+  for d in indexed:
+    iv = h.broadcast(b, h.convert(b, indices[d], "i64"), batch)
     size = b.constant(x.shape[d], iv.type)
     negative = h.compare(b, iv, b.constant(0, iv.type), "LT")
     iv = b.op("stablehlo.select",
@@ -300,15 +307,16 @@ def index(ctx, x, indices):
   idx = parts[0] if k == 1 else b.op(
       "stablehlo.concatenate", parts, TensorType(tuple(batch) + (k,), "i64"),
       f"dimension = {len(batch)} : i64")
-  offset_dims = list(range(len(batch), len(batch) + x.rank - k))
-  dims = ", ".join(map(str, range(k)))
+  offset_dims = [d for d in range(out_rank) if not first <= d < first + nb]
+  dims = ", ".join(map(str, indexed))
+  sizes = [1 if d in indexed else x.shape[d] for d in range(x.rank)]
   return b.op(
       "stablehlo.gather", [x, idx], ctx.out,
       "dimension_numbers = #stablehlo.gather<offset_dims = "
       f"[{', '.join(map(str, offset_dims))}], collapsed_slice_dims = "
       f"[{dims}], start_index_map = [{dims}], "
       f"index_vector_dim = {len(batch)}>, "
-      f"slice_sizes = {mlir.i64_array([1] * k + list(x.shape[k:]))}, "
+      f"slice_sizes = {mlir.i64_array(sizes)}, "
       "indices_are_sorted = false")
 
 
