@@ -690,17 +690,21 @@ def test_transposed_convolutions_train_compiled(k, stride, padding,
 
 
 @pytest.mark.parametrize("mode", ["nearest", "bilinear"])
-def test_upsampling_inference_is_compiled(mode):
+def test_upsampling_trains_compiled(mode):
   # torch decomposes upsampling into advanced indexing with whole dims
-  # before the index tensors (x[:, :, ih, iw]), which was eager.
+  # before the index tensors (x[:, :, ih, iw]) and its gradient into an
+  # accumulating index_put with two index tensors; both were eager.
   model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1),
                               torch.nn.Upsample(scale_factor=2, mode=mode),
                               torch.nn.Conv2d(4, 2, 3, padding=1))
-  be = torch_bridge.Backend({"require_full_compilation": True})
-  x = torch.randn(2, 3, 6, 5)
-  assert models.compare_inference(model, (x,), be) <= FORWARD_TOLERANCE
-  assert [len(r.clusters) for r in be.reports] == [1]
-  assert not be.reports[0].eager
+  be = torch_bridge.Backend({"require_full_compilation": True,
+                             "min_cluster_size": 1})
+  result = models.compare_training(model, (torch.randn(2, 3, 6, 5),), be,
+                                   steps=2)
+  assert result.outputs <= FORWARD_TOLERANCE
+  assert result.grads <= GRAD_TOLERANCE
+  assert [len(r.clusters) for r in be.reports] == [1] * len(be.reports)
+  assert not [e for r in be.reports for e in r.eager]
 
 
 def test_graph_break_parts_run_eagerly_and_match():

@@ -120,6 +120,13 @@ _CASES = {
                               (_f32(3, 3, 5, 4), torch.tensor([0, 3, -1]),
                                torch.tensor([1, 3, 0]),
                                torch.tensor([2, 0, -1]))),
+    "index_put_accumulate_whole_dims": (lambda x, v, w, i, j: (
+        torch.ops.aten.index_put(x, [None, i[:, None], j], v, True),
+        torch.ops.aten.index_put(x, [i], w, True)),
+                                        (_f32(2, 5, 4), _f32(2, 3, 3),
+                                         _f32(3, 1, 4),
+                                         torch.tensor([0, -1, 0]),
+                                         torch.tensor([3, 1, 3]))),
     "cumsum_arange": (lambda x: x.cumsum(1) + torch.arange(5), (_f32(2, 5),)),
     "gather": (lambda x, i: torch.gather(x, 1, i),
                (_f32(3, 4), torch.tensor([[0, 3], [1, 1], [2, 0]]))),

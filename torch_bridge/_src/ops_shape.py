@@ -280,21 +280,21 @@ def _index_check(node):
   return None
 
 
-@lowering("aten.index.Tensor", check=_index_check)
-def index(ctx, x, indices):
-  """x[..., i0, ..., ik-1, ...] with index tensors broadcast together
-  (shape B) on some dims and None (a whole dim) on others, as torch's
-  advanced indexing: when the indexed dims are adjacent, B takes their
-  place in the result (x[:, :, ih, iw] of nearest / bilinear upsampling);
-  otherwise B comes first. Negative indices count from the end."""
-  b = ctx.b
+def _advanced_index(b, x, indices):
+  """What torch's advanced indexing x[indices] reads: (index vectors
+  [B..., k] as i64 with negative indices wrapped, the indexed dims, the
+  positions of x's other dims in the result, the result's shape). B is
+  the index tensors' broadcast shape; it takes the indexed dims' place in
+  the result when they are adjacent, and comes first otherwise."""
   indexed = [d for d, i in enumerate(indices) if i is not None]
   k = len(indexed)
-  out_rank = len(ctx.out.shape)
-  nb = out_rank - (x.rank - k)
+  batch = list(torch.broadcast_shapes(*[tuple(indices[d].shape)
+                                        for d in indexed]))
+  nb = len(batch)
   adjacent = indexed == list(range(indexed[0], indexed[-1] + 1))
   first = indexed[0] if adjacent else 0
-  batch = list(ctx.out.shape[first:first + nb])
+  rest = [x.shape[d] for d in range(x.rank) if d not in indexed]
+  shape = rest[:first] + batch + rest[first:]
   parts = []
   for d in indexed:
     iv = h.broadcast(b, h.convert(b, indices[d], "i64"), batch)
@@ -306,16 +306,27 @@ def index(ctx, x, indices):
     parts.append(h.reshape(b, iv, batch + [1]))
   idx = parts[0] if k == 1 else b.op(
       "stablehlo.concatenate", parts, TensorType(tuple(batch) + (k,), "i64"),
-      f"dimension = {len(batch)} : i64")
-  offset_dims = [d for d in range(out_rank) if not first <= d < first + nb]
+      f"dimension = {nb} : i64")
+  others = [d for d in range(len(shape)) if not first <= d < first + nb]
+  return idx, indexed, others, shape
+
+
+@lowering("aten.index.Tensor", check=_index_check)
+def index(ctx, x, indices):
+  """x[..., i0, ..., ik-1, ...] with index tensors broadcast together
+  (shape B) on some dims and None (a whole dim) on others, as torch's
+  advanced indexing (`_advanced_index`): e.g. x[:, :, ih, iw] of nearest /
+  bilinear upsampling. Negative indices count from the end."""
+  b = ctx.b
+  idx, indexed, others, _ = _advanced_index(b, x, indices)
   dims = ", ".join(map(str, indexed))
   sizes = [1 if d in indexed else x.shape[d] for d in range(x.rank)]
   return b.op(
       "stablehlo.gather", [x, idx], ctx.out,
       "dimension_numbers = #stablehlo.gather<offset_dims = "
-      f"[{', '.join(map(str, offset_dims))}], collapsed_slice_dims = "
+      f"[{', '.join(map(str, others))}], collapsed_slice_dims = "
       f"[{dims}], start_index_map = [{dims}], "
-      f"index_vector_dim = {len(batch)}>, "
+      f"index_vector_dim = {idx.rank - 1}>, "
       f"slice_sizes = {mlir.i64_array(sizes)}, "
       "indices_are_sorted = false")
 
@@ -323,11 +334,12 @@ def index(ctx, x, indices):
 def _index_put_check(node):
   indices = node.args[1]
   tensors = [i for i in indices if i is not None]
-  if len(indices) != 1 or len(tensors) != 1:
-    return "only one index tensor, on dim 0, is lowered"
-  val = tensors[0].meta.get("val")
-  if val is None or val.dtype == torch.bool:
-    return "boolean-mask indexing has a data-dependent shape"
+  if not tensors:
+    return "no index tensor"
+  for i in tensors:
+    val = i.meta.get("val")
+    if val is None or val.dtype == torch.bool:
+      return "boolean-mask indexing has a data-dependent shape"
   accumulate = node.args[3] if len(node.args) > 3 else node.kwargs.get(
       "accumulate", False)
   if not accumulate:
@@ -336,20 +348,22 @@ def _index_put_check(node):
   return None
 
 
-@lowering("aten.index_put.default", check=_index_put_check)
+@lowering("aten.index_put.default", "aten._unsafe_index_put.default",
+          check=_index_put_check)
 def index_put(ctx, x, indices, values, accumulate=False):
-  """x[indices] += values, a scatter with an add combiner."""
+  """x[indices] += values (the same advanced indexing as `index`), a
+  scatter with an add combiner: the gradient of an embedding, of
+  upsampling's x[:, :, ih, iw]."""
   b, ty = ctx.b, ctx.out
-  idx = h.convert(b, indices[0], "i64")
-  rank = idx.rank
-  upd_shape = list(idx.shape) + list(x.shape[1:])
-  upd = h.broadcast(b, h.convert(b, values, ty.dtype), upd_shape)
-  window_dims = list(range(rank, rank + x.rank - 1))
+  idx, indexed, others, shape = _advanced_index(b, x, indices)
+  upd = h.broadcast(b, h.convert(b, values, ty.dtype), shape)
+  dims = ", ".join(map(str, indexed))
   return b.op(
       "stablehlo.scatter", [x, idx, upd], ty,
       "scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = "
-      f"[{', '.join(map(str, window_dims))}], inserted_window_dims = [0], "
-      f"scatter_dims_to_operand_dims = [0], index_vector_dim = {rank}>, "
+      f"[{', '.join(map(str, others))}], inserted_window_dims = [{dims}], "
+      f"scatter_dims_to_operand_dims = [{dims}], "
+      f"index_vector_dim = {idx.rank - 1}>, "
       "indices_are_sorted = false, unique_indices = false",
       region=b.scalar_region("stablehlo.add", ty.dtype))
 
