@@ -368,6 +368,10 @@ class Backend:
     decompositions[
         torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward  # pylint: disable=protected-access
         .default] = ops_nn.flash_attention_backward_decomposition
+    decompositions[torch.ops.aten.adaptive_max_pool2d.default] = (
+        ops_nn.adaptive_max_pool2d_decomposition)
+    decompositions[torch.ops.aten.adaptive_max_pool2d_backward.default] = (
+        ops_nn.adaptive_max_pool2d_backward_decomposition)
     partition_fn = (_min_cut_partition if self.options.partitioner == "min_cut"
                     else _default_partition)
     compiler = aot_autograd(fw_compiler=self._compiler("forward"),

@@ -707,6 +707,36 @@ def test_upsampling_trains_compiled(mode):
   assert not [e for r in be.reports for e in r.eager]
 
 
+@pytest.mark.parametrize("output_size", [(1, 1), (2, 3), (3, None)])
+def test_adaptive_max_pool_trains_compiled(output_size):
+  # adaptive_max_pool2d (and the gradient autograd emits for it) had no
+  # lowering; where the output divides the input it is a max pool.
+  model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1),
+                              torch.nn.AdaptiveMaxPool2d(output_size),
+                              torch.nn.Flatten(), torch.nn.LazyLinear(2))
+  x = torch.randn(2, 3, 6, 6)
+  model(x)  # materialise the lazy layer
+  be = torch_bridge.Backend({"require_full_compilation": True,
+                             "min_cluster_size": 1})
+  result = models.compare_training(model, (x,), be, steps=2)
+  assert result.outputs <= FORWARD_TOLERANCE
+  assert result.grads <= GRAD_TOLERANCE
+  assert [len(r.clusters) for r in be.reports] == [1] * len(be.reports)
+  assert not [e for r in be.reports for e in r.eager]
+
+
+def test_adaptive_max_pool_that_does_not_divide_runs_eagerly():
+  model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1),
+                              torch.nn.AdaptiveMaxPool2d((4, 4)))
+  be = torch_bridge.Backend()
+  x = torch.randn(2, 3, 6, 6)
+  with warnings.catch_warnings():
+    warnings.simplefilter("ignore", backend_lib.FallbackWarning)
+    assert models.compare_inference(model, (x,), be) <= FORWARD_TOLERANCE
+  assert any(e.op == "aten.adaptive_max_pool2d.default"
+             for r in be.reports for e in r.eager)
+
+
 def test_graph_break_parts_run_eagerly_and_match():
   case = models.CASES["torch_lstm"]  # nn.LSTM is not traced by Dynamo.
   be = torch_bridge.Backend()

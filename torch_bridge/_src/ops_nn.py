@@ -654,3 +654,35 @@ def flash_attention_backward_decomposition(grad_out, query, key, value, out,
     grad_k = grad_k.reshape(shape).sum(2)
     grad_v = grad_v.reshape(shape[:-1] + (value.shape[-1],)).sum(2)
   return grad_q, grad_k, grad_v
+
+
+def _adaptive_window(x, output_size):
+  """(kernel = stride) of an adaptive max pool whose output divides its
+  input exactly, or None."""
+  window = []
+  for size, out in zip(x.shape[-2:], output_size):
+    out = size if out is None else out
+    if out <= 0 or size % out:
+      return None
+    window.append(size // out)
+  return window
+
+
+def adaptive_max_pool2d_decomposition(x, output_size):
+  """`adaptive_max_pool2d` where the output divides the input: a max pool
+  with kernel = stride = input / output (the same windows, and the same
+  flat input indices), for AOTAutograd's decomposition table."""
+  window = _adaptive_window(x, output_size)
+  if window is None:
+    return NotImplemented
+  return torch.ops.aten.max_pool2d_with_indices.default(x, window, window)
+
+
+def adaptive_max_pool2d_backward_decomposition(grad, x, indices):
+  """Its gradient, which autograd emits even when the forward was
+  decomposed: the max pool's gradient over the same windows."""
+  window = _adaptive_window(x, grad.shape[-2:])
+  if window is None:
+    return NotImplemented
+  return torch.ops.aten.max_pool2d_with_indices_backward.default(
+      grad, x, window, window, [0, 0], [1, 1], False, indices)
