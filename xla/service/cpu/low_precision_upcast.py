@@ -23,6 +23,8 @@ too.
 
 from __future__ import annotations
 
+import math
+
 from xla.hlo.ir import hlo_instruction as hi
 from xla.hlo.ir.hlo_opcode import HloOpcode
 from xla.hlo.pass_ import hlo_pass_interface as hpi
@@ -41,23 +43,16 @@ _DOT_TYPES = (P.F16,)
 _RESULT_TYPES = (P.F16, P.BF16, P.F32)
 
 
-def _prod(xs) -> int:
-  n = 1
-  for x in xs:
-    n *= x
-  return n
-
-
 def _macs(instr) -> int:
-  out = _prod(instr.shape.dimensions)
+  out = math.prod(instr.shape.dimensions)
   if instr.opcode == O.kDot:
     lhs = instr.operand(0).shape.dimensions
-    return out * _prod(lhs[d] for d in
+    return out * math.prod(lhs[d] for d in
                        instr.dot_dimension_numbers.lhs_contracting_dimensions)
   dn = instr.convolution_dimension_numbers
   rhs = instr.operand(1).shape.dimensions
   return (out * rhs[dn.kernel_input_feature_dimension] *
-          _prod(rhs[d] for d in dn.kernel_spatial_dimensions))
+          math.prod(rhs[d] for d in dn.kernel_spatial_dimensions))
 
 
 def _candidate(instr) -> bool:
