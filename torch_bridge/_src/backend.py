@@ -358,20 +358,11 @@ class Backend:
     decompositions = {}
     if self.options.decompose:
       from torch._decomp import core_aten_decompositions  # pylint: disable=g-import-not-at-top
-      decompositions = dict(core_aten_decompositions())
-    if self.options.decompose:
       from torch._decomp import decomposition_table  # pylint: disable=g-import-not-at-top
-      for op in _TORCH_DECOMPOSITIONS:
+      decompositions = dict(core_aten_decompositions())
+      for op in _torch_decompositions():
         decompositions[op] = decomposition_table[op]
-    decompositions[torch.ops.aten.native_dropout.default] = (
-        ops_nn.dropout_decomposition)
-    decompositions[
-        torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward  # pylint: disable=protected-access
-        .default] = ops_nn.flash_attention_backward_decomposition
-    decompositions[torch.ops.aten.adaptive_max_pool2d.default] = (
-        ops_nn.adaptive_max_pool2d_decomposition)
-    decompositions[torch.ops.aten.adaptive_max_pool2d_backward.default] = (
-        ops_nn.adaptive_max_pool2d_backward_decomposition)
+    decompositions.update(_our_decompositions())
     partition_fn = (_min_cut_partition if self.options.partitioner == "min_cut"
                     else _default_partition)
     compiler = aot_autograd(fw_compiler=self._compiler("forward"),
@@ -382,13 +373,29 @@ class Backend:
     return compiler(gm, example_inputs)
 
 
-# torch's own decompositions (outside its core ATen set) of ops without a
-# lowering, into ops that have one: group norm and instance norm (batch
-# norm without running statistics).
-_TORCH_DECOMPOSITIONS = tuple(
-    getattr(torch.ops.aten, name).default if "." not in name else
-    getattr(getattr(torch.ops.aten, name.split(".")[0]), name.split(".")[1])
-    for name in ("native_group_norm", "_native_batch_norm_legit.no_stats"))
+def _torch_decompositions():
+  """Ops whose torch decomposition (outside its core ATen set) turns
+  them into lowered ops: group norm and instance norm (batch norm without
+  running statistics)."""
+  aten = torch.ops.aten
+  return (aten.native_group_norm.default,
+          aten._native_batch_norm_legit.no_stats)  # pylint: disable=protected-access
+
+
+def _our_decompositions():
+  """Ours, whatever the `decompose` option: training dropout's random
+  draw, the CPU flash attention gradient and adaptive max pooling with
+  even windows (see ops_nn). Read at each compile (tests replace them)."""
+  aten = torch.ops.aten
+  return {
+      aten.native_dropout.default: ops_nn.dropout_decomposition,
+      aten._scaled_dot_product_flash_attention_for_cpu_backward.default:  # pylint: disable=protected-access
+          ops_nn.flash_attention_backward_decomposition,
+      aten.adaptive_max_pool2d.default:
+          ops_nn.adaptive_max_pool2d_decomposition,
+      aten.adaptive_max_pool2d_backward.default:
+          ops_nn.adaptive_max_pool2d_backward_decomposition,
+  }
 
 
 # Shapes a graph captured with symbolic sizes is compiled for, at most (as

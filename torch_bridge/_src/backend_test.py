@@ -605,6 +605,19 @@ def test_attention_backward_decomposition_from_a_log_sum_exp(causal):
     torch.testing.assert_close(g, w, rtol=1e-9, atol=1e-9)
 
 
+def _trains_fully_compiled(model, inputs, steps=2, **options):
+  """Trains `model` against eager under require_full_compilation: outputs
+  and gradients match, and every graph is one cluster with nothing eager.
+  Returns the comparison."""
+  be = torch_bridge.Backend({"require_full_compilation": True, **options})
+  result = models.compare_training(model, inputs, be, steps=steps)
+  assert result.outputs <= FORWARD_TOLERANCE
+  assert result.grads <= GRAD_TOLERANCE
+  assert [len(r.clusters) for r in be.reports] == [1] * len(be.reports)
+  assert not [e for r in be.reports for e in r.eager]
+  return result
+
+
 def test_clamped_and_leaky_activations_train_compiled():
   # ReLU6 (MobileNet), ELU / SELU and LeakyReLU had no lowering: each one
   # cut its graph and ran eagerly.
@@ -613,13 +626,7 @@ def test_clamped_and_leaky_activations_train_compiled():
       torch.nn.ELU(0.7), torch.nn.Linear(32, 32), torch.nn.LeakyReLU(0.1),
       torch.nn.Linear(32, 32), torch.nn.SELU(), torch.nn.Linear(32, 4),
       torch.nn.Hardtanh(-0.5, 0.5))
-  be = torch_bridge.Backend({"require_full_compilation": True})
-  result = models.compare_training(model, (torch.randn(8, 16) * 3,), be,
-                                   steps=3)
-  assert result.outputs <= FORWARD_TOLERANCE
-  assert result.grads <= GRAD_TOLERANCE
-  assert [len(r.clusters) for r in be.reports] == [1] * len(be.reports)
-  assert not [e for r in be.reports for e in r.eager]
+  _trains_fully_compiled(model, (torch.randn(8, 16) * 3,), steps=3)
 
 
 @pytest.mark.parametrize("norm", ["group", "instance"])
@@ -631,13 +638,7 @@ def test_group_and_instance_norm_train_compiled(norm):
   model = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, padding=1), layer,
                               torch.nn.SiLU(), torch.nn.Conv2d(16, 4, 1),
                               torch.nn.Flatten(), torch.nn.Linear(4 * 36, 3))
-  be = torch_bridge.Backend({"require_full_compilation": True})
-  result = models.compare_training(model, (torch.randn(2, 3, 6, 6),), be,
-                                   steps=3)
-  assert result.outputs <= FORWARD_TOLERANCE
-  assert result.grads <= GRAD_TOLERANCE
-  assert [len(r.clusters) for r in be.reports] == [1] * len(be.reports)
-  assert not [e for r in be.reports for e in r.eager]
+  _trains_fully_compiled(model, (torch.randn(2, 3, 6, 6),), steps=3)
 
 
 @pytest.mark.parametrize("cin,cout,groups,stride,dilation", [
@@ -653,15 +654,9 @@ def test_grouped_convolutions_train_compiled(cin, cout, groups, stride,
       torch.nn.Conv2d(3, cin, 1), torch.nn.Tanh(),
       torch.nn.Conv2d(cin, cout, 3, stride=stride, dilation=dilation,
                       padding=dilation, groups=groups), torch.nn.Tanh())
-  be = torch_bridge.Backend({"require_full_compilation": True,
-                             "min_cluster_size": 1})
-  result = models.compare_training(model, (torch.randn(2, 3, 9, 9),), be,
-                                   steps=2)
-  assert result.outputs <= FORWARD_TOLERANCE
-  assert result.grads <= GRAD_TOLERANCE
+  result = _trains_fully_compiled(model, (torch.randn(2, 3, 9, 9),),
+                                  min_cluster_size=1)
   assert result.params <= FORWARD_TOLERANCE
-  assert [len(r.clusters) for r in be.reports] == [1] * len(be.reports)
-  assert not [e for r in be.reports for e in r.eager]
 
 
 @pytest.mark.parametrize("k,stride,padding,output_padding,dilation", [
@@ -678,15 +673,9 @@ def test_transposed_convolutions_train_compiled(k, stride, padding,
       torch.nn.ConvTranspose2d(4, 6, k, stride=stride, padding=padding,
                                output_padding=output_padding,
                                dilation=dilation), torch.nn.Tanh())
-  be = torch_bridge.Backend({"require_full_compilation": True,
-                             "min_cluster_size": 1})
-  result = models.compare_training(model, (torch.randn(2, 3, 7, 7),), be,
-                                   steps=2)
-  assert result.outputs <= FORWARD_TOLERANCE
-  assert result.grads <= GRAD_TOLERANCE
+  result = _trains_fully_compiled(model, (torch.randn(2, 3, 7, 7),),
+                                  min_cluster_size=1)
   assert result.params <= FORWARD_TOLERANCE
-  assert [len(r.clusters) for r in be.reports] == [1] * len(be.reports)
-  assert not [e for r in be.reports for e in r.eager]
 
 
 @pytest.mark.parametrize("mode", ["nearest", "bilinear"])
@@ -697,14 +686,8 @@ def test_upsampling_trains_compiled(mode):
   model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1),
                               torch.nn.Upsample(scale_factor=2, mode=mode),
                               torch.nn.Conv2d(4, 2, 3, padding=1))
-  be = torch_bridge.Backend({"require_full_compilation": True,
-                             "min_cluster_size": 1})
-  result = models.compare_training(model, (torch.randn(2, 3, 6, 5),), be,
-                                   steps=2)
-  assert result.outputs <= FORWARD_TOLERANCE
-  assert result.grads <= GRAD_TOLERANCE
-  assert [len(r.clusters) for r in be.reports] == [1] * len(be.reports)
-  assert not [e for r in be.reports for e in r.eager]
+  _trains_fully_compiled(model, (torch.randn(2, 3, 6, 5),),
+                         min_cluster_size=1)
 
 
 @pytest.mark.parametrize("output_size", [(1, 1), (2, 3), (3, None)])
@@ -716,13 +699,7 @@ def test_adaptive_max_pool_trains_compiled(output_size):
                               torch.nn.Flatten(), torch.nn.LazyLinear(2))
   x = torch.randn(2, 3, 6, 6)
   model(x)  # materialise the lazy layer
-  be = torch_bridge.Backend({"require_full_compilation": True,
-                             "min_cluster_size": 1})
-  result = models.compare_training(model, (x,), be, steps=2)
-  assert result.outputs <= FORWARD_TOLERANCE
-  assert result.grads <= GRAD_TOLERANCE
-  assert [len(r.clusters) for r in be.reports] == [1] * len(be.reports)
-  assert not [e for r in be.reports for e in r.eager]
+  _trains_fully_compiled(model, (x,), min_cluster_size=1)
 
 
 def test_adaptive_max_pool_that_does_not_divide_runs_eagerly():

@@ -52,10 +52,11 @@ def _conv_check(node):
 
 
 def _regroup(b, weight, groups, kernel):
-  """A weight [A, B / ... per group, ...] whose dim 0 holds G groups of A / G
-  as the kernel [A / G, G * dim1, ...] of a G-group convolution that swaps
-  its feature roles (each group's new output features follow its input
-  features)."""
+  """A weight [A, C, ...] whose dim 0 holds G groups of A / G features, as
+  the kernel [A / G, G * C, ...] of a G-group convolution that swaps the
+  two feature roles (group g's C new output features follow its A / G new
+  input features): a grouped convolution's input gradient, a grouped
+  transposed convolution."""
   a, c = weight.shape[0], weight.shape[1]
   n = len(kernel)
   split = h.reshape(b, weight, [groups, a // groups, c] + list(kernel))

@@ -53,9 +53,7 @@ def _as_strided_check(node):
 @lowering("aten.as_strided.default", check=_as_strided_check)
 def as_strided(ctx, x, size, stride, storage_offset=None):
   """The first prod(size) elements of x in row-major order, reshaped."""
-  count = 1
-  for d in size:
-    count *= d
+  count = math.prod(size)
   flat = h.reshape(ctx.b, x, [math.prod(x.shape)])
   if count != math.prod(x.shape):
     flat = _slice(ctx.b, flat, [0], [count], [1])
@@ -150,13 +148,12 @@ def slice_scatter(ctx, x, src, dim=0, start=None, end=None, step=1):
   dim = h.normalize_dim(dim, x.rank)
   start = slice(start, end).indices(x.shape[dim])[0]
   count = src.shape[dim]
-  low, high, interior = [0] * x.rank, [0] * x.rank, [0] * x.rank
-  if count:
-    low[dim] = start
-    interior[dim] = step - 1
-    high[dim] = x.shape[dim] - start - (count - 1) * step - 1
-  else:
+  if not count:
     return x
+  low, high, interior = [0] * x.rank, [0] * x.rank, [0] * x.rank
+  low[dim] = start
+  interior[dim] = step - 1
+  high[dim] = x.shape[dim] - start - (count - 1) * step - 1
   attrs = (f"edge_padding_low = {mlir.i64_array(low)}, "
            f"edge_padding_high = {mlir.i64_array(high)}, "
            f"interior_padding = {mlir.i64_array(interior)}")
@@ -332,14 +329,9 @@ def index(ctx, x, indices):
 
 
 def _index_put_check(node):
-  indices = node.args[1]
-  tensors = [i for i in indices if i is not None]
-  if not tensors:
-    return "no index tensor"
-  for i in tensors:
-    val = i.meta.get("val")
-    if val is None or val.dtype == torch.bool:
-      return "boolean-mask indexing has a data-dependent shape"
+  reason = _index_check(node)  # The same indices as x[indices].
+  if reason:
+    return reason
   accumulate = node.args[3] if len(node.args) > 3 else node.kwargs.get(
       "accumulate", False)
   if not accumulate:
