@@ -160,6 +160,17 @@ _CASES = {
         x.pow(3.0), x.pow(3), x.abs().add(0.5).pow(-0.5), (x + 3).pow(-1),
         (x + 3).pow(-2), x.abs().pow(2.5), x.pow(2.0),
         torch.arange(-3, 3).pow(3)), (_f32(3, 4),)),
+    "max_min_along_a_dim_with_ties": (lambda x: (
+        *torch.max(x.floor(), 1), *torch.min(x.floor(), 0, keepdim=True),
+        torch.argmax(x.floor()), torch.argmin(x.floor(), -1, keepdim=True),
+        torch.argmax(x.floor().to(torch.int32), 0)), (_f32(5, 6) * 2,)),
+    "floor_and_trunc_division": (lambda x, y, i: (
+        torch.div(x, y, rounding_mode="floor"),
+        torch.div(x, y, rounding_mode="trunc"), x // 0.3, i // 3,
+        torch.div(i, -4, rounding_mode="trunc"),
+        torch.div(-i, i.abs() + 2, rounding_mode="floor")),
+        (_f32(4, 5) * 10, _f32(4, 5) + 0.1,
+         torch.arange(-10, 10, dtype=torch.int64))),
     "matmul_transposed_operands": (lambda a, b, c, d: (
         a @ b.t(), b.t() @ c, torch.nn.functional.linear(a, c, d[:5]),
         torch.bmm(a[None].expand(2, 4, 3),
@@ -182,6 +193,32 @@ def test_op_matches_eager(name):
     assert g.dtype == w.dtype and g.shape == w.shape, (g, w)
     if w.is_floating_point():
       assert models.max_relative_error(g, w) <= 1e-5, (g, w)
+    else:
+      assert torch.equal(g, w), (g, w)
+
+
+def test_extrema_and_rounding_division_follow_torch_at_the_edges():
+  # The first NaN is the maximum and the minimum (and its index); of
+  # equal values the first index; floor division rounds torch's way
+  # (signed zeros, infinities, NaN, division by zero).
+  nan, inf = float("nan"), float("inf")
+  x = torch.tensor([[1., nan, 2., nan], [5., 1., 5., 0.], [-inf] * 4])
+  edges = torch.tensor([-7.5, -3., -1e-30, -0., 0., 0.7, 7.5, 1e30, inf,
+                        -inf, nan, 0.1])
+  a = edges.repeat_interleave(len(edges))
+  b = edges.repeat(len(edges))
+
+  def fn(x, a, b):
+    return (*torch.max(x, 1), *torch.min(x, 1), torch.argmax(x, 1),
+            torch.div(a, b, rounding_mode="floor"),
+            torch.div(a, b, rounding_mode="trunc"))
+
+  got, _ = _run(fn, x, a, b)
+  for g, w in zip(got, fn(x, a, b)):
+    assert g.dtype == w.dtype and g.shape == w.shape
+    if w.is_floating_point():
+      same = (g == w) & (torch.signbit(g) == torch.signbit(w))
+      assert bool((same | (g.isnan() & w.isnan())).all()), (g, w)
     else:
       assert torch.equal(g, w), (g, w)
 
@@ -335,8 +372,9 @@ def test_unlowered_op_is_reported_by_name():
 
 
 def test_rejected_attribute_names_the_op_and_reason():
-  gm = make_fx(lambda x: torch.div(x, 2, rounding_mode="floor"))(_f32(4))
-  with pytest.raises(registry.LoweringError, match="aten.div.Tensor_mode"):
+  gm = make_fx(lambda x: torch.max(x > 0, 0).values)(_f32(4))
+  with pytest.raises(registry.LoweringError,
+                     match="aten.max.dim.*non-bool"):
     lowering.lower_graph(gm)
   gm = make_fx(lambda x: torch.ops.aten.native_dropout(x, 0.5, True)[0])(
       _f32(4))

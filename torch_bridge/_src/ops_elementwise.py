@@ -79,6 +79,70 @@ def div(ctx, x, y):
   return _binary(ctx, "stablehlo.divide", x, y)
 
 
+def _rounding_division(node):
+  mode = node.kwargs.get("rounding_mode")
+  if mode not in ("floor", "trunc"):
+    return f"rounding_mode={mode!r}"
+  val = node.meta.get("val")
+  if not isinstance(val, torch.Tensor) or val.dtype == torch.bool:
+    return "needs a numeric result"
+  return None
+
+
+@lowering("aten.div.Tensor_mode", "aten.div.Scalar_mode",
+          check=_rounding_division)
+def div_rounding(ctx, x, y, rounding_mode=None):
+  """`torch.div(x, y, rounding_mode=...)`, `//` among them. Integers: the
+  truncating quotient, one less where floor mode and a nonzero remainder
+  of the other sign than the divisor. Floats: trunc(x / y), or torch's
+  floor division, which rounds the exact quotient of x - fmod(x, y)
+  (floor(x / y) of the rounded quotient can be one off)."""
+  b, ty = ctx.b, ctx.out
+  xv, yv = h.operand(b, x, ty), h.operand(b, y, ty)
+  quotient = b.op("stablehlo.divide", [xv, yv], ty)
+  bools = ty.with_dtype("i1")
+  zero = b.constant(0, ty)
+  if not ty.is_float:
+    if rounding_mode == "trunc":
+      return quotient
+    rem = b.op("stablehlo.remainder", [xv, yv], ty)
+    fix = b.op("stablehlo.and", [
+        h.compare(b, rem, zero, "NE"),
+        h.compare(b, h.compare(b, rem, zero, "LT"),
+                  h.compare(b, yv, zero, "LT"), "NE")], bools)
+    return b.op("stablehlo.select", [
+        fix, b.op("stablehlo.subtract", [quotient, b.constant(1, ty)], ty),
+        quotient], ty)
+  if rounding_mode == "trunc":
+    # trunc(q) = sign(q) * floor(|q|).
+    return b.op("stablehlo.multiply", [
+        b.op("stablehlo.sign", [quotient], ty),
+        b.op("stablehlo.floor", [b.op("stablehlo.abs", [quotient], ty)],
+             ty)], ty)
+  mod = b.op("stablehlo.remainder", [xv, yv], ty)
+  div = b.op("stablehlo.divide",
+             [b.op("stablehlo.subtract", [xv, mod], ty), yv], ty)
+  other_sign = b.op("stablehlo.and", [
+      h.compare(b, mod, zero, "NE"),
+      h.compare(b, h.compare(b, yv, zero, "LT"),
+                h.compare(b, mod, zero, "LT"), "NE")], bools)
+  one = b.constant(1, ty)
+  div = b.op("stablehlo.select", [
+      other_sign, b.op("stablehlo.subtract", [div, one], ty), div], ty)
+  floor = b.op("stablehlo.floor", [div], ty)
+  floor = b.op("stablehlo.select", [
+      h.compare(b, b.op("stablehlo.subtract", [div, floor], ty),
+                b.constant(0.5, ty), "GT"),
+      b.op("stablehlo.add", [floor, one], ty), floor], ty)
+  # A zero quotient keeps the sign of x / y; division by zero is x / y.
+  signed_zero = b.op("stablehlo.multiply", [
+      b.op("stablehlo.sign", [quotient], ty), zero], ty)
+  floor = b.op("stablehlo.select", [h.compare(b, div, zero, "EQ"),
+                                    signed_zero, floor], ty)
+  return b.op("stablehlo.select", [h.compare(b, yv, zero, "EQ"), quotient,
+                                   floor], ty)
+
+
 @lowering("aten.maximum.default")
 def maximum(ctx, x, y):
   return _binary(ctx, "stablehlo.maximum", x, y)

@@ -254,3 +254,124 @@ def cumsum(ctx, x, dim, dtype=None):
       f"window_strides = {mlir.i64_array([1] * x.rank)}, "
       f"padding = dense<[{pad}]> : tensor<{x.rank}x2xi64>",
       region=b.scalar_region("stablehlo.add", ty.dtype))
+
+
+# -- max / min along a dim with their index, argmax / argmin. --------------
+
+
+def _arg_region(b, dtype: str, direction: str) -> str:
+  """The combiner of a (value, index) reduction: the greater (GT) or
+  smaller (LT) value wins, NaN beats every number, and of equal values
+  (two NaNs included) the lower index wins: torch's first extremum."""
+  t, it = f"tensor<{dtype}>", "tensor<i64>"
+  bt = "tensor<i1>"
+  a, ai, c, ci = (b._fresh("ra"), b._fresh("ri"), b._fresh("rb"),  # pylint: disable=protected-access
+                  b._fresh("rj"))  # pylint: disable=protected-access
+  lines = []
+
+  def emit(name, operands, ty, attrs=""):
+    r = b._fresh("rr")  # pylint: disable=protected-access
+    types = ", ".join(ty_ for _, ty_ in operands)
+    text = f'{r} = "{name}"({", ".join(v for v, _ in operands)})'
+    if attrs:
+      text += f" {{{attrs}}}"
+    lines.append(f"      {text} : ({types}) -> {ty}")
+    return r
+
+  def cmp(x, y, ty, direction_, kind):
+    return emit("stablehlo.compare", [(x, ty), (y, ty)], bt,
+                f"comparison_direction = #stablehlo<comparison_direction "
+                f"{direction_}>, compare_type = #stablehlo<comparison_type "
+                f"{kind}>")
+
+  kind = h.compare_type(dtype)
+  better = cmp(a, c, t, direction, kind)
+  equal = cmp(a, c, t, "EQ", kind)
+  if dtype in mlir.FLOAT_TYPES:
+    a_nan = cmp(a, a, t, "NE", kind)
+    c_nan = cmp(c, c, t, "NE", kind)
+    c_num = emit("stablehlo.not", [(c_nan, bt)], bt)
+    better = emit("stablehlo.or", [(better, bt),
+                                   (emit("stablehlo.and", [(a_nan, bt),
+                                                           (c_num, bt)], bt),
+                                    bt)], bt)
+    equal = emit("stablehlo.or", [(equal, bt),
+                                  (emit("stablehlo.and", [(a_nan, bt),
+                                                          (c_nan, bt)], bt),
+                                   bt)], bt)
+  first = cmp(ai, ci, it, "LT", "SIGNED")
+  pick = emit("stablehlo.or", [(better, bt),
+                               (emit("stablehlo.and", [(equal, bt),
+                                                       (first, bt)], bt),
+                                bt)], bt)
+  value = emit("stablehlo.select", [(pick, bt), (a, t), (c, t)], t)
+  index = emit("stablehlo.select", [(pick, bt), (ai, it), (ci, it)], it)
+  lines.append(f'      "stablehlo.return"({value}, {index}) : ({t}, {it}) '
+               f"-> ()")
+  return (f"    ^bb0({a}: {t}, {ai}: {it}, {c}: {t}, {ci}: {it}):\n" +
+          "\n".join(lines))
+
+
+def _arg_reduce(ctx, x, dim, keepdim, direction):
+  """(values, indices) of the extremum of `x` along `dim` (None: over all
+  elements, flattened)."""
+  b = ctx.b
+  rank = x.rank
+  if dim is None:
+    size = 1
+    for d in x.shape:
+      size *= d
+    x = h.reshape(b, x, (size,))
+    d = 0
+  else:
+    d = h.normalize_dim(dim, max(rank, 1))
+    if x.rank == 0:
+      x = h.reshape(b, x, (1,))
+  index_type = x.type.with_dtype("i64")
+  iota = b.op("stablehlo.iota", [], index_type, f"iota_dimension = {d}")
+  extreme = (_init_min if direction == "GT" else _init_max)(x.dtype)
+  shape = [n for i, n in enumerate(x.shape) if i != d]
+  values, indices = b.op_multi(
+      "stablehlo.reduce",
+      [x, iota, b.constant(extreme, TensorType((), x.dtype)),
+       b.constant(2 ** 63 - 1, TensorType((), "i64"))],
+      [x.type.with_shape(shape), index_type.with_shape(shape)],
+      "dimensions = " + mlir.i64_array([d]),
+      region=_arg_region(b, x.dtype, direction))
+  # The result type torch inferred has the kept dims (keepdim) or not.
+  del keepdim
+  outs = ctx.out if isinstance(ctx.out, (list, tuple)) else [ctx.out]
+  return [h.reshape(b, v, outs[-1].shape) for v in (values, indices)]
+
+
+def _arg_check(node):
+  val = node.meta.get("val")
+  if isinstance(val, (list, tuple)):
+    val = val[0]
+  x = node.args[0].meta.get("val") if isinstance(
+      node.args[0], torch.fx.Node) else None
+  if x is None or x.dtype == torch.bool or x.is_complex():
+    return "needs a real, non-bool operand"
+  if x.numel() == 0:
+    return "an empty operand"
+  return None
+
+
+@lowering("aten.max.dim", check=_arg_check)
+def max_dim(ctx, x, dim, keepdim=False):
+  return _arg_reduce(ctx, x, dim, keepdim, "GT")
+
+
+@lowering("aten.min.dim", check=_arg_check)
+def min_dim(ctx, x, dim, keepdim=False):
+  return _arg_reduce(ctx, x, dim, keepdim, "LT")
+
+
+@lowering("aten.argmax.default", check=_arg_check)
+def argmax(ctx, x, dim=None, keepdim=False):
+  return _arg_reduce(ctx, x, dim, keepdim, "GT")[1]
+
+
+@lowering("aten.argmin.default", check=_arg_check)
+def argmin(ctx, x, dim=None, keepdim=False):
+  return _arg_reduce(ctx, x, dim, keepdim, "LT")[1]
