@@ -384,8 +384,8 @@ def _torch_decompositions():
 
 def _our_decompositions():
   """Ours, whatever the `decompose` option: training dropout's random
-  draw, the CPU flash attention gradient and adaptive max pooling with
-  even windows (see ops_nn). Read at each compile (tests replace them)."""
+  draw, the CPU flash attention gradient and adaptive max pooling (see
+  ops_nn). Read at each compile (tests replace them)."""
   aten = torch.ops.aten
   return {
       aten.native_dropout.default: ops_nn.dropout_decomposition,

@@ -659,20 +659,26 @@ def test_grouped_convolutions_train_compiled(cin, cout, groups, stride,
   assert result.params <= FORWARD_TOLERANCE
 
 
-@pytest.mark.parametrize("k,stride,padding,output_padding,dilation", [
-    (2, 2, 0, 0, 1),     # the U-Net / DCGAN upsampling layer
-    (3, 2, 1, 1, 1),
-    (3, 1, 1, 0, 2),
-    (4, 2, 1, 0, 1),
+@pytest.mark.parametrize("k,stride,padding,output_padding,dilation,groups", [
+    (2, 2, 0, 0, 1, 1),     # the U-Net / DCGAN upsampling layer
+    (3, 2, 1, 1, 1, 1),
+    (3, 1, 1, 0, 2, 1),
+    (4, 2, 1, 0, 1, 1),
+    (3, 2, 1, 1, 1, 2),     # grouped
+    (2, 2, 0, 0, 1, 4),     # depthwise, channel multiplier 3 / 2
 ])
 def test_transposed_convolutions_train_compiled(k, stride, padding,
-                                                output_padding, dilation):
-  # Transposed convolutions had no lowering, forward or backward.
+                                                output_padding, dilation,
+                                                groups):
+  # Transposed convolutions had no lowering, forward or backward; with
+  # groups their gradient stayed eager.
   model = torch.nn.Sequential(
       torch.nn.Conv2d(3, 4, 1), torch.nn.Tanh(),
-      torch.nn.ConvTranspose2d(4, 6, k, stride=stride, padding=padding,
+      torch.nn.ConvTranspose2d(4, 6 if groups < 4 else 12, k, stride=stride,
+                               padding=padding,
                                output_padding=output_padding,
-                               dilation=dilation), torch.nn.Tanh())
+                               dilation=dilation, groups=groups),
+      torch.nn.Tanh())
   result = _trains_fully_compiled(model, (torch.randn(2, 3, 7, 7),),
                                   min_cluster_size=1)
   assert result.params <= FORWARD_TOLERANCE
@@ -690,28 +696,35 @@ def test_upsampling_trains_compiled(mode):
                          min_cluster_size=1)
 
 
-@pytest.mark.parametrize("output_size", [(1, 1), (2, 3), (3, None)])
+@pytest.mark.parametrize("output_size",
+                         [(1, 1), (2, 3), (3, None), (4, 4), (4, None),
+                          (5, 2)])
 def test_adaptive_max_pool_trains_compiled(output_size):
   # adaptive_max_pool2d (and the gradient autograd emits for it) had no
-  # lowering; where the output divides the input it is a max pool.
+  # lowering; where the output divides the input it is a max pool, else
+  # its windows are gathered (those of (4, 4) from 6 x 6 overlap; (5, 2)
+  # from 6 x 7 has windows of two widths).
   model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1),
                               torch.nn.AdaptiveMaxPool2d(output_size),
                               torch.nn.Flatten(), torch.nn.LazyLinear(2))
-  x = torch.randn(2, 3, 6, 6)
+  x = torch.randn(2, 3, 6, 7 if output_size == (5, 2) else 6)
   model(x)  # materialise the lazy layer
   _trains_fully_compiled(model, (x,), min_cluster_size=1)
 
 
-def test_adaptive_max_pool_that_does_not_divide_runs_eagerly():
-  model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1),
-                              torch.nn.AdaptiveMaxPool2d((4, 4)))
-  be = torch_bridge.Backend()
-  x = torch.randn(2, 3, 6, 6)
-  with warnings.catch_warnings():
-    warnings.simplefilter("ignore", backend_lib.FallbackWarning)
-    assert models.compare_inference(model, (x,), be) <= FORWARD_TOLERANCE
-  assert any(e.op == "aten.adaptive_max_pool2d.default"
-             for r in be.reports for e in r.eager)
+def test_uneven_adaptive_max_pool_matches_torch_indices_and_nan():
+  # The gathered windows repeat a narrow window's last position; the
+  # maximum's first index must still be torch's, ties and NaN included.
+  x = torch.randn(2, 3, 7, 5)
+  x[..., 0, 0] = x[..., 0, 1]
+  x[0, 0, 3, 2] = float("nan")
+  pool = torch.nn.AdaptiveMaxPool2d((3, 4), return_indices=True)
+  want = pool(x)
+  got = torch.compile(pool, backend=torch_bridge.Backend(
+      {"min_cluster_size": 1, "require_full_compilation": True}),
+      dynamic=False)(x)
+  torch.testing.assert_close(got[0], want[0], equal_nan=True)
+  assert torch.equal(got[1], want[1])
 
 
 def test_graph_break_parts_run_eagerly_and_match():

@@ -104,8 +104,6 @@ def convolution(ctx, x, weight, bias, stride, padding, dilation, transposed,
 def _conv_backward_check(node):
   (grad, x, weight, _, stride, padding, dilation, transposed, _, groups,
    _) = node.args
-  if transposed and groups != 1:
-    return "a transposed convolution with groups > 1"
   n = len(weight.meta["val"].shape) - 2
   kernel = weight.meta["val"].shape[2:]
   for k, p, d in zip(kernel, _expand(padding, n), _expand(dilation, n)):
@@ -130,9 +128,9 @@ def convolution_backward(ctx, grad, x, weight, bias_sizes, stride, padding,
   G batch groups.
 
   A transposed convolution's gradients swap the two roles: its input
-  grad is the plain convolution of `grad` with the weight, and its weight
-  grad [Cin, Cout, ...] is a plain convolution's weight grad with `grad`
-  as the input and `x` as the output grad."""
+  grad is the plain (G-group) convolution of `grad` with the weight, and
+  its weight grad [Cin, Cout / G, ...] is a plain convolution's weight
+  grad with `grad` as the input and `x` as the output grad."""
   b = ctx.b
   n = x.rank - 2
   stride, padding, dilation = (_expand(stride, n), _expand(padding, n),
@@ -147,14 +145,14 @@ def convolution_backward(ctx, grad, x, weight, bias_sizes, stride, padding,
           b, grad, weight, ctx.out[0], strides=stride,
           padding=[(p, p) for p in padding], lhs_dilation=[1] * n,
           rhs_dilation=dilation,
-          dims=f"[b, f, {sp}]x[o, i, {sp}]->[b, f, {sp}]")
+          dims=f"[b, f, {sp}]x[o, i, {sp}]->[b, f, {sp}]", groups=groups)
     else:
       results[0] = _input_grad(b, grad, weight, ctx.out[0], x.shape[2:],
                                kernel, stride, padding, dilation, groups)
   if output_mask[1]:
     if transposed:
       results[1] = _weight_grad(b, grad, x, ctx.out[1], kernel, stride,
-                                padding, dilation, 1)
+                                padding, dilation, groups)
     else:
       results[1] = _weight_grad(b, x, grad, ctx.out[1], kernel, stride,
                                 padding, dilation, groups)
@@ -669,21 +667,72 @@ def _adaptive_window(x, output_size):
   return window
 
 
+def _adaptive_rows(size: int, out: int, device) -> torch.Tensor:
+  """[out, k] input positions of each adaptive window along one dim
+  (torch's windows: floor(i * size / out) to ceil((i + 1) * size / out)),
+  k the widest window's length; a narrower window repeats its last
+  position, which changes neither its maximum nor where that is first
+  found in row-major order. Made of torch ops (a decomposition may not
+  make constant tensors)."""
+  k = max(-((-(i + 1) * size) // out) - (i * size) // out
+          for i in range(out))
+  i = torch.arange(out, dtype=torch.int64, device=device)
+  starts = (i * size) // out
+  last = ((i + 1) * size + out - 1) // out - 1
+  offsets = torch.arange(k, dtype=torch.int64, device=device)
+  return torch.minimum(starts.unsqueeze(1) + offsets.unsqueeze(0),
+                       last.unsqueeze(1))
+
+
+def _adaptive_max_gather(x, output_size):
+  """`adaptive_max_pool2d` with any windows: every window gathered (padded
+  to the widest as `_adaptive_rows` says), then one max with the first
+  index of it, mapped back to the flat input index."""
+  height, width = x.shape[-2:]
+  out_h = height if output_size[0] is None else output_size[0]
+  out_w = width if output_size[1] is None else output_size[1]
+  if out_h <= 0 or out_w <= 0:
+    return NotImplemented
+  rows = _adaptive_rows(height, out_h, x.device)  # [oh, kh]
+  cols = _adaptive_rows(width, out_w, x.device)   # [ow, kw]
+  kh, kw = rows.shape[1], cols.shape[1]
+  ih = rows.reshape(out_h, 1, kh, 1)
+  iw = cols.reshape(1, out_w, 1, kw)
+  windows = x[..., ih, iw]  # [..., oh, ow, kh, kw]
+  lead = tuple(x.shape[:-2])
+  values, first = windows.reshape(lead + (out_h, out_w, kh * kw)).max(-1)
+  flat = (ih * width + iw).reshape(out_h, out_w, kh * kw)
+  indices = flat.expand(lead + (out_h, out_w, kh * kw)).gather(
+      -1, first.unsqueeze(-1)).squeeze(-1)
+  return values, indices
+
+
 def adaptive_max_pool2d_decomposition(x, output_size):
-  """`adaptive_max_pool2d` where the output divides the input: a max pool
-  with kernel = stride = input / output (the same windows, and the same
-  flat input indices), for AOTAutograd's decomposition table."""
+  """`adaptive_max_pool2d`, for AOTAutograd's decomposition table: where
+  the output divides the input a max pool with kernel = stride = input /
+  output (the same windows, and the same flat input indices), else the
+  windows gathered (`_adaptive_max_gather`)."""
   window = _adaptive_window(x, output_size)
   if window is None:
-    return NotImplemented
+    return _adaptive_max_gather(x, output_size)
   return torch.ops.aten.max_pool2d_with_indices.default(x, window, window)
 
 
 def adaptive_max_pool2d_backward_decomposition(grad, x, indices):
   """Its gradient, which autograd emits even when the forward was
-  decomposed: the max pool's gradient over the same windows."""
+  decomposed: the max pool's gradient over the same windows where they
+  divide the input, else each output's gradient added at its flat input
+  index (an accumulating index_put: windows overlap)."""
   window = _adaptive_window(x, grad.shape[-2:])
   if window is None:
-    return NotImplemented
+    height, width = x.shape[-2:]
+    planes = math.prod(x.shape[:-2])
+    per = height * width
+    base = torch.arange(planes, device=x.device, dtype=torch.int64) * per
+    where = (indices.reshape(planes, -1) + base.unsqueeze(-1)).reshape(-1)
+    total = torch.zeros(planes * per, dtype=grad.dtype, device=grad.device)
+    total = torch.ops.aten.index_put.default(
+        total, [where], grad.reshape(-1), True)
+    return total.reshape(x.shape)
   return torch.ops.aten.max_pool2d_with_indices_backward.default(
       grad, x, window, window, [0, 0], [1, 1], False, indices)
