@@ -684,6 +684,19 @@ def test_transposed_convolutions_train_compiled(k, stride, padding,
   assert result.params <= FORWARD_TOLERANCE
 
 
+@pytest.mark.parametrize("k,padding,stride", [(1, 1, 1), (2, 2, 1),
+                                              (3, 4, 3)])
+def test_convolutions_padded_beyond_their_kernel_train_compiled(k, padding,
+                                                                stride):
+  # Padding wider than the dilated kernel left the gradient eager.
+  model = torch.nn.Sequential(
+      torch.nn.Conv2d(3, 4, 1), torch.nn.Tanh(),
+      torch.nn.Conv2d(4, 5, k, padding=padding, stride=stride),
+      torch.nn.Tanh())
+  _trains_fully_compiled(model, (torch.randn(2, 3, 7, 6),),
+                         min_cluster_size=1)
+
+
 @pytest.mark.parametrize("mode", ["nearest", "bilinear"])
 def test_upsampling_trains_compiled(mode):
   # torch decomposes upsampling into advanced indexing with whole dims

@@ -102,14 +102,7 @@ def convolution(ctx, x, weight, bias, stride, padding, dilation, transposed,
 
 
 def _conv_backward_check(node):
-  (grad, x, weight, _, stride, padding, dilation, transposed, _, groups,
-   _) = node.args
-  n = len(weight.meta["val"].shape) - 2
-  kernel = weight.meta["val"].shape[2:]
-  for k, p, d in zip(kernel, _expand(padding, n), _expand(dilation, n)):
-    if d * (k - 1) - p < 0:
-      return "padding larger than the dilated kernel"
-  return _float_check(x)
+  return _float_check(node.args[1])
 
 
 @lowering("aten.convolution_backward.default", check=_conv_backward_check)
@@ -126,6 +119,10 @@ def convolution_backward(ctx, grad, x, weight, bias_sizes, stride, padding,
   [Cout, Cin / G, ...] so each group's output features follow its input
   features, and the weight grad splits x's features (its batch here) into
   G batch groups.
+
+  Padding wider than the dilated kernel (a 1x1 convolution with padding
+  1) makes the input grad's padding negative: the convolution crops those
+  rows, which only ever read the forward's zero padding.
 
   A transposed convolution's gradients swap the two roles: its input
   grad is the plain (G-group) convolution of `grad` with the weight, and
