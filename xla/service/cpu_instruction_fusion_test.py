@@ -337,3 +337,48 @@ def test_shared_chain_evaluates_the_same(monkeypatch, budget):
   got = ev.evaluate(fused, [x])
   for g, w in zip(got, want):
     np.testing.assert_allclose(g, w, rtol=1e-5)
+
+
+def test_refused_operands_are_not_asked_again_after_each_fusion():
+  # A fusion that takes a chain of k producers, one at a time, asked
+  # should_fuse again of every operand it had refused after each step:
+  # O(k * refused) questions, most of the pass on unrolled PRNG code. Only
+  # operands of a fused producer can change their answer; the result is
+  # the same.
+  refused = 40
+  lines = ["HloModule m", "ENTRY e {", "  x = f32[8] parameter(0)"]
+  # Parameters (never fusible) the root reads directly.
+  params = [f"  prm{i} = f32[8] parameter({i + 1})" for i in range(refused)]
+  lines += params
+  chain = "x"
+  for i in range(30):
+    lines.append(f"  neg{i} = f32[8] negate({chain})")
+    chain = f"neg{i}"
+  total = chain
+  for i in range(refused):
+    lines.append(f"  sum{i} = f32[8] add({total}, prm{i})")
+    total = f"sum{i}"
+  lines.append(f"  ROOT r = f32[8] negate({total})")
+  lines.append("}")
+  text = "\n".join(lines)
+
+  asked = []
+
+  class Counting(cif.CpuInstructionFusion):
+
+    def should_fuse(self, consumer, operand_index):
+      asked.append(consumer.operand(operand_index))
+      return super().should_fuse(consumer, operand_index)
+
+  module = hp.parse_and_return_verified_module(text)
+  assert Counting().run(module)
+  hlo_verifier.verify(module)
+  fusions = _fusions(module.entry_computation)
+  assert len(fusions) == 1
+  assert len(fusions[0].fused_computation.instructions) == 1 + 30 + 40 + 41
+  # Each parameter is refused once, not once per fused producer.
+  counts = {}
+  for producer in asked:
+    if producer.opcode == O.kParameter:
+      counts[producer.name] = counts.get(producer.name, 0) + 1
+  assert counts and max(counts.values()) <= 2, counts

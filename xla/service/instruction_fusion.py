@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
+from xla.hlo.ir import hlo_attrs
 from xla.hlo.ir import hlo_instruction as hi
 from xla.hlo.ir.hlo_attrs import FusionKind
 from xla.hlo.ir.hlo_computation import HloComputation
@@ -364,23 +365,48 @@ class InstructionFusion(hpi.HloModulePass):
       if consumer.parent is not comp:
         continue  # removed by an earlier fusion
       current = consumer
+      # Producers a fusion `current` refused, by id: asked again only once
+      # something that can change the answer happened (see below).
+      refused: dict[int, HloInstruction] = {}
       progress = True
       while progress:
         progress = False
+        operands = current.operands
         # Operands latest in post order first (as XLA's fusion queue does):
         # a producer P used by the consumer and by another operand B of it
         # is then fused after B, when all its users are inside the fusion,
         # instead of being duplicated once for the consumer and again for
         # B. Duplicating at every such diamond grows a chain of diamonds
         # (a hash's rounds) exponentially.
-        keys = [position.get(id(op), -1) for op in current.operands]
+        keys = [position.get(id(op), -1) for op in operands]
         order = sorted(range(len(keys)), key=keys.__getitem__,
                        reverse=True)  # stable, like sorting on -key
+        # The answers for a fusion's operand depend on the operand, its
+        # users and what reads its parameter inside the fusion; fusing a
+        # producer Q changes those only for Q's own operands (Q leaves
+        # their users; Q's clone reads their parameters) and otherwise
+        # only tightens (duplication budgets grow). So a refused operand
+        # is asked again only when it is an operand of a fused producer.
+        # Not for plain consumers (a reduce asks per operand index) or
+        # fusions listing an operand twice.
+        remember = (current.opcode == O.kFusion and
+                    len(set(operands)) == len(operands))
         for i in order:
+          producer = operands[i]
+          if remember and refused.get(id(producer)) is producer:
+            continue
           if self.should_fuse(current, i):
-            current = self.fuse(current.operand(i), current)
+            if remember:
+              for op in producer.operands:
+                refused.pop(id(op), None)
+            fused = self.fuse(producer, current)
+            if fused is not current:
+              refused = {}
+            current = fused
             changed = progress = True
             break
+          if remember:
+            refused[id(producer)] = producer
     return changed
 
   def run(self, module, execution_threads=frozenset()) -> bool:
@@ -425,8 +451,9 @@ def applied_functions(module) -> set[int]:
   and removes the originals, and a computation's callers are visited after
   it, so the answer for a computation not yet visited cannot change."""
   applied: set[int] = set()
+  calling = hlo_attrs.CALLING_OPCODES
   for instr in module.instructions():
-    if instr.opcode in _CALL_LIKE:
+    if instr.opcode not in calling or instr.opcode in _CALL_LIKE:
       continue
     for c in instr.called_computations():
       applied.add(id(c))
