@@ -66,6 +66,7 @@ def verify(module) -> None:
   comp_names: set[str] = set()
   instr_names: dict[str, object] = {}
   fusion_callers: dict[int, list] = {}
+  calling = hlo_attrs.CALLING_OPCODES
   for comp in module.computations:
     if comp.parent is not module:
       _fail("computation does not point back to its module", comp)
@@ -78,6 +79,8 @@ def verify(module) -> None:
               f"(also in computation {instr_names[instr.name].name})", comp,
               instr)
       instr_names[instr.name] = comp
+      if instr.opcode not in calling:
+        continue
       for callee in instr.called_computations():
         if id(callee) not in in_module:
           _fail(f"calls computation {callee.name}, which is not in the "
@@ -141,7 +144,7 @@ def verify_computation(comp) -> None:
     for op in instr.operands:
       if id(op) not in members:
         _fail(f"operand {op.name} is not in the computation", comp, instr)
-      if instr not in op.users:
+      if not op.has_user(instr):
         _fail(f"operand {op.name} does not list it as a user", comp, instr)
     for user in instr.users:
       if instr not in user.operands:

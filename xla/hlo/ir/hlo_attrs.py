@@ -376,6 +376,12 @@ def attr_spec(opcode: HloOpcode, name: str) -> Optional[AttrSpec]:
   return None if by_name is None else by_name.get(name)
 
 
+# The opcodes whose instructions can call computations (a set, for scans
+# of every instruction of a module that look only at those).
+CALLING_OPCODES: frozenset[HloOpcode] = frozenset(
+    op for op, names in _COMPUTATION_ATTR_NAMES.items() if names)
+
+
 def calls_computations(opcode: HloOpcode) -> bool:
   """Whether instructions of `opcode` can call computations."""
   return bool(_COMPUTATION_ATTR_NAMES.get(opcode))

@@ -46,7 +46,11 @@ class HloInstruction:
     self.unique_id = next(_ids)
     self.parent = None  # the HloComputation holding this instruction
     self._operands: list[HloInstruction] = []
-    self._users: list[HloInstruction] = []
+    # Users in the order they started using this instruction, as dict keys
+    # (instructions hash by identity): adding, finding and removing one is
+    # O(1), where a list made removing an operand of a producer with
+    # thousands of users (a PRNG key, a broadcast scalar) a scan of them.
+    self._users: dict[HloInstruction, None] = {}
     self.attrs: dict[str, Any] = {}
     self.literal: Optional[Literal] = None
     self.parameter_number: Optional[int] = None
@@ -91,14 +95,18 @@ class HloInstruction:
   def user_count(self) -> int:
     return len(self._users)
 
+  def has_user(self, instruction: "HloInstruction") -> bool:
+    """Whether `instruction` uses this one (O(1), unlike a search of
+    `users`)."""
+    return instruction in self._users
+
   def append_operand(self, operand: "HloInstruction") -> None:
     if not isinstance(operand, HloInstruction):
       raise support.InvalidArgumentError(
           f"operand of {self.name} must be an HloInstruction, got "
           f"{type(operand).__name__}")
     self._operands.append(operand)
-    if self not in operand._users:
-      operand._users.append(self)
+    operand._users[self] = None
 
   def _drop_user_if_unused(self, operand: "HloInstruction") -> None:
     # Instructions compare by identity and a user is listed once, so the
@@ -108,10 +116,7 @@ class HloInstruction:
       operand._drop_user(self)
 
   def _drop_user(self, user: "HloInstruction") -> None:
-    try:
-      self._users.remove(user)
-    except ValueError:
-      pass
+    self._users.pop(user, None)
 
   def replace_operand_with(self, index: int,
                            new_operand: "HloInstruction") -> None:
@@ -119,8 +124,7 @@ class HloInstruction:
     if old is new_operand:
       return
     self._operands[index] = new_operand
-    if self not in new_operand._users:
-      new_operand._users.append(self)
+    new_operand._users[self] = None
     self._drop_user_if_unused(old)
 
   def replace_use_with(self, user: "HloInstruction",
@@ -151,8 +155,7 @@ class HloInstruction:
     for op in before - after:
       op._drop_user(self)
     for op in after - before:
-      if self not in op._users:
-        op._users.append(self)
+      op._users[self] = None
 
   def detach_operands(self) -> None:
     """Removes this instruction from its operands' user lists."""

@@ -148,10 +148,15 @@ class HloModule:
     # Each computation's callees, in instruction order, found once.
     callees: dict[int, list[HloComputation]] = {}
 
+    calling = hlo_attrs.CALLING_OPCODES
+
     def callees_of(comp: HloComputation) -> list[HloComputation]:
       found = callees.get(id(comp))
       if found is None:
+        # Most instructions call nothing: tested by opcode inline (this
+        # scans every instruction of the module, once per pass).
         found = [callee for instr in comp.iter_instructions()
+                 if instr.opcode in calling
                  for callee in instr.called_computations()]
         callees[id(comp)] = found
       return found

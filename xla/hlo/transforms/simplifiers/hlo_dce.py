@@ -19,6 +19,7 @@ Computations on other execution threads are left alone.
 
 from __future__ import annotations
 
+from xla.hlo.ir import hlo_attrs
 from xla.hlo.ir.hlo_opcode import HloOpcode
 from xla.hlo.pass_ import hlo_pass_interface as hpi
 
@@ -109,14 +110,16 @@ def remove_dead_computations(module, execution_threads=frozenset()) -> bool:
   if module.entry_computation is None:
     return False
   live: set[int] = set()
+  calling = hlo_attrs.CALLING_OPCODES
   stack = [module.entry_computation]
   while stack:
     comp = stack.pop()
     if id(comp) in live:
       continue
     live.add(id(comp))
-    for instr in comp.instructions:
-      stack.extend(instr.called_computations())
+    for instr in comp.iter_instructions():
+      if instr.opcode in calling:
+        stack.extend(instr.called_computations())
   dead = [c for c in module.computations
           if id(c) not in live and
           hpi.thread_included(c.execution_thread, execution_threads)]
@@ -125,7 +128,7 @@ def remove_dead_computations(module, execution_threads=frozenset()) -> bool:
     dead_ids = {id(c) for c in dead}
     called_by_kept = {id(callee) for c in module.computations
                       if id(c) not in dead_ids
-                      for i in c.instructions
+                      for i in c.iter_instructions() if i.opcode in calling
                       for callee in i.called_computations()}
     kept_now = [c for c in dead if id(c) in called_by_kept]
     if not kept_now:
