@@ -171,6 +171,12 @@ _CASES = {
         torch.div(-i, i.abs() + 2, rounding_mode="floor")),
         (_f32(4, 5) * 10, _f32(4, 5) + 0.1,
          torch.arange(-10, 10, dtype=torch.int64))),
+    "scatter_add_repeated_indices": (lambda x, src, i, j: (
+        x.scatter_add(1, i, src), torch.zeros(4, 4).scatter_add(
+            0, j, src[:2, :4] * 2)),
+        (_f32(3, 6), _f32(3, 5),
+         torch.tensor([[0, 2, 2, 5], [1, 1, 1, 0], [5, 4, 3, 2]]),
+         torch.tensor([[3, 3, 0, 1], [3, 0, 0, 2]]))),
     "matmul_transposed_operands": (lambda a, b, c, d: (
         a @ b.t(), b.t() @ c, torch.nn.functional.linear(a, c, d[:5]),
         torch.bmm(a[None].expand(2, 4, 3),

@@ -366,6 +366,25 @@ def _gather_check(node):
   return None
 
 
+def _along_dim_indices(b, index, dim: int, rank: int):
+  """[*index.shape, rank] full index vectors of torch.gather / scatter
+  along `dim`: `index` itself at `dim`, each position's own coordinate in
+  the other dims."""
+  shape = list(index.shape)
+  idx = h.convert(b, index, "i64")
+  parts = []
+  for d in range(rank):
+    ity = TensorType(tuple(shape) + (1,), "i64")
+    if d == dim:
+      parts.append(h.reshape(b, idx, ity.shape))
+    else:
+      parts.append(b.op("stablehlo.iota", [], ity,
+                        f"iota_dimension = {d} : i64"))
+  return b.op("stablehlo.concatenate", parts,
+              TensorType(tuple(shape) + (rank,), "i64"),
+              f"dimension = {len(shape)} : i64")
+
+
 @lowering("aten.gather.default", check=_gather_check)
 def gather(ctx, x, dim, index, sparse_grad=False):
   """out[i0..in] = x[i0.., index[i0..in], ..in] (torch.gather), as a
@@ -373,18 +392,7 @@ def gather(ctx, x, dim, index, sparse_grad=False):
   b = ctx.b
   dim = h.normalize_dim(dim, x.rank)
   shape = list(index.shape)
-  idx = h.convert(b, index, "i64")
-  parts = []
-  for d in range(x.rank):
-    ity = TensorType(tuple(shape) + (1,), "i64")
-    if d == dim:
-      parts.append(h.reshape(b, idx, ity.shape))
-    else:
-      parts.append(b.op("stablehlo.iota", [], ity,
-                        f"iota_dimension = {d} : i64"))
-  full_idx = b.op("stablehlo.concatenate", parts,
-                  TensorType(tuple(shape) + (x.rank,), "i64"),
-                  f"dimension = {len(shape)} : i64")
+  full_idx = _along_dim_indices(b, index, dim, x.rank)
   dims = ", ".join(map(str, range(x.rank)))
   return b.op(
       "stablehlo.gather", [x, full_idx], ctx.out,
@@ -393,3 +401,40 @@ def gather(ctx, x, dim, index, sparse_grad=False):
       f"index_vector_dim = {len(shape)}>, "
       f"slice_sizes = {mlir.i64_array([1] * x.rank)}, "
       "indices_are_sorted = false")
+
+
+def _scatter_add_check(node):
+  x = node.args[0].meta.get("val")
+  if x is None or x.dim() == 0:
+    return "a 0-d operand"
+  if x.dtype == torch.bool:
+    return "a bool operand"
+  return None
+
+
+@lowering("aten.scatter_add.default", check=_scatter_add_check)
+def scatter_add(ctx, x, dim, index, src):
+  """x with src[p] added at x[.., index[p], ..] for every position p of
+  `index` (torch.scatter_add; src is read where index has elements): a
+  stablehlo.scatter of every such position with an add combiner, the
+  inverse of `gather` (cummax's and gather's gradients, message passing
+  in graph networks)."""
+  b, ty = ctx.b, ctx.out
+  dim = h.normalize_dim(dim, x.rank)
+  shape = tuple(index.shape)
+  full_idx = _along_dim_indices(b, index, dim, x.rank)
+  upd = h.convert(b, src, ty.dtype)
+  if tuple(upd.shape) != shape:
+    upd = b.op("stablehlo.slice", [upd], upd.type.with_shape(shape),
+               f"start_indices = {mlir.i64_array([0] * len(shape))}, "
+               f"limit_indices = {mlir.i64_array(shape)}, "
+               f"strides = {mlir.i64_array([1] * len(shape))}")
+  dims = ", ".join(map(str, range(x.rank)))
+  return b.op(
+      "stablehlo.scatter", [h.convert(b, x, ty.dtype), full_idx, upd], ty,
+      "scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = "
+      f"[], inserted_window_dims = [{dims}], "
+      f"scatter_dims_to_operand_dims = [{dims}], "
+      f"index_vector_dim = {len(shape)}>, "
+      "indices_are_sorted = false, unique_indices = false",
+      region=b.scalar_region("stablehlo.add", ty.dtype))
