@@ -376,16 +376,17 @@ class Backend:
 def _torch_decompositions():
   """Ops whose torch decomposition (outside its core ATen set) turns
   them into lowered ops: group norm and instance norm (batch norm without
-  running statistics)."""
+  running statistics) and adaptive average pooling (uneven windows too)."""
   aten = torch.ops.aten
   return (aten.native_group_norm.default,
-          aten._native_batch_norm_legit.no_stats)  # pylint: disable=protected-access
+          aten._native_batch_norm_legit.no_stats,  # pylint: disable=protected-access
+          aten._adaptive_avg_pool2d.default)  # pylint: disable=protected-access
 
 
 def _our_decompositions():
   """Ours, whatever the `decompose` option: training dropout's random
-  draw, the CPU flash attention gradient and adaptive max pooling (see
-  ops_nn). Read at each compile (tests replace them)."""
+  draw, the CPU flash attention gradient, adaptive max pooling and the
+  gradient of adaptive average pooling (see ops_nn). Read at each compile (tests replace them)."""
   aten = torch.ops.aten
   return {
       aten.native_dropout.default: ops_nn.dropout_decomposition,
@@ -395,6 +396,8 @@ def _our_decompositions():
           ops_nn.adaptive_max_pool2d_decomposition,
       aten.adaptive_max_pool2d_backward.default:
           ops_nn.adaptive_max_pool2d_backward_decomposition,
+      aten._adaptive_avg_pool2d_backward.default:  # pylint: disable=protected-access
+          ops_nn.adaptive_avg_pool2d_backward_decomposition,
   }
 
 

@@ -725,6 +725,16 @@ def test_adaptive_max_pool_trains_compiled(output_size):
   _trains_fully_compiled(model, (x,), min_cluster_size=1)
 
 
+def test_uneven_adaptive_average_pooling_trains_compiled():
+  # Adaptive average pooling with uneven windows had no lowering; torch's
+  # decomposition of it uses lowered ops.
+  model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1),
+                              torch.nn.AdaptiveAvgPool2d((4, 5)),
+                              torch.nn.Flatten(), torch.nn.Linear(80, 2))
+  _trains_fully_compiled(model, (torch.randn(2, 3, 6, 7),),
+                         min_cluster_size=1)
+
+
 def test_uneven_adaptive_max_pool_matches_torch_indices_and_nan():
   # The gathered windows repeat a narrow window's last position; the
   # maximum's first index must still be torch's, ties and NaN included.

@@ -177,6 +177,28 @@ _CASES = {
         (_f32(3, 6), _f32(3, 5),
          torch.tensor([[0, 2, 2, 5], [1, 1, 1, 0], [5, 4, 3, 2]]),
          torch.tensor([[3, 3, 0, 1], [3, 0, 0, 2]]))),
+    "round_half_to_even_log2_log10_atan2": (lambda x: (
+        torch.round(x), torch.round(x * 3.7), torch.log2(x.abs() + 1),
+        torch.log10(x.abs() + 1), torch.atan2(x, x.flip(0) - 0.2)),
+        (torch.tensor([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 0.49, -3.2]),)),
+    "fmod_and_remainder_signs": (lambda x, y, i, j: (
+        torch.fmod(x, y), torch.remainder(x, y), x % 0.7, torch.fmod(x, -0.7),
+        torch.fmod(i, j), torch.remainder(i, j), i % 3, torch.remainder(
+            i, -3)), (_f32(4, 5) * 5, _f32(4, 5) + 0.3,
+                      torch.arange(-10, 10).reshape(4, 5),
+                      torch.tensor([3, -3, 4, -4, 7] * 4).reshape(4, 5))),
+    "isnan_clamp_with_tensor_bounds": (lambda x, lo, hi: (
+        torch.isnan(x / x.round()), torch.clamp(x, lo, hi),
+        torch.clamp(x, min=lo[0]), torch.clamp(x, max=hi),
+        torch.clamp_min(x, lo), torch.clamp_max(x, hi)),
+        (_f32(3, 4), _f32(3, 4) - 0.5, _f32(4) + 0.5)),
+    "prod_max_min_norms_cumprod_flip": (lambda x: (
+        x.prod(), x.prod(1), x.prod(0, keepdim=True), x.max(), x.min(),
+        torch.linalg.vector_norm(x), torch.linalg.vector_norm(x, 1, (0,)),
+        torch.linalg.vector_norm(x, float("inf"), -1, keepdim=True),
+        torch.linalg.vector_norm(x, float("-inf"), 1),
+        torch.cumprod(x, 1), x.flip(0, 1), x.flip(-1)),
+        (_f32(3, 4) + 0.5,)),
     "matmul_transposed_operands": (lambda a, b, c, d: (
         a @ b.t(), b.t() @ c, torch.nn.functional.linear(a, c, d[:5]),
         torch.bmm(a[None].expand(2, 4, 3),

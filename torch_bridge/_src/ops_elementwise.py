@@ -206,6 +206,8 @@ _FLOAT_UNARY = {
     "aten.erf.default": "chlo.erf",
     "aten.floor.default": "stablehlo.floor",
     "aten.ceil.default": "stablehlo.ceil",
+    # torch.round rounds half to even.
+    "aten.round.default": "stablehlo.round_nearest_even",
 }
 
 
@@ -217,6 +219,58 @@ def _unary(op_name):
 
 for _aten, _shlo in _FLOAT_UNARY.items():
   lowering(_aten, check=_float_result)(_unary(_shlo))
+
+
+@lowering("aten.log2.default", "aten.log10.default", check=_float_result)
+def log_base(ctx, x):
+  """log(x) / log(base), as torch's CPU kernels compute it."""
+  base = 2.0 if ctx.node.target.__name__.startswith("log2") else 10.0
+  b, ty = ctx.b, ctx.out
+  return b.op("stablehlo.divide", [
+      b.op("stablehlo.log", [h.operand(b, x, ty)], ty),
+      b.constant(math.log(base), ty)], ty)
+
+
+@lowering("aten.atan2.default", check=_float_result)
+def atan2(ctx, x, y):
+  return _binary(ctx, "stablehlo.atan2", x, y)
+
+
+@lowering("aten.isnan.default")
+def isnan(ctx, x):
+  if x.dtype not in ("f16", "bf16", "f32", "f64"):
+    return ctx.b.constant(False, ctx.out)
+  return h.compare(ctx.b, x, x, "NE")
+
+
+def _numeric_result(node):
+  val = node.meta.get("val")
+  if not isinstance(val, torch.Tensor) or val.dtype == torch.bool:
+    return "needs a numeric result"
+  return None
+
+
+@lowering("aten.fmod.Scalar", "aten.fmod.Tensor", check=_numeric_result)
+def fmod(ctx, x, y):
+  """C's fmod: the remainder has the sign of x (stablehlo.remainder)."""
+  return _binary(ctx, "stablehlo.remainder", x, y)
+
+
+@lowering("aten.remainder.Scalar", "aten.remainder.Tensor",
+          check=_numeric_result)
+def remainder(ctx, x, y):
+  """Python's %: the remainder has the sign of y (fmod, plus y where the
+  two signs differ and the remainder is not zero)."""
+  b, ty = ctx.b, ctx.out
+  xv, yv = h.operand(b, x, ty), h.operand(b, y, ty)
+  rem = b.op("stablehlo.remainder", [xv, yv], ty)
+  zero = b.constant(0, ty)
+  fix = b.op("stablehlo.and", [
+      h.compare(b, rem, zero, "NE"),
+      h.compare(b, h.compare(b, rem, zero, "LT"),
+                h.compare(b, yv, zero, "LT"), "NE")], ty.with_dtype("i1"))
+  return b.op("stablehlo.select", [
+      fix, b.op("stablehlo.add", [rem, yv], ty), rem], ty)
 
 
 @lowering("aten.neg.default")
@@ -328,6 +382,22 @@ def clamp(ctx, x, min=None, max=None):  # pylint: disable=redefined-builtin
     out = b.op("stablehlo.maximum", [out, b.constant(min, ty)], ty)
   if max is not None:
     out = b.op("stablehlo.minimum", [out, b.constant(max, ty)], ty)
+  return out
+
+
+@lowering("aten.clamp.Tensor", "aten.clamp_min.Tensor",
+          "aten.clamp_max.Tensor")
+def clamp_tensor(ctx, x, min=None, max=None):  # pylint: disable=redefined-builtin
+  """clamp with tensor bounds (broadcast): max(x, min), then min(., max),
+  as torch applies them (a min above max gives max)."""
+  name = ctx.node.target.__name__
+  if name.startswith("clamp_max"):
+    min, max = None, min
+  out = h.operand(ctx.b, x, ctx.out)
+  if min is not None:
+    out = _binary(ctx, "stablehlo.maximum", out, min)
+  if max is not None:
+    out = _binary(ctx, "stablehlo.minimum", out, max)
   return out
 
 

@@ -681,6 +681,29 @@ def _adaptive_rows(size: int, out: int, device) -> torch.Tensor:
                        last.unsqueeze(1))
 
 
+def _adaptive_average_matrix(size: int, out: int, like) -> torch.Tensor:
+  """[size, out]: column i is 1 / (window length) on adaptive window i's
+  positions (torch's windows, see `_adaptive_rows`) and 0 elsewhere."""
+  i = torch.arange(out, dtype=torch.int64, device=like.device)
+  starts = (i * size) // out
+  ends = ((i + 1) * size + out - 1) // out
+  pos = torch.arange(size, dtype=torch.int64,
+                     device=like.device).unsqueeze(1)
+  inside = (pos >= starts.unsqueeze(0)) & (pos < ends.unsqueeze(0))
+  return inside.to(like.dtype) / (ends - starts).to(like.dtype).unsqueeze(0)
+
+
+def adaptive_avg_pool2d_backward_decomposition(grad, x):
+  """The gradient of adaptive average pooling (torch has no decomposition
+  of it): the pooling is separable, out = Ah^T x Aw with `Ah`, `Aw` the
+  per-dim averaging matrices, so the input gradient is Ah grad Aw^T."""
+  height, width = x.shape[-2:]
+  out_h, out_w = grad.shape[-2:]
+  rows = _adaptive_average_matrix(height, out_h, grad)  # [H, oh]
+  cols = _adaptive_average_matrix(width, out_w, grad)   # [W, ow]
+  return torch.matmul(torch.matmul(rows, grad), cols.transpose(0, 1))
+
+
 def _adaptive_max_gather(x, output_size):
   """`adaptive_max_pool2d` with any windows: every window gathered (padded
   to the widest as `_adaptive_rows` says), then one max with the first

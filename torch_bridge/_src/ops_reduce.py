@@ -240,6 +240,16 @@ def _cumsum_check(node):
 @lowering("aten.cumsum.default", check=_cumsum_check)
 def cumsum(ctx, x, dim, dtype=None):
   """A running sum: a reduce_window over the whole dim, padded below."""
+  return _running(ctx, x, dim, "stablehlo.add", 0)
+
+
+@lowering("aten.cumprod.default", check=_cumsum_check)
+def cumprod(ctx, x, dim, dtype=None):
+  """A running product, as `cumsum` (padded with ones)."""
+  return _running(ctx, x, dim, "stablehlo.multiply", 1)
+
+
+def _running(ctx, x, dim, op_name, init):
   b, ty = ctx.b, ctx.out
   xv = h.convert(b, x, ty.dtype)
   dim = h.normalize_dim(dim, x.rank)
@@ -248,12 +258,70 @@ def cumsum(ctx, x, dim, dtype=None):
   window[dim] = n
   pad = ", ".join(f"[{n - 1 if d == dim else 0}, 0]" for d in range(x.rank))
   return b.op(
-      "stablehlo.reduce_window", [xv, b.constant(0, TensorType((), ty.dtype))],
+      "stablehlo.reduce_window", [xv, b.constant(init,
+                                                 TensorType((), ty.dtype))],
       ty,
       f"window_dimensions = {mlir.i64_array(window)}, "
       f"window_strides = {mlir.i64_array([1] * x.rank)}, "
       f"padding = dense<[{pad}]> : tensor<{x.rank}x2xi64>",
-      region=b.scalar_region("stablehlo.add", ty.dtype))
+      region=b.scalar_region(op_name, ty.dtype))
+
+
+def _prod_check(node):
+  val = node.meta.get("val")
+  if val is None or val.dtype == torch.bool or val.is_complex():
+    return "needs a real, non-bool result"
+  return None
+
+
+@lowering("aten.prod.dim_int", "aten.prod.default", check=_prod_check)
+def prod(ctx, x, dim=None, keepdim=False, dtype=None):
+  dims = _dims(x, dim)
+  out = h.reduce(ctx.b, h.convert(ctx.b, x, ctx.out.dtype), dims,
+                 "stablehlo.multiply", 1)
+  return _finish(ctx, out, x.rank, dims, keepdim)
+
+
+@lowering("aten.max.default", check=_prod_check)
+def max_all(ctx, x):
+  return h.reduce(ctx.b, x, list(range(x.rank)), "stablehlo.maximum",
+                  _init_min(x.dtype))
+
+
+@lowering("aten.min.default", check=_prod_check)
+def min_all(ctx, x):
+  return h.reduce(ctx.b, x, list(range(x.rank)), "stablehlo.minimum",
+                  _init_max(x.dtype))
+
+
+def _norm_check(node):
+  reason = _float_check(node)
+  if reason:
+    return reason
+  ord_ = node.args[1] if len(node.args) > 1 else node.kwargs.get("ord", 2)
+  if ord_ not in (1, 2, float("inf"), float("-inf")):
+    return f"ord={ord_!r}"
+  return None
+
+
+@lowering("aten.linalg_vector_norm.default", check=_norm_check)
+def vector_norm(ctx, x, ord=2, dim=None, keepdim=False, dtype=None):  # pylint: disable=redefined-builtin
+  """The 1-, 2- and inf-norms: sum |x|, sqrt(sum x^2), max / min |x|."""
+  b, ty = ctx.b, ctx.out
+  dims = _dims(x, dim)
+  xv = h.convert(b, x, ty.dtype)
+  mag = b.op("stablehlo.abs", [xv], xv.type)
+  if ord == 2:
+    squares = h.reduce(b, b.op("stablehlo.multiply", [xv, xv], xv.type),
+                       dims, "stablehlo.add", 0)
+    out = b.op("stablehlo.sqrt", [squares], squares.type)
+  elif ord == 1:
+    out = h.reduce(b, mag, dims, "stablehlo.add", 0)
+  elif ord > 0:
+    out = h.reduce(b, mag, dims, "stablehlo.maximum", 0)
+  else:
+    out = h.reduce(b, mag, dims, "stablehlo.minimum", float("inf"))
+  return _finish(ctx, out, x.rank, dims, keepdim)
 
 
 # -- max / min along a dim with their index, argmax / argmin. --------------

@@ -366,6 +366,15 @@ def _gather_check(node):
   return None
 
 
+@lowering("aten.flip.default")
+def flip(ctx, x, dims):
+  dims = sorted({h.normalize_dim(d, x.rank) for d in dims})
+  if not dims:
+    return x
+  return ctx.b.op("stablehlo.reverse", [x], ctx.out,
+                  "dimensions = " + mlir.i64_array(dims))
+
+
 def _along_dim_indices(b, index, dim: int, rank: int):
   """[*index.shape, rank] full index vectors of torch.gather / scatter
   along `dim`: `index` itself at `dim`, each position's own coordinate in
