@@ -251,6 +251,33 @@ def test_extrema_and_rounding_division_follow_torch_at_the_edges():
       assert torch.equal(g, w), (g, w)
 
 
+def test_sort_and_topk_follow_torch():
+  # Stable sorts in torch's order (NaN above every number, equal values
+  # and -0 / 0 in their original order); topk's values, and its indices
+  # where no values tie (torch leaves the order of ties unspecified).
+  nan = float("nan")
+  x = torch.tensor([[3., nan, 1., 1., -0.0, 0.0], [2., 2., nan, nan, -1., 5.],
+                    [0.5, 7., -3., 2., 1., 1.]])
+  distinct = torch.randperm(24).reshape(4, 6).float()
+  ints = torch.tensor([[3, 1, 3, 0, 2, 1], [5, 5, 5, 1, 0, 2]])
+
+  def fn(x, distinct, ints):
+    return (*torch.sort(x, 1), *torch.sort(x, 0, descending=True),
+            torch.argsort(x, -1), torch.topk(x, 3, 1).values,
+            *torch.topk(distinct, 3, 1),
+            *torch.topk(distinct, 2, 0, largest=False),
+            *torch.sort(ints, dim=1, stable=True))
+
+  got, _ = _run(fn, x, distinct, ints)
+  for g, w in zip(got, fn(x, distinct, ints)):
+    assert g.dtype == w.dtype and g.shape == w.shape
+    if w.is_floating_point():
+      same = (g == w) & (torch.signbit(g) == torch.signbit(w))
+      assert bool((same | (g.isnan() & w.isnan())).all()), (g, w)
+    else:
+      assert torch.equal(g, w), (g, w)
+
+
 def _bf16(*shape):
   return torch.randn(*shape).to(torch.bfloat16)
 

@@ -443,3 +443,97 @@ def argmax(ctx, x, dim=None, keepdim=False):
 @lowering("aten.argmin.default", check=_arg_check)
 def argmin(ctx, x, dim=None, keepdim=False):
   return _arg_reduce(ctx, x, dim, keepdim, "LT")[1]
+
+
+# -- sort, topk. ----------------------------------------------------------------
+
+
+def _sort_region(b, dtype: str, descending: bool) -> str:
+  """The comparator of a stable (value, index) sort in torch's order: NaN
+  above every number (last ascending, first descending)."""
+  t, it, bt = f"tensor<{dtype}>", "tensor<i64>", "tensor<i1>"
+  a, c = b._fresh("ra"), b._fresh("rb")  # pylint: disable=protected-access
+  ai, ci = b._fresh("ri"), b._fresh("rj")  # pylint: disable=protected-access
+  kind = h.compare_type(dtype)
+  lines = []
+
+  def emit(name, operands, ty, attrs=""):
+    r = b._fresh("rr")  # pylint: disable=protected-access
+    types = ", ".join(ty_ for _, ty_ in operands)
+    text = f'{r} = "{name}"({", ".join(v for v, _ in operands)})'
+    if attrs:
+      text += f" {{{attrs}}}"
+    lines.append(f"      {text} : ({types}) -> {ty}")
+    return r
+
+  def cmp(x, y, direction):
+    return emit("stablehlo.compare", [(x, t), (y, t)], bt,
+                f"comparison_direction = #stablehlo<comparison_direction "
+                f"{direction}>, compare_type = #stablehlo<comparison_type "
+                f"{kind}>")
+
+  first, second = (c, a) if descending else (a, c)
+  before = cmp(first, second, "LT")  # a comes first: a < b (or a > b)
+  if dtype in mlir.FLOAT_TYPES:
+    # NaN counts as the greatest value.
+    nan_second = cmp(second, second, "NE")
+    num_first = emit("stablehlo.not", [(cmp(first, first, "NE"), bt)], bt)
+    before = emit("stablehlo.or", [(before, bt), (emit(
+        "stablehlo.and", [(num_first, bt), (nan_second, bt)], bt), bt)], bt)
+  lines.append(f'      "stablehlo.return"({before}) : ({bt}) -> ()')
+  return (f"    ^bb0({a}: {t}, {c}: {t}, {ai}: {it}, {ci}: {it}):\n" +
+          "\n".join(lines))
+
+
+def _sort_check(node):
+  x = node.args[0].meta.get("val")
+  if x is None or x.dtype == torch.bool or x.is_complex():
+    return "needs a real, non-bool operand"
+  return None
+
+
+def _sorted(ctx, x, dim, descending):
+  """(values, indices) of a stable sort of `x` along `dim`."""
+  b = ctx.b
+  if x.rank == 0:
+    return x, b.constant(0, TensorType((), "i64"))
+  d = h.normalize_dim(dim, x.rank)
+  index_type = x.type.with_dtype("i64")
+  iota = b.op("stablehlo.iota", [], index_type, f"iota_dimension = {d}")
+  values, indices = b.op_multi(
+      "stablehlo.sort", [x, iota], [x.type, index_type],
+      f"dimension = {d} : i64, is_stable = true",
+      region=_sort_region(b, x.dtype, bool(descending)))
+  return values, indices
+
+
+@lowering("aten.sort.default", check=_sort_check)
+def sort(ctx, x, dim=-1, descending=False):
+  """torch.sort (stable on the CPU, as torch's CPU kernel is)."""
+  return list(_sorted(ctx, x, dim, descending))
+
+
+@lowering("aten.sort.stable", check=_sort_check)
+def sort_stable(ctx, x, stable=None, dim=-1, descending=False):
+  return list(_sorted(ctx, x, dim, descending))
+
+
+@lowering("aten.topk.default", check=_sort_check)
+def topk(ctx, x, k, dim=-1, largest=True, sorted=True):  # pylint: disable=redefined-builtin
+  """The first k of a stable sort (descending for the largest): the same
+  values as torch; of equal values the lower index first (torch leaves
+  the order of ties unspecified)."""
+  b = ctx.b
+  values, indices = _sorted(ctx, x, dim, largest)
+  if x.rank == 0:
+    return [values, indices]
+  d = h.normalize_dim(dim, x.rank)
+  limits = list(x.shape)
+  limits[d] = k
+  attrs = (f"start_indices = {mlir.i64_array([0] * x.rank)}, "
+           f"limit_indices = {mlir.i64_array(limits)}, "
+           f"strides = {mlir.i64_array([1] * x.rank)}")
+  return [b.op("stablehlo.slice", [values], values.type.with_shape(limits),
+               attrs),
+          b.op("stablehlo.slice", [indices],
+               indices.type.with_shape(limits), attrs)]
