@@ -327,57 +327,72 @@ def vector_norm(ctx, x, ord=2, dim=None, keepdim=False, dtype=None):  # pylint: 
 # -- max / min along a dim with their index, argmax / argmin. --------------
 
 
+class _Region:
+  """The text of a comparator / combiner region over scalars: `emit`
+  appends one op (operands as (name, type) pairs) and returns its name;
+  `compare` emits a stablehlo.compare; `text(args, results)` is the
+  region with block arguments `args` returning `results`."""
+
+  BOOL = "tensor<i1>"
+
+  def __init__(self, b):
+    self.b = b
+    self.lines: list[str] = []
+
+  def fresh(self, prefix: str) -> str:
+    return self.b._fresh(prefix)  # pylint: disable=protected-access
+
+  def emit(self, name, operands, ty, attrs=""):
+    r = self.fresh("rr")
+    types = ", ".join(t for _, t in operands)
+    text = f'{r} = "{name}"({", ".join(v for v, _ in operands)})'
+    if attrs:
+      text += f" {{{attrs}}}"
+    self.lines.append(f"      {text} : ({types}) -> {ty}")
+    return r
+
+  def compare(self, x, y, ty, direction, kind):
+    return self.emit("stablehlo.compare", [(x, ty), (y, ty)], self.BOOL,
+                     f"comparison_direction = #stablehlo<comparison_direction "
+                     f"{direction}>, compare_type = "
+                     f"#stablehlo<comparison_type {kind}>")
+
+  def logic(self, name, x, y=None):
+    operands = [(x, self.BOOL)] + ([(y, self.BOOL)] if y is not None else [])
+    return self.emit(name, operands, self.BOOL)
+
+  def text(self, args, results) -> str:
+    block = ", ".join(f"{n}: {t}" for n, t in args)
+    names = ", ".join(n for n, _ in results)
+    types = ", ".join(t for _, t in results)
+    return (f"    ^bb0({block}):\n" + "\n".join(self.lines) +
+            f'\n      "stablehlo.return"({names}) : ({types}) -> ()')
+
+
 def _arg_region(b, dtype: str, direction: str) -> str:
   """The combiner of a (value, index) reduction: the greater (GT) or
   smaller (LT) value wins, NaN beats every number, and of equal values
   (two NaNs included) the lower index wins: torch's first extremum."""
   t, it = f"tensor<{dtype}>", "tensor<i64>"
-  bt = "tensor<i1>"
-  a, ai, c, ci = (b._fresh("ra"), b._fresh("ri"), b._fresh("rb"),  # pylint: disable=protected-access
-                  b._fresh("rj"))  # pylint: disable=protected-access
-  lines = []
-
-  def emit(name, operands, ty, attrs=""):
-    r = b._fresh("rr")  # pylint: disable=protected-access
-    types = ", ".join(ty_ for _, ty_ in operands)
-    text = f'{r} = "{name}"({", ".join(v for v, _ in operands)})'
-    if attrs:
-      text += f" {{{attrs}}}"
-    lines.append(f"      {text} : ({types}) -> {ty}")
-    return r
-
-  def cmp(x, y, ty, direction_, kind):
-    return emit("stablehlo.compare", [(x, ty), (y, ty)], bt,
-                f"comparison_direction = #stablehlo<comparison_direction "
-                f"{direction_}>, compare_type = #stablehlo<comparison_type "
-                f"{kind}>")
-
+  r = _Region(b)
+  a, ai, c, ci = r.fresh("ra"), r.fresh("ri"), r.fresh("rb"), r.fresh("rj")
   kind = h.compare_type(dtype)
-  better = cmp(a, c, t, direction, kind)
-  equal = cmp(a, c, t, "EQ", kind)
+  better = r.compare(a, c, t, direction, kind)
+  equal = r.compare(a, c, t, "EQ", kind)
   if dtype in mlir.FLOAT_TYPES:
-    a_nan = cmp(a, a, t, "NE", kind)
-    c_nan = cmp(c, c, t, "NE", kind)
-    c_num = emit("stablehlo.not", [(c_nan, bt)], bt)
-    better = emit("stablehlo.or", [(better, bt),
-                                   (emit("stablehlo.and", [(a_nan, bt),
-                                                           (c_num, bt)], bt),
-                                    bt)], bt)
-    equal = emit("stablehlo.or", [(equal, bt),
-                                  (emit("stablehlo.and", [(a_nan, bt),
-                                                          (c_nan, bt)], bt),
-                                   bt)], bt)
-  first = cmp(ai, ci, it, "LT", "SIGNED")
-  pick = emit("stablehlo.or", [(better, bt),
-                               (emit("stablehlo.and", [(equal, bt),
-                                                       (first, bt)], bt),
-                                bt)], bt)
-  value = emit("stablehlo.select", [(pick, bt), (a, t), (c, t)], t)
-  index = emit("stablehlo.select", [(pick, bt), (ai, it), (ci, it)], it)
-  lines.append(f'      "stablehlo.return"({value}, {index}) : ({t}, {it}) '
-               f"-> ()")
-  return (f"    ^bb0({a}: {t}, {ai}: {it}, {c}: {t}, {ci}: {it}):\n" +
-          "\n".join(lines))
+    a_nan = r.compare(a, a, t, "NE", kind)
+    c_nan = r.compare(c, c, t, "NE", kind)
+    c_num = r.logic("stablehlo.not", c_nan)
+    better = r.logic("stablehlo.or", better,
+                     r.logic("stablehlo.and", a_nan, c_num))
+    equal = r.logic("stablehlo.or", equal,
+                    r.logic("stablehlo.and", a_nan, c_nan))
+  first = r.compare(ai, ci, it, "LT", "SIGNED")
+  pick = r.logic("stablehlo.or", better,
+                 r.logic("stablehlo.and", equal, first))
+  value = r.emit("stablehlo.select", [(pick, r.BOOL), (a, t), (c, t)], t)
+  index = r.emit("stablehlo.select", [(pick, r.BOOL), (ai, it), (ci, it)], it)
+  return r.text([(a, t), (ai, it), (c, t), (ci, it)], [(value, t), (index, it)])
 
 
 def _arg_reduce(ctx, x, dim, keepdim, direction):
@@ -451,38 +466,20 @@ def argmin(ctx, x, dim=None, keepdim=False):
 def _sort_region(b, dtype: str, descending: bool) -> str:
   """The comparator of a stable (value, index) sort in torch's order: NaN
   above every number (last ascending, first descending)."""
-  t, it, bt = f"tensor<{dtype}>", "tensor<i64>", "tensor<i1>"
-  a, c = b._fresh("ra"), b._fresh("rb")  # pylint: disable=protected-access
-  ai, ci = b._fresh("ri"), b._fresh("rj")  # pylint: disable=protected-access
+  t, it = f"tensor<{dtype}>", "tensor<i64>"
+  r = _Region(b)
+  a, c, ai, ci = r.fresh("ra"), r.fresh("rb"), r.fresh("ri"), r.fresh("rj")
   kind = h.compare_type(dtype)
-  lines = []
-
-  def emit(name, operands, ty, attrs=""):
-    r = b._fresh("rr")  # pylint: disable=protected-access
-    types = ", ".join(ty_ for _, ty_ in operands)
-    text = f'{r} = "{name}"({", ".join(v for v, _ in operands)})'
-    if attrs:
-      text += f" {{{attrs}}}"
-    lines.append(f"      {text} : ({types}) -> {ty}")
-    return r
-
-  def cmp(x, y, direction):
-    return emit("stablehlo.compare", [(x, t), (y, t)], bt,
-                f"comparison_direction = #stablehlo<comparison_direction "
-                f"{direction}>, compare_type = #stablehlo<comparison_type "
-                f"{kind}>")
-
   first, second = (c, a) if descending else (a, c)
-  before = cmp(first, second, "LT")  # a comes first: a < b (or a > b)
+  before = r.compare(first, second, t, "LT", kind)
   if dtype in mlir.FLOAT_TYPES:
     # NaN counts as the greatest value.
-    nan_second = cmp(second, second, "NE")
-    num_first = emit("stablehlo.not", [(cmp(first, first, "NE"), bt)], bt)
-    before = emit("stablehlo.or", [(before, bt), (emit(
-        "stablehlo.and", [(num_first, bt), (nan_second, bt)], bt), bt)], bt)
-  lines.append(f'      "stablehlo.return"({before}) : ({bt}) -> ()')
-  return (f"    ^bb0({a}: {t}, {c}: {t}, {ai}: {it}, {ci}: {it}):\n" +
-          "\n".join(lines))
+    nan_second = r.compare(second, second, t, "NE", kind)
+    num_first = r.logic("stablehlo.not",
+                        r.compare(first, first, t, "NE", kind))
+    before = r.logic("stablehlo.or", before,
+                     r.logic("stablehlo.and", num_first, nan_second))
+  return r.text([(a, t), (c, t), (ai, it), (ci, it)], [(before, r.BOOL)])
 
 
 def _sort_check(node):
