@@ -199,6 +199,12 @@ _CASES = {
         torch.linalg.vector_norm(x, float("-inf"), 1),
         torch.cumprod(x, 1), x.flip(0, 1), x.flip(-1)),
         (_f32(3, 4) + 0.5,)),
+    "trig_hyperbolic_erfinv_gamma_through_chlo": (lambda x, y: (
+        torch.tan(x), torch.sinh(x * 3), torch.cosh(x * 3), torch.asin(x),
+        torch.acos(x), torch.atan(x * 5), torch.asinh(x * 5),
+        torch.acosh(y + 1), torch.atanh(x), torch.erfc(x * 3),
+        torch.erfinv(x), torch.lgamma(y), torch.digamma(y)),
+        (torch.linspace(-0.95, 0.95, 41), torch.linspace(0.05, 6, 41))),
     "matmul_transposed_operands": (lambda a, b, c, d: (
         a @ b.t(), b.t() @ c, torch.nn.functional.linear(a, c, d[:5]),
         torch.bmm(a[None].expand(2, 4, 3),

@@ -208,6 +208,19 @@ _FLOAT_UNARY = {
     "aten.ceil.default": "stablehlo.ceil",
     # torch.round rounds half to even.
     "aten.round.default": "stablehlo.round_nearest_even",
+    "aten.tan.default": "chlo.tan",
+    "aten.sinh.default": "chlo.sinh",
+    "aten.cosh.default": "chlo.cosh",
+    "aten.asin.default": "chlo.asin",
+    "aten.acos.default": "chlo.acos",
+    "aten.atan.default": "chlo.atan",
+    "aten.asinh.default": "chlo.asinh",
+    "aten.acosh.default": "chlo.acosh",
+    "aten.atanh.default": "chlo.atanh",
+    "aten.erfc.default": "chlo.erfc",
+    "aten.erfinv.default": "chlo.erf_inv",
+    "aten.lgamma.default": "chlo.lgamma",
+    "aten.digamma.default": "chlo.digamma",
 }
 
 
