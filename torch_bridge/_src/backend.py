@@ -385,8 +385,9 @@ def _torch_decompositions():
 
 def _our_decompositions():
   """Ours, whatever the `decompose` option: training dropout's random
-  draw, the CPU flash attention gradient, adaptive max pooling and the
-  gradient of adaptive average pooling (see ops_nn). Read at each compile (tests replace them)."""
+  draw, the CPU flash attention gradient, adaptive max pooling, the
+  gradient of adaptive average pooling, median and kthvalue (see
+  ops_nn). Read at each compile (tests replace them)."""
   aten = torch.ops.aten
   return {
       aten.native_dropout.default: ops_nn.dropout_decomposition,
@@ -398,6 +399,8 @@ def _our_decompositions():
           ops_nn.adaptive_max_pool2d_backward_decomposition,
       aten._adaptive_avg_pool2d_backward.default:  # pylint: disable=protected-access
           ops_nn.adaptive_avg_pool2d_backward_decomposition,
+      aten.median.dim: ops_nn.median_dim_decomposition,
+      aten.kthvalue.default: ops_nn.kthvalue_decomposition,
   }
 
 

@@ -735,6 +735,31 @@ def test_uneven_adaptive_average_pooling_trains_compiled():
                          min_cluster_size=1)
 
 
+def test_median_and_kthvalue_compile_over_the_sort():
+  # median and kthvalue ran eagerly. Values equal torch's (a NaN in a
+  # slice makes its median NaN); indices where no values tie (torch leaves
+  # the index of equal values open).
+  nan = float("nan")
+  x = torch.tensor([[3., 1., 2., 2., 5., 2.], [1., nan, 3., nan, 0., 2.],
+                    [4., 4., 4., 1., 1., 1.]])
+  distinct = torch.randperm(20).reshape(4, 5).float()
+
+  def fn(x, distinct):
+    return (torch.median(x, 1).values, torch.median(x[:, :5], 1).values,
+            torch.median(x, 0, keepdim=True).values,
+            torch.kthvalue(x, 2, 1).values, torch.kthvalue(x, 5, 1).values,
+            *torch.median(distinct, 1), *torch.kthvalue(distinct, 3, 0),
+            *torch.median(distinct.long(), 0))
+
+  be = torch_bridge.Backend({"min_cluster_size": 1,
+                             "require_full_compilation": True})
+  got = torch.compile(fn, backend=be, dynamic=False)(x, distinct)
+  for g, w in zip(got, fn(x, distinct)):
+    assert g.dtype == w.dtype and g.shape == w.shape
+    assert torch.equal(g, w) or bool(((g == w) | (g.isnan() & w.isnan()))
+                                     .all()), (g, w)
+
+
 def test_uneven_adaptive_max_pool_matches_torch_indices_and_nan():
   # The gathered windows repeat a narrow window's last position; the
   # maximum's first index must still be torch's, ties and NaN included.

@@ -756,3 +756,48 @@ def adaptive_max_pool2d_backward_decomposition(grad, x, indices):
     return total.reshape(x.shape)
   return torch.ops.aten.max_pool2d_with_indices_backward.default(
       grad, x, window, window, [0, 0], [1, 1], False, indices)
+
+
+# -- median, kthvalue (decompositions over the sort lowering). ---------------
+
+
+def _order_statistic(x, dim, position, keepdim):
+  """(values, indices) at `position` ([..., 1, ...] along `dim`) of a
+  stable ascending sort along `dim`."""
+  values, indices = torch.sort(x, dim)
+  v = values.gather(dim, position)
+  i = indices.gather(dim, position)
+  if not keepdim:
+    v, i = v.squeeze(dim), i.squeeze(dim)
+  return v, i
+
+
+def median_dim_decomposition(x, dim=-1, keepdim=False):
+  """torch.median along a dim: the lower median of the sorted values, or
+  NaN (at the first NaN's index) where the slice holds one, as torch does.
+  Which of several equal values' index comes back torch leaves open; this
+  one takes the stable sort's."""
+  if x.dim() == 0:
+    return NotImplemented
+  dim = dim % x.dim()
+  n = x.shape[dim]
+  shape = list(x.shape)
+  shape[dim] = 1
+  middle = torch.full(shape, (n - 1) // 2, dtype=torch.int64,
+                      device=x.device)
+  if x.is_floating_point():
+    nans = torch.isnan(x).sum(dim, keepdim=True)
+    middle = torch.where(nans > 0, n - nans, middle)
+  return _order_statistic(x, dim, middle, keepdim)
+
+
+def kthvalue_decomposition(x, k, dim=-1, keepdim=False):
+  """torch.kthvalue: the k-th smallest value (NaN sorts last); the index
+  of equal values is the stable sort's (torch leaves it open)."""
+  if x.dim() == 0:
+    return NotImplemented
+  dim = dim % x.dim()
+  shape = list(x.shape)
+  shape[dim] = 1
+  position = torch.full(shape, k - 1, dtype=torch.int64, device=x.device)
+  return _order_statistic(x, dim, position, keepdim)
