@@ -73,6 +73,19 @@ def reshape(b: FunctionBuilder, v: Value, shape: Sequence[int]) -> Value:
   return b.op("stablehlo.reshape", [v], v.type.with_shape(shape))
 
 
+def slice_(b: FunctionBuilder, v: Value, starts: Sequence[int],
+           limits: Sequence[int], strides: Sequence[int] | None = None
+           ) -> Value:
+  """v[starts:limits:strides] per dim (strides default to 1)."""
+  strides = list(strides) if strides is not None else [1] * v.rank
+  shape = [max(0, -(-(lim - s) // st)) for s, lim, st in
+           zip(starts, limits, strides)]
+  return b.op("stablehlo.slice", [v], v.type.with_shape(shape),
+              f"start_indices = {mlir.i64_array(starts)}, "
+              f"limit_indices = {mlir.i64_array(limits)}, "
+              f"strides = {mlir.i64_array(strides)}")
+
+
 def transpose(b: FunctionBuilder, v: Value, perm: Sequence[int]) -> Value:
   perm = [int(p) % max(v.rank, 1) for p in perm]
   if perm == list(range(v.rank)):

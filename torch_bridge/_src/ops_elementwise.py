@@ -79,14 +79,29 @@ def div(ctx, x, y):
   return _binary(ctx, "stablehlo.divide", x, y)
 
 
-def _rounding_division(node):
-  mode = node.kwargs.get("rounding_mode")
-  if mode not in ("floor", "trunc"):
-    return f"rounding_mode={mode!r}"
+def _numeric_result(node):
   val = node.meta.get("val")
   if not isinstance(val, torch.Tensor) or val.dtype == torch.bool:
     return "needs a numeric result"
   return None
+
+
+def _rounding_division(node):
+  mode = node.kwargs.get("rounding_mode")
+  if mode not in ("floor", "trunc"):
+    return f"rounding_mode={mode!r}"
+  return _numeric_result(node)
+
+
+def _off_divisor_sign(b, rem, y, ty):
+  """Where a C remainder `rem` of division by `y` is nonzero and of the
+  other sign than `y`: where floor division is one below truncating
+  division and Python's % is rem + y."""
+  zero = b.constant(0, ty)
+  return b.op("stablehlo.and", [
+      h.compare(b, rem, zero, "NE"),
+      h.compare(b, h.compare(b, rem, zero, "LT"),
+                h.compare(b, y, zero, "LT"), "NE")], ty.with_dtype("i1"))
 
 
 @lowering("aten.div.Tensor_mode", "aten.div.Scalar_mode",
@@ -100,18 +115,14 @@ def div_rounding(ctx, x, y, rounding_mode=None):
   b, ty = ctx.b, ctx.out
   xv, yv = h.operand(b, x, ty), h.operand(b, y, ty)
   quotient = b.op("stablehlo.divide", [xv, yv], ty)
-  bools = ty.with_dtype("i1")
   zero = b.constant(0, ty)
   if not ty.is_float:
     if rounding_mode == "trunc":
       return quotient
     rem = b.op("stablehlo.remainder", [xv, yv], ty)
-    fix = b.op("stablehlo.and", [
-        h.compare(b, rem, zero, "NE"),
-        h.compare(b, h.compare(b, rem, zero, "LT"),
-                  h.compare(b, yv, zero, "LT"), "NE")], bools)
     return b.op("stablehlo.select", [
-        fix, b.op("stablehlo.subtract", [quotient, b.constant(1, ty)], ty),
+        _off_divisor_sign(b, rem, yv, ty),
+        b.op("stablehlo.subtract", [quotient, b.constant(1, ty)], ty),
         quotient], ty)
   if rounding_mode == "trunc":
     # trunc(q) = sign(q) * floor(|q|).
@@ -122,13 +133,10 @@ def div_rounding(ctx, x, y, rounding_mode=None):
   mod = b.op("stablehlo.remainder", [xv, yv], ty)
   div = b.op("stablehlo.divide",
              [b.op("stablehlo.subtract", [xv, mod], ty), yv], ty)
-  other_sign = b.op("stablehlo.and", [
-      h.compare(b, mod, zero, "NE"),
-      h.compare(b, h.compare(b, yv, zero, "LT"),
-                h.compare(b, mod, zero, "LT"), "NE")], bools)
   one = b.constant(1, ty)
   div = b.op("stablehlo.select", [
-      other_sign, b.op("stablehlo.subtract", [div, one], ty), div], ty)
+      _off_divisor_sign(b, mod, yv, ty),
+      b.op("stablehlo.subtract", [div, one], ty), div], ty)
   floor = b.op("stablehlo.floor", [div], ty)
   floor = b.op("stablehlo.select", [
       h.compare(b, b.op("stablehlo.subtract", [div, floor], ty),
@@ -256,13 +264,6 @@ def isnan(ctx, x):
   return h.compare(ctx.b, x, x, "NE")
 
 
-def _numeric_result(node):
-  val = node.meta.get("val")
-  if not isinstance(val, torch.Tensor) or val.dtype == torch.bool:
-    return "needs a numeric result"
-  return None
-
-
 @lowering("aten.fmod.Scalar", "aten.fmod.Tensor", check=_numeric_result)
 def fmod(ctx, x, y):
   """C's fmod: the remainder has the sign of x (stablehlo.remainder)."""
@@ -277,13 +278,9 @@ def remainder(ctx, x, y):
   b, ty = ctx.b, ctx.out
   xv, yv = h.operand(b, x, ty), h.operand(b, y, ty)
   rem = b.op("stablehlo.remainder", [xv, yv], ty)
-  zero = b.constant(0, ty)
-  fix = b.op("stablehlo.and", [
-      h.compare(b, rem, zero, "NE"),
-      h.compare(b, h.compare(b, rem, zero, "LT"),
-                h.compare(b, yv, zero, "LT"), "NE")], ty.with_dtype("i1"))
   return b.op("stablehlo.select", [
-      fix, b.op("stablehlo.add", [rem, yv], ty), rem], ty)
+      _off_divisor_sign(b, rem, yv, ty),
+      b.op("stablehlo.add", [rem, yv], ty), rem], ty)
 
 
 @lowering("aten.neg.default")

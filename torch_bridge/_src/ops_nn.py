@@ -189,10 +189,7 @@ def _weight_grad(b, inp, grad, out, kernel, stride, padding, dilation,
     if hi < 0:  # Rows the forward never read: crop them.
       limits = list(lhs.shape)
       limits[2 + axis] += hi
-      lhs = b.op("stablehlo.slice", [lhs], lhs.type.with_shape(limits),
-                 f"start_indices = {mlir.i64_array([0] * lhs.rank)}, "
-                 f"limit_indices = {mlir.i64_array(limits)}, "
-                 f"strides = {mlir.i64_array([1] * lhs.rank)}")
+      lhs = h.slice_(b, lhs, [0] * lhs.rank, limits)
       hi = 0
     pads.append((p, hi))
   sp = ", ".join(str(i) for i in range(n))
@@ -664,29 +661,31 @@ def _adaptive_window(x, output_size):
   return window
 
 
+def _adaptive_bounds(size: int, out: int, device):
+  """(starts, ends) [out] of torch's adaptive windows along one dim:
+  floor(i * size / out) to ceil((i + 1) * size / out), end excluded. Made
+  of torch ops (a decomposition may not make constant tensors)."""
+  i = torch.arange(out, dtype=torch.int64, device=device)
+  return (i * size) // out, ((i + 1) * size + out - 1) // out
+
+
 def _adaptive_rows(size: int, out: int, device) -> torch.Tensor:
-  """[out, k] input positions of each adaptive window along one dim
-  (torch's windows: floor(i * size / out) to ceil((i + 1) * size / out)),
-  k the widest window's length; a narrower window repeats its last
-  position, which changes neither its maximum nor where that is first
-  found in row-major order. Made of torch ops (a decomposition may not
-  make constant tensors)."""
+  """[out, k] input positions of each adaptive window along one dim, k the
+  widest window's length; a narrower window repeats its last position,
+  which changes neither its maximum nor where that is first found in
+  row-major order."""
   k = max(-((-(i + 1) * size) // out) - (i * size) // out
           for i in range(out))
-  i = torch.arange(out, dtype=torch.int64, device=device)
-  starts = (i * size) // out
-  last = ((i + 1) * size + out - 1) // out - 1
+  starts, ends = _adaptive_bounds(size, out, device)
   offsets = torch.arange(k, dtype=torch.int64, device=device)
   return torch.minimum(starts.unsqueeze(1) + offsets.unsqueeze(0),
-                       last.unsqueeze(1))
+                       (ends - 1).unsqueeze(1))
 
 
 def _adaptive_average_matrix(size: int, out: int, like) -> torch.Tensor:
   """[size, out]: column i is 1 / (window length) on adaptive window i's
-  positions (torch's windows, see `_adaptive_rows`) and 0 elsewhere."""
-  i = torch.arange(out, dtype=torch.int64, device=like.device)
-  starts = (i * size) // out
-  ends = ((i + 1) * size + out - 1) // out
+  positions and 0 elsewhere."""
+  starts, ends = _adaptive_bounds(size, out, like.device)
   pos = torch.arange(size, dtype=torch.int64,
                      device=like.device).unsqueeze(1)
   inside = (pos >= starts.unsqueeze(0)) & (pos < ends.unsqueeze(0))

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from torch_bridge._src import helpers as h
@@ -310,12 +312,13 @@ def vector_norm(ctx, x, ord=2, dim=None, keepdim=False, dtype=None):  # pylint: 
   b, ty = ctx.b, ctx.out
   dims = _dims(x, dim)
   xv = h.convert(b, x, ty.dtype)
-  mag = b.op("stablehlo.abs", [xv], xv.type)
   if ord == 2:
     squares = h.reduce(b, b.op("stablehlo.multiply", [xv, xv], xv.type),
                        dims, "stablehlo.add", 0)
-    out = b.op("stablehlo.sqrt", [squares], squares.type)
-  elif ord == 1:
+    return _finish(ctx, b.op("stablehlo.sqrt", [squares], squares.type),
+                   x.rank, dims, keepdim)
+  mag = b.op("stablehlo.abs", [xv], xv.type)
+  if ord == 1:
     out = h.reduce(b, mag, dims, "stablehlo.add", 0)
   elif ord > 0:
     out = h.reduce(b, mag, dims, "stablehlo.maximum", 0)
@@ -401,10 +404,7 @@ def _arg_reduce(ctx, x, dim, keepdim, direction):
   b = ctx.b
   rank = x.rank
   if dim is None:
-    size = 1
-    for d in x.shape:
-      size *= d
-    x = h.reshape(b, x, (size,))
+    x = h.reshape(b, x, (math.prod(x.shape),))
     d = 0
   else:
     d = h.normalize_dim(dim, max(rank, 1))
@@ -427,17 +427,19 @@ def _arg_reduce(ctx, x, dim, keepdim, direction):
   return [h.reshape(b, v, outs[-1].shape) for v in (values, indices)]
 
 
-def _arg_check(node):
-  val = node.meta.get("val")
-  if isinstance(val, (list, tuple)):
-    val = val[0]
+def _real_operand(node):
   x = node.args[0].meta.get("val") if isinstance(
       node.args[0], torch.fx.Node) else None
   if x is None or x.dtype == torch.bool or x.is_complex():
     return "needs a real, non-bool operand"
-  if x.numel() == 0:
-    return "an empty operand"
   return None
+
+
+def _arg_check(node):
+  reason = _real_operand(node)
+  if reason is None and node.args[0].meta["val"].numel() == 0:
+    return "an empty operand"
+  return reason
 
 
 @lowering("aten.max.dim", check=_arg_check)
@@ -482,13 +484,6 @@ def _sort_region(b, dtype: str, descending: bool) -> str:
   return r.text([(a, t), (c, t), (ai, it), (ci, it)], [(before, r.BOOL)])
 
 
-def _sort_check(node):
-  x = node.args[0].meta.get("val")
-  if x is None or x.dtype == torch.bool or x.is_complex():
-    return "needs a real, non-bool operand"
-  return None
-
-
 def _sorted(ctx, x, dim, descending):
   """(values, indices) of a stable sort of `x` along `dim`."""
   b = ctx.b
@@ -504,18 +499,18 @@ def _sorted(ctx, x, dim, descending):
   return values, indices
 
 
-@lowering("aten.sort.default", check=_sort_check)
+@lowering("aten.sort.default", check=_real_operand)
 def sort(ctx, x, dim=-1, descending=False):
   """torch.sort (stable on the CPU, as torch's CPU kernel is)."""
   return list(_sorted(ctx, x, dim, descending))
 
 
-@lowering("aten.sort.stable", check=_sort_check)
+@lowering("aten.sort.stable", check=_real_operand)
 def sort_stable(ctx, x, stable=None, dim=-1, descending=False):
   return list(_sorted(ctx, x, dim, descending))
 
 
-@lowering("aten.topk.default", check=_sort_check)
+@lowering("aten.topk.default", check=_real_operand)
 def topk(ctx, x, k, dim=-1, largest=True, sorted=True):  # pylint: disable=redefined-builtin
   """The first k of a stable sort (descending for the largest): the same
   values as torch; of equal values the lower index first (torch leaves
@@ -527,10 +522,4 @@ def topk(ctx, x, k, dim=-1, largest=True, sorted=True):  # pylint: disable=redef
   d = h.normalize_dim(dim, x.rank)
   limits = list(x.shape)
   limits[d] = k
-  attrs = (f"start_indices = {mlir.i64_array([0] * x.rank)}, "
-           f"limit_indices = {mlir.i64_array(limits)}, "
-           f"strides = {mlir.i64_array([1] * x.rank)}")
-  return [b.op("stablehlo.slice", [values], values.type.with_shape(limits),
-               attrs),
-          b.op("stablehlo.slice", [indices],
-               indices.type.with_shape(limits), attrs)]
+  return [h.slice_(b, v, [0] * x.rank, limits) for v in (values, indices)]

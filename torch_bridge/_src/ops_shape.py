@@ -56,7 +56,7 @@ def as_strided(ctx, x, size, stride, storage_offset=None):
   count = math.prod(size)
   flat = h.reshape(ctx.b, x, [math.prod(x.shape)])
   if count != math.prod(x.shape):
-    flat = _slice(ctx.b, flat, [0], [count], [1])
+    flat = h.slice_(ctx.b, flat, [0], [count], [1])
   return h.reshape(ctx.b, flat, ctx.out.shape)
 
 
@@ -102,15 +102,6 @@ def repeat(ctx, x, repeats):
   return h.reshape(ctx.b, tiled, ctx.out.shape)
 
 
-def _slice(b, x, starts, limits, strides):
-  shape = [max(0, -(-(lim - s) // st)) for s, lim, st in
-           zip(starts, limits, strides)]
-  return b.op("stablehlo.slice", [x], x.type.with_shape(shape),
-              f"start_indices = {mlir.i64_array(starts)}, "
-              f"limit_indices = {mlir.i64_array(limits)}, "
-              f"strides = {mlir.i64_array(strides)}")
-
-
 def _slice_check(node):
   step = node.args[4] if len(node.args) > 4 else node.kwargs.get("step", 1)
   if not isinstance(step, int) or step < 1:
@@ -128,7 +119,7 @@ def slice_(ctx, x, dim=0, start=None, end=None, step=1):
   limits = list(x.shape)
   strides = [1] * x.rank
   starts[dim], limits[dim], strides[dim] = start, end, step
-  return _slice(ctx.b, x, starts, limits, strides)
+  return h.slice_(ctx.b, x, starts, limits, strides)
 
 
 def _slice_scatter_check(node):
@@ -173,7 +164,7 @@ def select(ctx, x, dim, index):
   starts = [0] * x.rank
   limits = list(x.shape)
   starts[dim], limits[dim] = index, index + 1
-  out = _slice(ctx.b, x, starts, limits, [1] * x.rank)
+  out = h.slice_(ctx.b, x, starts, limits, [1] * x.rank)
   return h.reshape(ctx.b, out, ctx.out.shape)
 
 
@@ -198,7 +189,7 @@ def split(ctx, x, sizes, dim=0):
     starts = [0] * x.rank
     limits = list(x.shape)
     starts[dim], limits[dim] = offset, offset + n
-    outs.append(_slice(ctx.b, x, starts, limits, [1] * x.rank))
+    outs.append(h.slice_(ctx.b, x, starts, limits, [1] * x.rank))
     offset += n
   return outs
 
@@ -434,10 +425,7 @@ def scatter_add(ctx, x, dim, index, src):
   full_idx = _along_dim_indices(b, index, dim, x.rank)
   upd = h.convert(b, src, ty.dtype)
   if tuple(upd.shape) != shape:
-    upd = b.op("stablehlo.slice", [upd], upd.type.with_shape(shape),
-               f"start_indices = {mlir.i64_array([0] * len(shape))}, "
-               f"limit_indices = {mlir.i64_array(shape)}, "
-               f"strides = {mlir.i64_array([1] * len(shape))}")
+    upd = h.slice_(b, upd, [0] * len(shape), shape)
   dims = ", ".join(map(str, range(x.rank)))
   return b.op(
       "stablehlo.scatter", [h.convert(b, x, ty.dtype), full_idx, upd], ty,
