@@ -37,6 +37,7 @@ from torch_bridge._src import lowering
 from torch_bridge._src import ops_nn
 from torch_bridge._src import registry
 from torch_bridge._src import runtime
+from torch_bridge._src import training_runtime
 from torch_bridge._src import capability as op_support
 
 BACKEND_NAME = "openxla_stablehlo"
@@ -81,6 +82,11 @@ class Options:
   # for torch (see `threads`), 0 leaves the plugin's default (ours: one per
   # core), n uses n.
   intra_op_parallelism_threads: int | None = None
+  # Run plain training graphs (no input mutation, no aliasing outputs, ...)
+  # through the bridge's own autograd.Function rather than AOTAutograd's
+  # general runtime wrappers, which cost more per step than a small
+  # model's programs (see training_runtime).
+  lean_runtime: bool = True
 
   @classmethod
   def make(cls, options: dict[str, Any] | None) -> "Options":
@@ -338,13 +344,23 @@ class Backend:
     self.options = (options if isinstance(options, Options)
                     else Options.make(options))
     self.reports: list[GraphReport] = []
+    # The callables of the training graphs compiled (whether each runs on
+    # the lean runtime, and why not).
+    self.training: list[training_runtime.LeanTraining] = []
 
-  def _compiler(self, kind: str) -> Callable:
+  def _compiler(self, kind: str,
+                captured: training_runtime.Captured | None = None
+                ) -> Callable:
     def compile_graph(gm: torch.fx.GraphModule, example_inputs):
       from functorch.compile import make_boxed_func  # pylint: disable=g-import-not-at-top
       fused, report = partition(gm, self.options, kind)
       self.reports.append(report)
-      return make_boxed_func(_generated_forward(fused))
+      compiled = make_boxed_func(_generated_forward(fused))
+      if captured is not None and kind == "forward":
+        captured.saw_forward(gm, compiled)
+      elif captured is not None and kind == "backward":
+        captured.saw_backward(gm, compiled)
+      return compiled
     return compile_graph
 
   def __call__(self, gm: torch.fx.GraphModule, example_inputs):
@@ -365,12 +381,19 @@ class Backend:
     decompositions.update(_our_decompositions())
     partition_fn = (_min_cut_partition if self.options.partitioner == "min_cut"
                     else _default_partition)
-    compiler = aot_autograd(fw_compiler=self._compiler("forward"),
-                            bw_compiler=self._compiler("backward"),
+    captured = training_runtime.Captured()
+    compiler = aot_autograd(fw_compiler=self._compiler("forward", captured),
+                            bw_compiler=self._compiler("backward", captured),
                             inference_compiler=self._compiler("inference"),
                             partition_fn=partition_fn,
                             decompositions=decompositions)
-    return compiler(gm, example_inputs)
+    compiled = compiler(gm, example_inputs)
+    if captured.forward is None:
+      return compiled  # An inference graph.
+    lean = training_runtime.LeanTraining(compiled, captured,
+                                         enabled=self.options.lean_runtime)
+    self.training.append(lean)
+    return lean
 
 
 def _torch_decompositions():

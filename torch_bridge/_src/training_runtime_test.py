@@ -1,0 +1,243 @@
+"""The lean training runtime against AOTAutograd's: which graphs take it,
+and that they train exactly as on AOTAutograd's runtime and as eager."""
+
+import copy
+
+import pytest
+
+torch = pytest.importorskip(
+    "torch", reason="torch (requirements-test.txt) is not installed")
+
+# pylint: disable=g-import-not-at-top
+import torch_bridge
+from torch_bridge._src import backend as backend_lib
+from torch_bridge._src import training_runtime
+from torch_bridge.testing import models
+# pylint: enable=g-import-not-at-top
+
+nn = torch.nn
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dynamo():
+  torch._dynamo.reset()  # pylint: disable=protected-access
+  backend_lib._warned.clear()  # pylint: disable=protected-access
+  torch.manual_seed(0)
+  yield
+
+
+def _train(model, inputs, options, steps=3, loss=None):
+  """(outputs, gradients, parameters) after `steps` SGD steps of a copy
+  of `model` compiled with our backend (None: eager), and the backend."""
+  model = copy.deepcopy(model)
+  be = torch_bridge.Backend(options) if options is not None else None
+  run = (torch.compile(model, backend=be, dynamic=False) if be is not None
+         else model)
+  opt = torch.optim.SGD(model.parameters(), lr=0.05)
+  loss = loss or (lambda out: out.pow(2).mean())
+  outs, grads = [], []
+  for _ in range(steps):
+    opt.zero_grad()
+    out = run(*inputs)
+    loss(out).backward()
+    outs.append([o.detach().clone() for o in (
+        out if isinstance(out, tuple) else (out,))])
+    grads.append([p.grad.clone() for p in model.parameters()
+                  if p.grad is not None])
+    opt.step()
+  return outs, grads, [p.detach().clone() for p in model.parameters()], be
+
+
+def _assert_same(a, b, exact):
+  for x, y in zip(a, b):
+    if isinstance(x, list):
+      assert len(x) == len(y)
+      _assert_same(x, y, exact)
+    elif exact:
+      assert torch.equal(x, y)
+    else:
+      torch.testing.assert_close(x, y, rtol=1e-4, atol=1e-5)
+
+
+def _check_against_aot_and_eager(model, inputs, lean_expected, loss=None,
+                                 options=None):
+  options = dict(options or {})
+  lean = _train(model, inputs, options, loss=loss)
+  torch._dynamo.reset()  # pylint: disable=protected-access
+  aot = _train(model, inputs, {**options, "lean_runtime": False}, loss=loss)
+  eager = _train(model, inputs, None, loss=loss)
+  runtimes = lean[3].training
+  assert runtimes, "no training graph was compiled"
+  assert [t.lean for t in runtimes] == [lean_expected] * len(runtimes), [
+      (t.lean, t.reason) for t in runtimes]
+  assert all(not t.lean and t.reason == "disabled"
+             for t in aot[3].training)
+  # The same programs on either runtime: the same bits.
+  for got, want in zip(lean[:3], aot[:3]):
+    _assert_same(got, want, exact=True)
+  for got, want in zip(lean[:3], eager[:3]):
+    _assert_same(got, want, exact=False)
+  return runtimes
+
+
+def test_plain_models_take_the_lean_runtime():
+  for name in ("mlp", "lstm", "unlowered"):
+    torch._dynamo.reset()  # pylint: disable=protected-access
+    case = models.CASES[name]
+    _check_against_aot_and_eager(case.make(), case.inputs(), True)
+
+
+def test_batch_norm_running_statistics_keep_aot_runtime():
+  model = nn.Sequential(nn.Linear(6, 8), nn.BatchNorm1d(8), nn.Tanh(),
+                        nn.Linear(8, 3))
+  runtimes = _check_against_aot_and_eager(model, (torch.randn(5, 6),), False)
+  assert runtimes[0].reason == "an input is mutated"
+
+
+class _TwoOutputs(nn.Module):
+  """An output the loss ignores (its gradient arrives as None and is
+  materialized as zeros) beside one it reads."""
+
+  def __init__(self):
+    super().__init__()
+    self.a = nn.Linear(6, 8)
+    self.b = nn.Linear(8, 4)
+
+  def forward(self, x):
+    h = torch.tanh(self.a(x))
+    return self.b(h), torch.sigmoid(h) * 2.0
+
+
+def test_an_output_the_loss_ignores_gets_zero_gradient():
+  _check_against_aot_and_eager(_TwoOutputs(), (torch.randn(5, 6),), True,
+                               loss=lambda out: out[0].pow(2).mean())
+
+
+class _ViewOfOutput(nn.Module):
+
+  def __init__(self):
+    super().__init__()
+    self.a = nn.Linear(6, 8)
+
+  def forward(self, x):
+    y = torch.tanh(self.a(x))
+    return y, y.view(-1)
+
+
+def test_outputs_aliasing_each_other_keep_aot_runtime():
+  runtimes = _check_against_aot_and_eager(
+      _ViewOfOutput(), (torch.randn(5, 6),), False,
+      loss=lambda out: out[0].sum() + out[1].pow(2).sum())
+  assert "alias" in runtimes[0].reason
+
+
+class _WithIndices(nn.Module):
+
+  def __init__(self):
+    super().__init__()
+    self.a = nn.Linear(6, 8)
+
+  def forward(self, x):
+    y = torch.tanh(self.a(x))
+    return y, y.argmax(-1)
+
+
+def test_an_output_without_gradient_keeps_aot_runtime():
+  runtimes = _check_against_aot_and_eager(
+      _WithIndices(), (torch.randn(5, 6),), False,
+      loss=lambda out: out[0].pow(2).mean())
+  assert runtimes[0].reason.startswith("an output")
+
+
+def test_tangents_reach_the_backward_dense():
+  # sum()'s gradient is an expanded (stride 0) tensor; a backward graph
+  # that views its tangent (as AOTAutograd traced it, dense) needs it dense.
+  seen = []
+
+  def fw(args):
+    (x,) = args
+    return [x * 3.0, x]
+
+  def bw(args):
+    saved, tangent = args
+    seen.append((tangent.is_contiguous(), tangent.stride()))
+    return [tangent.view(-1).view(saved.shape) * 3.0]
+
+  fn = training_runtime._lean_function(fw, bw, 1)  # pylint: disable=protected-access
+  x = torch.randn(4, 5, requires_grad=True)
+  (out,) = fn.apply(x)
+  out.sum().backward()
+  assert seen == [(True, (5, 1))]
+  torch.testing.assert_close(x.grad, torch.full((4, 5), 3.0))
+
+
+def test_an_all_eager_graph_trains_on_the_lean_runtime():
+  case = models.CASES["mlp"]
+  _check_against_aot_and_eager(case.make(), case.inputs(), True,
+                               options={"min_cluster_size": 10_000})
+
+
+def test_transposed_output_gradient():
+  case = models.CASES["mlp"]
+  _check_against_aot_and_eager(
+      case.make(), case.inputs(), True,
+      loss=lambda out: (out.t() * torch.arange(
+          out.shape[0], dtype=out.dtype)).sum())
+
+
+def test_retained_graph_backward_twice_accumulates():
+  case = models.CASES["mlp"]
+  base, inputs = case.make(), case.inputs()
+  results = []
+  for options in ({}, {"lean_runtime": False}):
+    torch._dynamo.reset()  # pylint: disable=protected-access
+    model = copy.deepcopy(base)
+    be = torch_bridge.Backend(options)
+    run = torch.compile(model, backend=be, dynamic=False)
+    for _ in range(2):  # The second call runs on the runtime decided.
+      model.zero_grad()
+      out = run(*inputs)
+      out.pow(2).mean().backward(retain_graph=True)
+      out.pow(2).mean().backward()
+    results.append([p.grad.clone() for p in model.parameters()])
+    assert [t.lean for t in be.training] == [not options]
+  _assert_same(results[0], results[1], exact=True)
+
+
+def test_double_backward_raises():
+  case = models.CASES["mlp"]
+  be = torch_bridge.Backend()
+  model = case.make()
+  run = torch.compile(model, backend=be, dynamic=False)
+  (x,) = case.inputs()
+  for _ in range(2):
+    model.zero_grad()
+    run(x).pow(2).mean().backward()
+  assert be.training[0].lean
+  x = x.clone().requires_grad_(True)
+  out = run(x).pow(2).mean()
+  (gx,) = torch.autograd.grad(out, x, create_graph=True)
+  with pytest.raises(RuntimeError):
+    gx.sum().backward()
+
+
+def test_inference_after_training_is_its_own_graph():
+  case = models.CASES["mlp"]
+  model, inputs = case.make(), case.inputs()
+  be = torch_bridge.Backend()
+  run = torch.compile(model, backend=be, dynamic=False)
+  for _ in range(2):
+    run(*inputs).pow(2).mean().backward()
+  assert be.training[0].lean
+  with torch.no_grad():
+    got = run(*inputs)
+    want = model(*inputs)
+  assert not got.requires_grad
+  torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_dense_strides():
+  dense = training_runtime._dense_strides  # pylint: disable=protected-access
+  assert dense((2, 3, 4)) == (12, 4, 1)
+  assert dense((0, 3)) == (3, 1)
+  assert dense(()) == ()
