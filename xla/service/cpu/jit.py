@@ -735,9 +735,12 @@ def optimized_text(text: str, opt_level: int = 2) -> str:
     mod.close()
 
 
-def _compile_part(text: str, opt_level: int, unlocked: bool) -> bytes:
+def _compile_part(text: str, opt_level: int, unlocked: bool,
+                  codegen_level: Optional[int] = None) -> bytes:
   """Parses, verifies, optimises and generates code for one module text in
-  a fresh LLVM context; returns the object file."""
+  a fresh LLVM context; returns the object file. `codegen_level` is the
+  target machine's (instruction selection, register allocation) level,
+  `opt_level` unless given."""
   ctx = llvm.create_context()
   mod = None
   try:
@@ -747,7 +750,8 @@ def _compile_part(text: str, opt_level: int, unlocked: bool) -> bytes:
     except RuntimeError as e:
       raise support.InternalError(
           f"CPU codegen produced invalid LLVM IR: {e}") from e
-    tm = _new_target_machine(opt_level)
+    tm = _new_target_machine(opt_level if codegen_level is None
+                             else codegen_level)
     mod.triple = llvm.get_process_triple()
     mod.data_layout = str(tm.target_data)
     run = _unlocked("LLVMPY_RunNewModulePassManager") if unlocked else None
@@ -841,6 +845,21 @@ def compile_objects(module: ir.Module, exported: Sequence[str],
 # the compile sooner after emission, a larger one costs less per part.
 STREAM_PART_CHARS = 60_000
 
+# Small kernels. A kernel of at most SMALL_KERNEL_COST element-operations
+# (kernel_api.KernelSpec.cost: the scalar and few-element kernels of a
+# while loop's body, an ODE step, a PRNG key split) runs in well under a
+# microsecond however it is compiled, but LLVM's code generation at O2
+# (SelectionDAG, the greedy register allocator) costs about 0.7 ms per
+# function whatever its size; at O0 (fast instruction selection and
+# register allocation) a sixth of that. When a flush holds at least
+# SMALL_KERNELS_MIN of them they are compiled in parts of their own with
+# code generation at SMALL_KERNEL_CODEGEN_LEVEL; their IR is still
+# optimised at the module's level. On the adaptive RK45 step's 18 such
+# kernels, LLVM's share of the compile went from 55-68 ms to 30-37 ms.
+SMALL_KERNEL_COST = 256
+SMALL_KERNELS_MIN = 4
+SMALL_KERNEL_CODEGEN_LEVEL = 0
+
 
 class StreamingCompile:
   """Compiles the exported functions of `module` in parts while the rest of
@@ -873,6 +892,7 @@ class StreamingCompile:
     self._unsplittable = False
     self._compiled_roots_set: set[str] = set()
     self._no_alias: set[str] = set()
+    self._small: set[str] = set()  # Kernels of SMALL_KERNEL_COST or less.
 
   # -- text ---------------------------------------------------------------------
 
@@ -902,10 +922,15 @@ class StreamingCompile:
 
   # -- adding kernels -----------------------------------------------------------
 
-  def add(self, names: Sequence[str]) -> None:
-    for name in names:
+  def add(self, names: Sequence[str],
+          costs: Optional[Sequence[int]] = None) -> None:
+    """Takes finished kernels; `costs` (element-operations, 0: unknown)
+    marks the small ones."""
+    for i, name in enumerate(names):
       self._pending.append(name)
       self._pending_chars += len(self._text(name))
+      if costs is not None and 0 < costs[i] <= SMALL_KERNEL_COST:
+        self._small.add(name)
     if self._streaming and self._pending_chars >= self.part_chars:
       self._flush()
 
@@ -953,6 +978,21 @@ class StreamingCompile:
       self._compiled_roots.append(r)
     if not units:
       return
+    small = [u for u in units if u[1] in self._small]
+    if len(small) >= SMALL_KERNELS_MIN:
+      self._submit_bins([u for u in units if u[1] not in self._small],
+                        exported, set(roots))
+      self._submit_bins(small, exported, set(roots),
+                        SMALL_KERNEL_CODEGEN_LEVEL)
+    else:
+      self._submit_bins(units, exported, set(roots))
+
+  def _submit_bins(self, units: list, exported: set[str], root_set: set[str],
+                   codegen_level: Optional[int] = None) -> None:
+    """Spreads `units` (cost, root, members, out) over up to `threads`
+    parts, largest first, and submits them."""
+    if not units:
+      return
     bins = [([], set(), 0) for _ in range(min(self.threads, len(units)))]
     for cost, r, members, out in sorted(units, key=lambda u: -u[0]):
       i = min(range(len(bins)), key=lambda k: bins[k][2])
@@ -970,11 +1010,10 @@ class StreamingCompile:
         else:
           declared.add(h)
       bins[i] = (defined, declared, load + cost)
-    root_set = set(roots)
     for defined, declared, _ in bins:
       if defined:
         self._submit(self._part_text(defined, declared - set(defined),
-                                     root_set))
+                                     root_set), codegen_level)
 
   def _part_text(self, defined: list[str], declared: set[str],
                  roots: set[str]) -> str:
@@ -1007,12 +1046,12 @@ class StreamingCompile:
       return _text_with_linkage(v, "internal")
     return self._text(name)
 
-  def _submit(self, text: str) -> None:
+  def _submit(self, text: str, codegen_level: Optional[int] = None) -> None:
     self._parts.append(text)
     if self._streaming:
       pool = _pool(self.threads)
       self._futures.append(pool.submit(_compile_part, text, self.opt_level,
-                                       True))
+                                       True, codegen_level))
 
   # -- finishing ----------------------------------------------------------------
 

@@ -380,6 +380,54 @@ def test_streaming_compile_defines_an_aliased_kernel_that_is_called():
   assert _call(engine, "r1", 10) == 27
 
 
+def _record_parts(monkeypatch):
+  """[(kernels a part defines, its codegen level)] of every part compiled."""
+  seen = []
+  real = jit._compile_part  # pylint: disable=protected-access
+
+  def compile_part(text, opt_level, unlocked, codegen_level=None):
+    defined = set()
+    for line in text.splitlines():
+      if line.startswith("define"):
+        defined.add(line.split("@", 1)[1].split("(", 1)[0].strip('"'))
+    seen.append((defined & {f"k{i}" for i in range(16)}, codegen_level))
+    return real(text, opt_level, unlocked, codegen_level)
+
+  monkeypatch.setattr(jit, "_compile_part", compile_part)
+  return seen
+
+
+@pytest.mark.parametrize("small_costs", [4, 2])
+def test_streaming_compile_small_kernels_get_fast_codegen_parts(
+    monkeypatch, small_costs):
+  # Kernels of SMALL_KERNEL_COST element-operations or less get parts of
+  # their own, generated at SMALL_KERNEL_CODEGEN_LEVEL, when there are
+  # SMALL_KERNELS_MIN of them; an unknown cost (0) is not small. Fewer
+  # small kernels stay in the ordinary parts.
+  assert jit.SMALL_KERNELS_MIN == 4
+  seen = _record_parts(monkeypatch)
+  names = [f"k{i}" for i in range(7)]
+  small = names[:small_costs]
+  costs = [(1, jit.SMALL_KERNEL_COST)[i % 2] if n in small else c
+           for i, (n, c) in enumerate(zip(
+               names, [jit.SMALL_KERNEL_COST + 1] * 4 + [10**6, 0, 10**6]))]
+  m = _module(7, with_pair=False)
+  stream = jit.StreamingCompile(m, threads=2)
+  stream.add(names, costs)
+  objs = stream.finish(names)
+  fast = set().union(*[k for k, lvl in seen if lvl is not None])
+  ordinary = set().union(*[k for k, lvl in seen if lvl is None])
+  assert all(lvl in (None, jit.SMALL_KERNEL_CODEGEN_LEVEL) for _, lvl in seen)
+  if small_costs >= jit.SMALL_KERNELS_MIN:
+    assert fast == set(small) and ordinary == set(names) - set(small)
+  else:
+    assert not fast and ordinary == set(names)
+  engine = jit.CpuJit(2)
+  engine.load_object_code(jit.pack_objects(objs))
+  for n in names:
+    assert _call(engine, n, 5, stream.aliases) == _expected(n, 5)
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 def test_streaming_compile_whole_module_cases(threads):
   # One thread: the module compiles as one object. A global that is not

@@ -190,7 +190,8 @@ class ThunkEmitter:
     start = self._slot_range(positions)
     out = []
     if self.on_kernels is not None and specs:
-      self.on_kernels([spec.name for spec in specs])
+      self.on_kernels([spec.name for spec in specs],
+                      [int(spec.cost) for spec in specs])
     for spec in specs:
       self.kernels.append(spec.name)
       out.append({"kind": "kernel", "name": instr.name, "fn": spec.name,
