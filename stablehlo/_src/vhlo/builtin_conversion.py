@@ -481,7 +481,22 @@ _LOC_FIELDS = {"FileLineColLoc": 3, "FileLineColRange": 2, "NameLoc": 2,
 
 
 def _check_location(attr) -> None:
-  """Rejects a location whose fields have the wrong kinds (corrupt input)."""
+  """Rejects a location whose fields have the wrong kinds (corrupt input),
+  nested locations included."""
+  _check_location_node(attr)
+  kind, f = attr.kind, attr.fields
+  if kind == "NameLoc":
+    _check_location(f[1])
+  elif kind == "CallSiteLoc":
+    _check_location(f[0])
+    _check_location(f[1])
+
+
+def _check_location_node(attr) -> None:
+  """`_check_location` of `attr` itself, not of the locations it nests
+  (whoever reads those checks them: location_text does, once per shared
+  object, where a check of the whole chain at every level of JAX's
+  call-site chains cost time quadratic in their depth)."""
   if (not isinstance(attr, tree.Attr) or attr.dialect != DIALECT or
       attr.kind not in _LOC_KINDS):
     raise ConversionError(
@@ -500,10 +515,6 @@ def _check_location(attr) -> None:
       raise ConversionError("file location range with non-integer numbers")
   elif kind == "NameLoc":
     _loc_string(f[0], "name location")
-    _check_location(f[1])
-  elif kind == "CallSiteLoc":
-    _check_location(f[0])
-    _check_location(f[1])
   elif kind in ("FusedLoc", "FusedLocWithMetadata"):
     if not isinstance(f[0], (tuple, list)):
       raise ConversionError(f"{kind} without a location list")
@@ -543,7 +554,7 @@ def _quoted_filename(name: str) -> str:
 
 
 def _location_text(attr) -> str:
-  _check_location(attr)
+  _check_location_node(attr)  # Nested locations: by location_text below.
   kind, f = attr.kind, attr.fields
   if kind == "UnknownLoc":
     return "unknown"
@@ -559,9 +570,10 @@ def _location_text(attr) -> str:
     return f"{text} to {end_line}:{end_col}"
   if kind == "NameLoc":
     name = attr_printer.format_string(f[0].fields[0])
+    inner = location_text(f[1])
     if f[1].kind == "UnknownLoc":
       return name
-    return f"{name}({location_text(f[1])})"
+    return f"{name}({inner})"
   if kind == "CallSiteLoc":
     return f"callsite({location_text(f[0])} at {location_text(f[1])})"
   if kind in ("FusedLoc", "FusedLocWithMetadata"):
@@ -625,7 +637,7 @@ def location_from_builtin(attr) -> a.Location:
 
 
 def _location_from_builtin(attr) -> a.Location:
-  _check_location(attr)
+  _check_location_node(attr)  # Nested locations: by location_text.
   if isinstance(attr, tree.Attr) and attr.kind == "FileLineColLoc":
     f = attr.fields
     return a.file_location(f[0].fields[0], f[1], f[2], location_text(attr))

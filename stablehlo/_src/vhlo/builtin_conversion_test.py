@@ -90,3 +90,28 @@ def test_module_attributes():
   assert bc.attr_from_builtin(bc.attr_to_builtin(mesh)) == mesh
   edges = a.OpaqueAttr("#sdy.propagation_edges<[]>")
   assert bc.attr_from_builtin(bc.attr_to_builtin(edges)) == edges
+
+
+def test_corrupt_nested_locations_are_rejected_at_any_depth():
+  # Each location is checked where it is read: a corrupt one deep in a
+  # call-site chain (or named) is as much an error as one on top.
+  bc.forget_locations()
+  good = bc.ba("FileLineColLoc", bc.string("f.py"), 3, 4)
+  bad_line = bc.ba("FileLineColLoc", bc.string("f.py"), "3", 4)
+  not_a_location = bc.string("oops")
+  chain = bc.ba("CallSiteLoc", good, good)
+  for bad in (bad_line, not_a_location):
+    for corrupt in (
+        bc.ba("NameLoc", bc.string("n"), bad),
+        bc.ba("CallSiteLoc", good, bc.ba("CallSiteLoc", chain, bad)),
+        bc.ba("CallSiteLoc", bc.ba("NameLoc", bc.string("n"), bad), good),
+        bc.ba("FusedLoc", (good, bad))):
+      with pytest.raises(bc.ConversionError):
+        bc.location_from_builtin(corrupt)
+      with pytest.raises(bc.ConversionError):
+        bc.location_text(corrupt)
+  deep = good
+  for i in range(40):
+    deep = bc.ba("CallSiteLoc", bc.ba("NameLoc", bc.string(f"f{i}"), good),
+                 deep)
+  assert bc.location_from_builtin(deep).text.count("callsite(") == 40
