@@ -24,6 +24,9 @@ class Explanation:
   graph_break_count: int
   break_reasons: list[str]
   reports: list[backend_lib.GraphReport]
+  # Per training graph: which runtime its steps take ("lean", or
+  # AOTAutograd's and why; see training_runtime).
+  runtimes: list[str] = dataclasses.field(default_factory=list)
 
   @property
   def clusters(self) -> list[backend_lib.ClusterInfo]:
@@ -48,6 +51,8 @@ class Explanation:
     print(f"aten graphs: {len(self.reports)}, clusters: "
           f"{len(self.clusters)} ({compiled} compiled), eager nodes: "
           f"{len(self.eager_nodes)}", file=out)
+    for runtime in self.runtimes:
+      print(f"training runtime: {runtime}", file=out)
     for r in self.reports:
       print(f"\n== {r.kind} graph: {r.num_nodes} ops, {len(r.clusters)} "
             f"cluster(s), {len(r.eager)} eager node(s)", file=out)
@@ -77,6 +82,14 @@ def _loss(out: Any) -> torch.Tensor:
   return None
 
 
+def _runtime(training) -> str:
+  if training.lean:
+    return "lean (the bridge's autograd.Function)"
+  if not training.decided:
+    return "AOTAutograd's (no backward compiled yet)"
+  return f"AOTAutograd's ({training.reason})"
+
+
 def explain(model, *inputs, options=None, train: bool = False,
             file=None, quiet: bool = False) -> Explanation:
   """Compiles and runs `model(*inputs)` once with the bridge (with a
@@ -97,7 +110,8 @@ def explain(model, *inputs, options=None, train: bool = False,
       compiled(*inputs)
   result = Explanation(
       dyn.graph_count, dyn.graph_break_count,
-      [str(getattr(b, "reason", b)) for b in dyn.break_reasons], be.reports)
+      [str(getattr(b, "reason", b)) for b in dyn.break_reasons], be.reports,
+      [_runtime(t) for t in be.training])
   if not quiet:
     print(result, file=file or sys.stdout)
   return result

@@ -11,10 +11,11 @@ step than our compiled programs: 50-60 us of Python per training step on
 the bench's MLP, a sixth of its eager step.
 
 Most graphs need none of that. `LeanTraining` runs AOTAutograd's callable
-until the backward has been compiled, then checks the graph's metadata
-(AOTAutograd's ViewAndMutationMeta, read as the forward was compiled) and,
-where the graph is *plain*, runs the same two compiled graphs through one
-autograd.Function of its own:
+until the backward has been compiled (AOTAutograd compiles it during the
+first backward pass); then it checks the graph's metadata (AOTAutograd's
+ViewAndMutationMeta, read as the forward was compiled) and the first
+call's arguments and, where the graph is *plain*, runs the later calls'
+two compiled graphs through one autograd.Function of its own:
 
   forward:  outputs = fw(args); the first `num_outputs` are the user's,
             the rest are saved for the backward;
@@ -55,6 +56,8 @@ class Captured:
     self.backward_inputs = -1
     self.backward_outputs = -1
     self.autocast = False
+    # Called (no arguments) once the backward is compiled.
+    self.on_backward: Optional[Callable[[], None]] = None
 
   def saw_forward(self, gm: torch.fx.GraphModule, compiled: Callable) -> None:
     self.forward = compiled
@@ -71,6 +74,8 @@ class Captured:
                    ) -> None:
     self.backward = compiled
     self.backward_inputs, self.backward_outputs = _arity(gm)
+    if self.on_backward is not None:
+      self.on_backward()
 
 
 def _arity(gm: torch.fx.GraphModule) -> tuple[int, int]:
@@ -97,9 +102,21 @@ def _plain_meta(meta) -> bool:
 _PLAIN_TENSOR_TYPES = (torch.Tensor, torch.nn.Parameter)
 
 
-def why_not_plain(captured: Captured, args: Sequence[Any]) -> Optional[str]:
-  """None when the captured graph, called with `args`, can run on the lean
-  runtime; otherwise the first reason it cannot."""
+def why_not_plain_args(args: Sequence[Any]) -> Optional[str]:
+  """None when a graph's arguments (Dynamo's guards keep every later
+  call's of the same types, shapes and requires_grad) suit the lean
+  runtime; otherwise why not."""
+  if not all(type(x) in _PLAIN_TENSOR_TYPES for x in args):
+    return "an input is not a plain tensor"
+  if len({id(x) for x in args}) != len(args):
+    return "an input is passed twice"
+  return None
+
+
+def why_not_plain(captured: Captured, num_args: int) -> Optional[str]:
+  """None when the captured graph, called with `num_args` arguments that
+  suit it (why_not_plain_args), can run on the lean runtime; otherwise the
+  first reason it cannot."""
   meta = captured.metadata
   if captured.forward is None or captured.backward is None:
     return "no compiled backward"
@@ -115,11 +132,7 @@ def why_not_plain(captured: Captured, args: Sequence[Any]) -> Optional[str]:
     return "autocast was enabled"
   if _compiled_autograd_enabled():
     return "compiled autograd is enabled"
-  n = len(args)
-  if not all(type(x) in _PLAIN_TENSOR_TYPES for x in args):
-    return "an input is not a plain tensor"
-  if len({id(x) for x in args}) != n:
-    return "an input is passed twice"
+  n = num_args
   if captured.forward_inputs != n:
     return "the forward takes other inputs than the graph"
   if any(i.mutation_type != not_mutated for i in meta.input_info):
@@ -218,16 +231,21 @@ def _lean_function(fw: Callable, bw: Callable, num_outputs: int) -> type:
 class LeanTraining:
   """The callable handed to Dynamo for a training graph: AOTAutograd's
   `compiled` until the backward is compiled, then the lean runtime where
-  the graph is plain (see the module's doc)."""
+  the graph is plain (see the module's doc). `reason` says why not (None:
+  lean, or not decided yet)."""
 
   def __init__(self, compiled: Callable, captured: Captured,
                enabled: bool = True):
     self._compiled = compiled
     self._captured = captured
-    self._pending = enabled  # Not decided yet.
     self._apply: Optional[Callable] = None
-    self._result_type: type = list
+    self._result_type: Optional[type] = None
+    self._num_args = -1
+    self._args_reason: Optional[str] = None
+    self.decided = not enabled
     self.reason: Optional[str] = None if enabled else "disabled"
+    if enabled:
+      captured.on_backward = self._settle
 
   @property
   def lean(self) -> bool:
@@ -237,21 +255,26 @@ class LeanTraining:
     apply = self._apply
     if apply is not None:
       return self._result_type(apply(*args))
-    result = self._compiled(*args)
-    if self._pending and self._captured.backward is not None:
-      self._settle(args, result)
-    return result
-
-  def _settle(self, args, result) -> None:
-    """Decides, once the backward is compiled, for the calls after this
-    one (Dynamo's guards keep their inputs' types, shapes and
-    requires_grad those of `args`)."""
-    captured = self._captured
-    self._pending = False
-    self.reason = why_not_plain(captured, args)
-    if self.reason is None and isinstance(result, (list, tuple)):
+    if self._result_type is None and not self.decided:
+      # The first call: Dynamo's guards keep the later ones like it.
+      self._num_args = len(args)
+      self._args_reason = why_not_plain_args(args)
+      result = self._compiled(*args)
       self._result_type = type(result)
+      return result
+    return self._compiled(*args)
+
+  def _settle(self) -> None:
+    """Decides, as the backward is compiled (during the first backward
+    pass), for the calls that follow."""
+    if self.decided:
+      return
+    self.decided = True
+    captured = self._captured
+    self.reason = self._args_reason or why_not_plain(captured,
+                                                     self._num_args)
+    if self.reason is None and self._result_type not in (list, tuple):
+      self.reason = "the graph's result is not a list"
+    if self.reason is None:
       self._apply = _lean_function(captured.forward, captured.backward,
                                    len(captured.metadata.output_info)).apply
-    elif self.reason is None:
-      self.reason = "the graph's result is not a list"

@@ -241,3 +241,17 @@ def test_dense_strides():
   assert dense((2, 3, 4)) == (12, 4, 1)
   assert dense((0, 3)) == (3, 1)
   assert dense(()) == ()
+
+
+def test_explain_says_which_runtime_training_takes(capsys):
+  case = models.CASES["mlp"]
+  result = torch_bridge.explain(case.make(), *case.inputs(), train=True)
+  assert result.runtimes == ["lean (the bridge's autograd.Function)"]
+  assert "training runtime: lean" in capsys.readouterr().out
+  torch._dynamo.reset()  # pylint: disable=protected-access
+  model = nn.Sequential(nn.Linear(6, 8), nn.BatchNorm1d(8))
+  result = torch_bridge.explain(model, torch.randn(5, 6), train=True,
+                                quiet=True)
+  assert result.runtimes == ["AOTAutograd's (an input is mutated)"]
+  result = torch_bridge.explain(model, torch.randn(5, 6), quiet=True)
+  assert not result.runtimes  # Inference: no training graph.
