@@ -26,12 +26,8 @@ GRAD_TOLERANCE = 1e-3
 
 
 @pytest.fixture(autouse=True)
-def _fresh_dynamo():
-  # Dynamo caches per code object, shared by all instances of a class, and
-  # stops compiling after its recompile limit: start every test afresh.
-  torch._dynamo.reset()  # pylint: disable=protected-access
-  backend_lib._warned.clear()  # pylint: disable=protected-access
-  torch.manual_seed(0)
+def _fresh_start():
+  models.fresh_start()
   yield
 
 

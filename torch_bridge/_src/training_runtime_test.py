@@ -10,7 +10,6 @@ torch = pytest.importorskip(
 
 # pylint: disable=g-import-not-at-top
 import torch_bridge
-from torch_bridge._src import backend as backend_lib
 from torch_bridge._src import training_runtime
 from torch_bridge.testing import models
 # pylint: enable=g-import-not-at-top
@@ -19,10 +18,8 @@ nn = torch.nn
 
 
 @pytest.fixture(autouse=True)
-def _fresh_dynamo():
-  torch._dynamo.reset()  # pylint: disable=protected-access
-  backend_lib._warned.clear()  # pylint: disable=protected-access
-  torch.manual_seed(0)
+def _fresh_start():
+  models.fresh_start()
   yield
 
 
@@ -113,38 +110,29 @@ def test_an_output_the_loss_ignores_gets_zero_gradient():
                                loss=lambda out: out[0].pow(2).mean())
 
 
-class _ViewOfOutput(nn.Module):
+class _WithSecondOutput(nn.Module):
+  """tanh(Linear(x)) and `second` of it as a second output."""
 
-  def __init__(self):
+  def __init__(self, second):
     super().__init__()
     self.a = nn.Linear(6, 8)
+    self.second = second
 
   def forward(self, x):
     y = torch.tanh(self.a(x))
-    return y, y.view(-1)
+    return y, self.second(y)
 
 
 def test_outputs_aliasing_each_other_keep_aot_runtime():
   runtimes = _check_against_aot_and_eager(
-      _ViewOfOutput(), (torch.randn(5, 6),), False,
+      _WithSecondOutput(lambda y: y.view(-1)), (torch.randn(5, 6),), False,
       loss=lambda out: out[0].sum() + out[1].pow(2).sum())
   assert "alias" in runtimes[0].reason
 
 
-class _WithIndices(nn.Module):
-
-  def __init__(self):
-    super().__init__()
-    self.a = nn.Linear(6, 8)
-
-  def forward(self, x):
-    y = torch.tanh(self.a(x))
-    return y, y.argmax(-1)
-
-
 def test_an_output_without_gradient_keeps_aot_runtime():
   runtimes = _check_against_aot_and_eager(
-      _WithIndices(), (torch.randn(5, 6),), False,
+      _WithSecondOutput(lambda y: y.argmax(-1)), (torch.randn(5, 6),), False,
       loss=lambda out: out[0].pow(2).mean())
   assert runtimes[0].reason.startswith("an output")
 

@@ -15,16 +15,13 @@ pytest.importorskip(
 
 # pylint: disable=g-import-not-at-top
 import torch_bridge
-from torch_bridge._src import backend as backend_lib
 from torch_bridge.testing import models
 # pylint: enable=g-import-not-at-top
 
 
 @pytest.fixture(autouse=True)
-def _fresh_dynamo():
-  torch._dynamo.reset()  # pylint: disable=protected-access
-  backend_lib._warned.clear()  # pylint: disable=protected-access
-  torch.manual_seed(0)
+def _fresh_start():
+  models.fresh_start()
   yield
 
 

@@ -12,6 +12,18 @@ import torch
 from torch import nn
 
 
+def fresh_start() -> None:
+  """What each test starts from: Dynamo's caches empty (they are per code
+  object, shared by all instances of a class, and stop compiling at the
+  recompile limit), no fallback warned of yet, torch's seed 0."""
+  from torch_bridge._src import backend  # pylint: disable=g-import-not-at-top
+  # torch._dynamo.reset() is torch's documented way to drop compiled
+  # graphs; torch has no public alias of the module.
+  torch._dynamo.reset()  # pylint: disable=protected-access
+  backend._warned.clear()  # pylint: disable=protected-access
+  torch.manual_seed(0)
+
+
 class MLP(nn.Module):
 
   def __init__(self, d_in=16, hidden=32, d_out=4):
