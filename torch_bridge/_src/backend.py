@@ -399,11 +399,16 @@ class Backend:
 def _torch_decompositions():
   """Ops whose torch decomposition (outside its core ATen set) turns
   them into lowered ops: group norm and instance norm (batch norm without
-  running statistics) and adaptive average pooling (uneven windows too)."""
+  running statistics), adaptive average pooling (uneven windows too),
+  Tensor.unfold (an as_strided of overlapping windows) and the index
+  tables of triu_indices / tril_indices."""
   aten = torch.ops.aten
   return (aten.native_group_norm.default,
           aten._native_batch_norm_legit.no_stats,  # pylint: disable=protected-access
-          aten._adaptive_avg_pool2d.default)  # pylint: disable=protected-access
+          aten._adaptive_avg_pool2d.default,  # pylint: disable=protected-access
+          aten.unfold.default,
+          aten.triu_indices.default,
+          aten.tril_indices.default)
 
 
 def _our_decompositions():

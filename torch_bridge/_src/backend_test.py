@@ -731,6 +731,32 @@ def test_uneven_adaptive_average_pooling_trains_compiled():
                          min_cluster_size=1)
 
 
+class _Windows(torch.nn.Module):
+  """Overlapping windows (Tensor.unfold, an as_strided that re-reads
+  elements) along time and features, and a triu_indices table."""
+
+  def __init__(self):
+    super().__init__()
+    self.proj = torch.nn.Linear(8, 8)
+    self.mix = torch.nn.Linear(32, 5)
+
+  def forward(self, x):
+    h = torch.tanh(self.proj(x))  # [B, 10, 8]
+    w = h.unfold(1, 4, 2).mean(-1)  # [B, 4, 8]: windows overlap by 2
+    f = h.unfold(2, 3, 1).sum(-1).mean((1, 2))  # [B]: step 1
+    rows, cols = torch.triu_indices(4, 4)
+    block = h[:, 0, :4, None] * h[:, 1, None, :4]  # [B, 4, 4]
+    pairs = block[:, rows, cols].mean(-1)  # its upper triangle
+    return self.mix(w.flatten(1)) + (f + pairs)[:, None]
+
+
+def test_unfold_windows_and_triu_indices_train_compiled():
+  # Tensor.unfold (overlapping windows: a gather of every position; its
+  # gradient an accumulating index_put) and triu_indices ran eagerly.
+  _trains_fully_compiled(_Windows(), (torch.randn(2, 10, 8),),
+                         min_cluster_size=1)
+
+
 def test_median_and_kthvalue_compile_over_the_sort():
   # median and kthvalue ran eagerly. Values equal torch's (a NaN in a
   # slice makes its median NaN); indices where no values tie (torch leaves

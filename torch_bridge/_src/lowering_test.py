@@ -91,7 +91,14 @@ _CASES = {
                       (_f32(2, 8), _f32(2, 3), _f32(2, 3))),
     "as_strided_reshape": (lambda x: (
         torch.as_strided(x + 1, (2, 6), (6, 1)),
-        torch.as_strided(x * 2, (5, 1), (1, 1))), (_f32(3, 4),)),
+        torch.as_strided(x * 2, (5, 1), (1, 1)),
+        torch.as_strided(x - 1, (2, 3), (3, 1), 4)), (_f32(3, 4),)),
+    # Overlapping windows (Tensor.unfold's), a transposed read, a stride
+    # of 0 and an offset.
+    "as_strided_windows": (lambda x: (
+        torch.as_strided(x + 1, (2, 2, 4), (4, 4, 1)),
+        torch.as_strided(x * 2, (4, 3), (1, 4)),
+        torch.as_strided(x - 1, (2, 5, 2), (0, 2, 1), 1)), (_f32(3, 4),)),
     "full_like": (lambda x: (torch.full_like(x, -2.5),
                              torch.full_like(x, 3, dtype=torch.int32),
                              x * torch.full_like(x, 0.5)),
@@ -419,11 +426,19 @@ def test_max_pool_backward_matches_autograd():
   assert models.max_relative_error(x.grad, ref.grad) <= 1e-6
 
 
-def test_as_strided_other_than_a_reshape_is_refused():
-  gm = make_fx(lambda x: torch.as_strided(x + 1, (2, 2), (1, 2)))(_f32(4))
+@pytest.mark.parametrize("fn, why", [
+    (lambda x: torch.as_strided(x + 1, (2, 3), (2, 2)), "past the end"),
+    (lambda x: torch.as_strided(x.t(), (2, 2), (1, 2)), "non-contiguous"),
+    (lambda x: torch.as_strided((x + 1)[1:], (2, 2), (1, 2), 1), "before"),
+    (lambda x: torch.as_strided((x + 1)[1:], (2, 2), (1, 2), 3),
+     "past the end"),
+])
+def test_as_strided_beyond_its_dense_input_is_refused(fn, why):
+  # Fake tensors (as AOTAutograd's graphs carry) know a slice's offset.
+  gm = make_fx(fn, tracing_mode="fake")(_f32(3, 2))
   node = next(n for n in gm.graph.nodes if "as_strided" in str(n.target))
   reason = capability.unsupported_reason(node)
-  assert reason and "row-major" in reason
+  assert reason and why in reason
 
 
 def test_unlowered_op_is_reported_by_name():

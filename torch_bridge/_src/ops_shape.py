@@ -23,41 +23,86 @@ def view(ctx, x, *unused_shape):
   return h.reshape(ctx.b, x, ctx.out.shape)
 
 
-def _as_strided_check(node):
-  """Only the reshape form: a contiguous input read from its start with the
-  row-major strides of the new size (torch's group-norm decomposition
-  writes its per-group statistics' reshape this way). Other strides or
-  offsets re-read memory in ways a dense array has no view for."""
+def _as_strided_relative_offset(node) -> int | None:
+  """Where as_strided's first element lies in its input's values: its
+  storage offset (given, or the input's own) less the input's."""
   args = list(node.args) + [None] * 4
-  size, stride = list(args[1]), list(args[2])
   offset = args[3] if args[3] is not None else node.kwargs.get(
       "storage_offset")
   source = node.args[0].meta.get("val") if isinstance(
       node.args[0], torch.fx.Node) else None
+  if source is None or not isinstance(source.storage_offset(), int):
+    return None
+  if offset is None:
+    return 0
+  return offset - source.storage_offset() if isinstance(offset, int) else None
+
+
+def _as_strided_check(node):
+  """A contiguous input: element (i0, .., ik) of the result is element
+  offset + sum(ij * stride_j) of the input's values in row-major order,
+  which must exist (torch's unfold and group-norm decompositions write
+  this). A view of a non-contiguous input re-reads its storage in an
+  order a dense array does not keep."""
+  size, stride = list(node.args[1]), list(node.args[2])
+  source = node.args[0].meta.get("val") if isinstance(
+      node.args[0], torch.fx.Node) else None
   if source is None or not source.is_contiguous():
     return "a non-contiguous input"
-  if offset not in (None, 0) or source.storage_offset() != 0:
-    return "a storage offset"
-  expect, acc = [], 1
-  for d in reversed(size):
-    expect.append(acc)
-    acc *= d
-  expect.reverse()
-  if any(st != e for st, e, d in zip(stride, expect, size) if d != 1):
-    return f"strides {stride} are not the row-major strides of {size}"
-  if acc > source.numel():
-    return "more elements than its input"
+  offset = _as_strided_relative_offset(node)
+  if len(size) != len(stride) or offset is None or any(
+      not isinstance(v, int) for v in size + stride):
+    return "symbolic sizes, strides or offset"
+  if offset < 0 or any(st < 0 for st in stride):
+    return "a negative stride, or an offset before its input"
+  if any(d == 0 for d in size):
+    return None
+  last = offset + sum((d - 1) * st for d, st in zip(size, stride))
+  if last >= source.numel():
+    return "elements past the end of its input"
   return None
+
+
+def _row_major(size) -> list[int]:
+  strides, acc = [], 1
+  for d in reversed(size):
+    strides.append(acc)
+    acc *= d
+  return strides[::-1]
 
 
 @lowering("aten.as_strided.default", check=_as_strided_check)
 def as_strided(ctx, x, size, stride, storage_offset=None):
-  """The first prod(size) elements of x in row-major order, reshaped."""
+  """Elements of x in row-major order at offset + sum(i_j * stride_j):
+  a slice and reshape where that is the row-major layout of `size` (a
+  reshape), otherwise one gather of every position (overlapping windows:
+  Tensor.unfold)."""
+  b = ctx.b
+  size, offset = list(size), _as_strided_relative_offset(ctx.node)
   count = math.prod(size)
-  flat = h.reshape(ctx.b, x, [math.prod(x.shape)])
-  if count != math.prod(x.shape):
-    flat = h.slice_(ctx.b, flat, [0], [count], [1])
-  return h.reshape(ctx.b, flat, ctx.out.shape)
+  flat = h.reshape(b, x, [math.prod(x.shape)])
+  if count == 0 or all(st == e for st, e, d in zip(stride, _row_major(size),
+                                                   size) if d != 1):
+    if count != math.prod(x.shape) or offset:
+      flat = h.slice_(b, flat, [offset], [offset + count], [1])
+    return h.reshape(b, flat, ctx.out.shape)
+  ity = TensorType(tuple(size), "i64")
+  index = b.constant(offset, ity)
+  for j, (d, st) in enumerate(zip(size, stride)):
+    if d == 1 or st == 0:
+      continue
+    position = b.op("stablehlo.iota", [], ity, f"iota_dimension = {j} : i64")
+    if st != 1:
+      position = b.op("stablehlo.multiply", [position, b.constant(st, ity)],
+                      ity)
+    index = b.op("stablehlo.add", [index, position], ity)
+  index = h.reshape(b, index, size + [1])
+  return b.op(
+      "stablehlo.gather", [flat, index], ctx.out,
+      "dimension_numbers = #stablehlo.gather<offset_dims = [], "
+      "collapsed_slice_dims = [0], start_index_map = [0], "
+      f"index_vector_dim = {len(size)}>, "
+      f"slice_sizes = {mlir.i64_array([1])}, indices_are_sorted = false")
 
 
 @lowering("aten.squeeze.dim", "aten.squeeze.dims", "aten.squeeze.default",
