@@ -414,8 +414,9 @@ def _torch_decompositions():
 def _our_decompositions():
   """Ours, whatever the `decompose` option: training dropout's random
   draw, the CPU flash attention gradient, adaptive max pooling, the
-  gradient of adaptive average pooling, median and kthvalue (see
-  ops_nn). Read at each compile (tests replace them)."""
+  gradient of adaptive average pooling, median and kthvalue, sum / mean
+  embedding bags and their gradient (see ops_nn). Read at each compile
+  (tests replace them)."""
   aten = torch.ops.aten
   return {
       aten.native_dropout.default: ops_nn.dropout_decomposition,
@@ -429,6 +430,11 @@ def _our_decompositions():
           ops_nn.adaptive_avg_pool2d_backward_decomposition,
       aten.median.dim: ops_nn.median_dim_decomposition,
       aten.kthvalue.default: ops_nn.kthvalue_decomposition,
+      aten._embedding_bag.default: ops_nn.embedding_bag_decomposition,  # pylint: disable=protected-access
+      aten._embedding_bag_forward_only.default:  # pylint: disable=protected-access
+          ops_nn.embedding_bag_decomposition,
+      aten._embedding_bag_backward.default:  # pylint: disable=protected-access
+          ops_nn.embedding_bag_backward_decomposition,
   }
 
 

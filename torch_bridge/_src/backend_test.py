@@ -757,6 +757,37 @@ def test_unfold_windows_and_triu_indices_train_compiled():
                          min_cluster_size=1)
 
 
+class _Bags(torch.nn.Module):
+  """Bags of embeddings (EmbeddingBag) in sum, mean and weighted-sum mode,
+  with empty bags, a padding index, a last offset and fixed-length bags."""
+
+  def __init__(self):
+    super().__init__()
+    self.table = torch.nn.Parameter(torch.randn(12, 6))
+    self.head = torch.nn.Linear(6, 3)
+
+  def forward(self, idx, offsets, weights, rows):
+    f = torch.nn.functional.embedding_bag
+    t = torch.tanh(self.table * 1.5)  # the table a computed value too
+    a = f(idx, self.table, offsets, mode="sum")
+    b = f(idx, t, offsets, mode="mean", padding_idx=4)
+    c = f(idx, self.table, offsets, mode="sum", per_sample_weights=weights)
+    d = f(idx, self.table, torch.cat([offsets, offsets.new_tensor([9])]),
+          mode="mean", include_last_offset=True)
+    e = f(rows, self.table, mode="mean")  # [bags, length]: fixed bags
+    return self.head(a + b + c + d) + e.sum(0, keepdim=True)[:, :3]
+
+
+def test_embedding_bags_train_compiled():
+  # embedding_bag (its op and its gradient op) ran eagerly.
+  idx = torch.tensor([1, 4, 4, 7, 2, 11, 4, 0, 3])
+  offsets = torch.tensor([0, 3, 3, 6])  # bag 1 is empty
+  weights = torch.rand(9)
+  rows = torch.tensor([[1, 2], [5, 5], [0, 11]])
+  _trains_fully_compiled(_Bags(), (idx, offsets, weights, rows),
+                         min_cluster_size=1)
+
+
 def test_median_and_kthvalue_compile_over_the_sort():
   # median and kthvalue ran eagerly. Values equal torch's (a NaN in a
   # slice makes its median NaN); indices where no values tie (torch leaves

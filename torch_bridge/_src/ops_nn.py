@@ -800,3 +800,88 @@ def kthvalue_decomposition(x, k, dim=-1, keepdim=False):
   shape[dim] = 1
   position = torch.full(shape, k - 1, dtype=torch.int64, device=x.device)
   return _order_statistic(x, dim, position, keepdim)
+
+
+# -- embedding_bag (decompositions into gather and index_add). --------------
+
+
+def _bags_of(indices, offsets, include_last_offset):
+  """(bag of each index position, number of bags) from the bags' start
+  offsets: a running count of the starts at or before each position
+  (empty bags share a start and are skipped by the count)."""
+  n = indices.shape[0]
+  bags = offsets.shape[0] - (1 if include_last_offset else 0)
+  starts = offsets[:bags].clamp(0, n)
+  marks = torch.zeros(n + 1, dtype=torch.int64, device=indices.device)
+  marks = marks.index_add(0, starts, torch.ones_like(starts))
+  return torch.cumsum(marks, 0)[:n] - 1, bags
+
+
+def _embedding_bag_supported(indices, offsets, mode, per_sample_weights):
+  return (mode in (0, 1) and indices.dim() == 1 and offsets is not None and
+          offsets.dim() == 1 and
+          (per_sample_weights is None or mode == 0))
+
+
+def embedding_bag_decomposition(weight, indices, offsets,
+                                scale_grad_by_freq=False, mode=0,
+                                sparse=False, per_sample_weights=None,
+                                include_last_offset=False, padding_idx=-1):
+  """torch's _embedding_bag for sum (optionally weighted) and mean bags:
+  the rows of every index gathered, padding rows zeroed, added into their
+  bag; a mean divides by the bag's count (an empty bag is 0). Returns
+  (output, offset2bag, bag_size, max_indices) as autograd's formula takes
+  them; the last three are the bag of every index and the bags' sizes
+  (torch's CPU kernel leaves them empty or zero in sum mode; the backward
+  below recomputes what it needs from the offsets). Max bags and sparse
+  gradients stay with torch."""
+  if sparse or not _embedding_bag_supported(indices, offsets, mode,
+                                            per_sample_weights):
+    return NotImplemented
+  offset2bag, bags = _bags_of(indices, offsets, include_last_offset)
+  rows = weight[indices]
+  keep = torch.ones_like(indices, dtype=torch.bool)
+  if padding_idx is not None and padding_idx >= 0:
+    keep = indices != padding_idx
+    rows = rows * keep[:, None].to(rows.dtype)
+  if per_sample_weights is not None:
+    rows = rows * per_sample_weights[:, None].to(rows.dtype)
+  output = torch.zeros((bags, weight.shape[1]), dtype=weight.dtype,
+                       device=weight.device).index_add(0, offset2bag, rows)
+  bag_size = torch.zeros(bags, dtype=torch.int64,
+                         device=indices.device).index_add(
+                             0, offset2bag, keep.to(torch.int64))
+  if mode == 1:
+    output = output / bag_size.clamp(min=1)[:, None].to(output.dtype)
+  return output, offset2bag, bag_size, bag_size.clone()
+
+
+def embedding_bag_backward_decomposition(grad, indices, offsets, offset2bag,
+                                         bag_size, maximum_indices,
+                                         num_weights, scale_grad_by_freq,
+                                         mode, sparse, per_sample_weights,
+                                         padding_idx=-1):
+  """The dense weight gradient of sum / mean bags: each index position's
+  bag gradient (divided by its bag's count for a mean, times its weight
+  when weighted, zero at padding) added into its row. Bags and counts come
+  from the offsets (whatever the forward returned beside its output)."""
+  if (sparse or scale_grad_by_freq or
+      not _embedding_bag_supported(indices, offsets, mode,
+                                   per_sample_weights)):
+    return NotImplemented
+  include_last = offsets.shape[0] == grad.shape[0] + 1
+  bags, _ = _bags_of(indices, offsets, include_last)
+  g = grad[bags]
+  keep = torch.ones_like(indices, dtype=torch.bool)
+  if padding_idx is not None and padding_idx >= 0:
+    keep = indices != padding_idx
+  if mode == 1:
+    counts = torch.zeros(grad.shape[0], dtype=torch.int64,
+                         device=grad.device).index_add(
+                             0, bags, keep.to(torch.int64))
+    g = g / counts.clamp(min=1)[bags][:, None].to(g.dtype)
+  if per_sample_weights is not None:
+    g = g * per_sample_weights[:, None].to(g.dtype)
+  g = g * keep[:, None].to(g.dtype)
+  return torch.zeros((num_weights, grad.shape[1]), dtype=grad.dtype,
+                     device=grad.device).index_add(0, indices, g)
