@@ -271,8 +271,13 @@ class LeanTraining:
       return
     self.decided = True
     captured = self._captured
-    self.reason = self._args_reason or why_not_plain(captured,
-                                                     self._num_args)
+    try:
+      self.reason = self._args_reason or why_not_plain(captured,
+                                                       self._num_args)
+    except Exception as e:  # pylint: disable=broad-except
+      # Metadata of another shape (another torch): AOTAutograd's runtime
+      # stays, and the backward being compiled goes on.
+      self.reason = f"unreadable AOTAutograd metadata ({e!r})"
     if self.reason is None and self._result_type not in (list, tuple):
       self.reason = "the graph's result is not a list"
     if self.reason is None:

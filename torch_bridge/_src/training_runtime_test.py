@@ -243,3 +243,15 @@ def test_explain_says_which_runtime_training_takes(capsys):
   assert result.runtimes == ["AOTAutograd's (an input is mutated)"]
   result = torch_bridge.explain(model, torch.randn(5, 6), quiet=True)
   assert not result.runtimes  # Inference: no training graph.
+
+
+def test_unreadable_metadata_keeps_aot_runtime(monkeypatch):
+  # A metadata check that fails (another torch's metadata) must not break
+  # the backward it runs in: AOTAutograd's runtime stays, and says why.
+  def broken(*unused):
+    raise AttributeError("no such field")
+
+  monkeypatch.setattr(training_runtime, "why_not_plain", broken)
+  case = models.CASES["mlp"]
+  runtimes = _check_against_aot_and_eager(case.make(), case.inputs(), False)
+  assert "unreadable AOTAutograd metadata" in runtimes[0].reason
