@@ -481,22 +481,11 @@ _LOC_FIELDS = {"FileLineColLoc": 3, "FileLineColRange": 2, "NameLoc": 2,
 
 
 def _check_location(attr) -> None:
-  """Rejects a location whose fields have the wrong kinds (corrupt input),
-  nested locations included."""
-  _check_location_node(attr)
-  kind, f = attr.kind, attr.fields
-  if kind == "NameLoc":
-    _check_location(f[1])
-  elif kind == "CallSiteLoc":
-    _check_location(f[0])
-    _check_location(f[1])
-
-
-def _check_location_node(attr) -> None:
-  """`_check_location` of `attr` itself, not of the locations it nests
-  (whoever reads those checks them: location_text does, once per shared
-  object, where a check of the whole chain at every level of JAX's
-  call-site chains cost time quadratic in their depth)."""
+  """Rejects a location whose fields have the wrong kinds (corrupt input).
+  Only `attr` itself: the locations it nests are checked where they are
+  read (location_text, once per shared object), where a check of the
+  whole chain at every level of JAX's call-site chains cost time
+  quadratic in their depth."""
   if (not isinstance(attr, tree.Attr) or attr.dialect != DIALECT or
       attr.kind not in _LOC_KINDS):
     raise ConversionError(
@@ -554,7 +543,7 @@ def _quoted_filename(name: str) -> str:
 
 
 def _location_text(attr) -> str:
-  _check_location_node(attr)  # Nested locations: by location_text below.
+  _check_location(attr)  # Nested locations: by location_text below.
   kind, f = attr.kind, attr.fields
   if kind == "UnknownLoc":
     return "unknown"
@@ -637,7 +626,7 @@ def location_from_builtin(attr) -> a.Location:
 
 
 def _location_from_builtin(attr) -> a.Location:
-  _check_location_node(attr)  # Nested locations: by location_text.
+  _check_location(attr)  # Nested locations: by location_text.
   if isinstance(attr, tree.Attr) and attr.kind == "FileLineColLoc":
     f = attr.fields
     return a.file_location(f[0].fields[0], f[1], f[2], location_text(attr))
