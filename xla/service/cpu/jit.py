@@ -979,13 +979,14 @@ class StreamingCompile:
     if not units:
       return
     small = [u for u in units if u[1] in self._small]
+    root_set = set(roots)
     if len(small) >= SMALL_KERNELS_MIN:
       self._submit_bins([u for u in units if u[1] not in self._small],
-                        exported, set(roots))
-      self._submit_bins(small, exported, set(roots),
+                        exported, root_set)
+      self._submit_bins(small, exported, root_set,
                         SMALL_KERNEL_CODEGEN_LEVEL)
     else:
-      self._submit_bins(units, exported, set(roots))
+      self._submit_bins(units, exported, root_set)
 
   def _submit_bins(self, units: list, exported: set[str], root_set: set[str],
                    codegen_level: Optional[int] = None) -> None:
