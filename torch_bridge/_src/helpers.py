@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Sequence
 
 import torch
+import torch.fx
 
 from torch_bridge._src import mlir
 from torch_bridge._src.mlir import FunctionBuilder, TensorType, Value
@@ -15,6 +16,23 @@ _UNSIGNED = frozenset({"ui8", "i1"})
 
 def is_value(x) -> bool:
   return isinstance(x, Value)
+
+
+def arg_val(node: torch.fx.Node, i: int = 0):
+  """The traced value (meta["val"]) of `node`'s i-th argument, or None
+  when that argument is not a node or was not traced."""
+  arg = node.args[i]
+  return arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
+
+
+def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
+  """torch's strides of a contiguous tensor of `shape` (a dim of size 0
+  counts as 1)."""
+  strides, step = [], 1
+  for d in reversed(shape):
+    strides.append(step)
+    step *= max(int(d), 1)
+  return tuple(reversed(strides))
 
 
 def compare_type(dtype: str) -> str:

@@ -470,8 +470,7 @@ def _max_pool_args(node):
 
 
 def _max_pool_check(node):
-  x = node.args[1 if "backward" in str(node.target) else 0]
-  val = x.meta.get("val") if hasattr(x, "meta") else None
+  val = h.arg_val(node, 1 if "backward" in str(node.target) else 0)
   if val is None or not val.dtype.is_floating_point:
     return "needs a floating-point input"
   if val.dim() not in (3, 4):
@@ -817,6 +816,22 @@ def _bags_of(indices, offsets, include_last_offset):
   return torch.cumsum(marks, 0)[:n] - 1, bags
 
 
+def _counted(indices, padding_idx):
+  """Mask of the index positions a bag counts (all but padding_idx's), or
+  None when it counts every one."""
+  if padding_idx is None or padding_idx < 0:
+    return None
+  return indices != padding_idx
+
+
+def _bag_sizes(bag_of, counted, num_bags):
+  """How many counted index positions each bag holds."""
+  ones = (torch.ones_like(bag_of) if counted is None
+          else counted.to(torch.int64))
+  return torch.zeros(num_bags, dtype=torch.int64,
+                     device=bag_of.device).index_add(0, bag_of, ones)
+
+
 def _embedding_bag_supported(indices, offsets, mode, per_sample_weights):
   return (mode in (0, 1) and indices.dim() == 1 and offsets is not None and
           offsets.dim() == 1 and
@@ -840,17 +855,14 @@ def embedding_bag_decomposition(weight, indices, offsets,
     return NotImplemented
   offset2bag, bags = _bags_of(indices, offsets, include_last_offset)
   rows = weight[indices]
-  keep = torch.ones_like(indices, dtype=torch.bool)
-  if padding_idx is not None and padding_idx >= 0:
-    keep = indices != padding_idx
-    rows = rows * keep[:, None].to(rows.dtype)
+  counted = _counted(indices, padding_idx)
+  if counted is not None:
+    rows = rows * counted[:, None].to(rows.dtype)
   if per_sample_weights is not None:
     rows = rows * per_sample_weights[:, None].to(rows.dtype)
   output = torch.zeros((bags, weight.shape[1]), dtype=weight.dtype,
                        device=weight.device).index_add(0, offset2bag, rows)
-  bag_size = torch.zeros(bags, dtype=torch.int64,
-                         device=indices.device).index_add(
-                             0, offset2bag, keep.to(torch.int64))
+  bag_size = _bag_sizes(offset2bag, counted, bags)
   if mode == 1:
     output = output / bag_size.clamp(min=1)[:, None].to(output.dtype)
   return output, offset2bag, bag_size, bag_size.clone()
@@ -870,18 +882,15 @@ def embedding_bag_backward_decomposition(grad, indices, offsets, offset2bag,
                                    per_sample_weights)):
     return NotImplemented
   include_last = offsets.shape[0] == grad.shape[0] + 1
-  bags, _ = _bags_of(indices, offsets, include_last)
+  bags, num_bags = _bags_of(indices, offsets, include_last)
   g = grad[bags]
-  keep = torch.ones_like(indices, dtype=torch.bool)
-  if padding_idx is not None and padding_idx >= 0:
-    keep = indices != padding_idx
+  counted = _counted(indices, padding_idx)
   if mode == 1:
-    counts = torch.zeros(grad.shape[0], dtype=torch.int64,
-                         device=grad.device).index_add(
-                             0, bags, keep.to(torch.int64))
+    counts = _bag_sizes(bags, counted, num_bags)
     g = g / counts.clamp(min=1)[bags][:, None].to(g.dtype)
   if per_sample_weights is not None:
     g = g * per_sample_weights[:, None].to(g.dtype)
-  g = g * keep[:, None].to(g.dtype)
+  if counted is not None:
+    g = g * counted[:, None].to(g.dtype)
   return torch.zeros((num_weights, grad.shape[1]), dtype=grad.dtype,
                      device=grad.device).index_add(0, indices, g)

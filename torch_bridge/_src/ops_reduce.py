@@ -428,8 +428,7 @@ def _arg_reduce(ctx, x, dim, keepdim, direction):
 
 
 def _real_operand(node):
-  x = node.args[0].meta.get("val") if isinstance(
-      node.args[0], torch.fx.Node) else None
+  x = h.arg_val(node)
   if x is None or x.dtype == torch.bool or x.is_complex():
     return "needs a real, non-bool operand"
   return None

@@ -29,8 +29,7 @@ def _as_strided_relative_offset(node) -> int | None:
   args = list(node.args) + [None] * 4
   offset = args[3] if args[3] is not None else node.kwargs.get(
       "storage_offset")
-  source = node.args[0].meta.get("val") if isinstance(
-      node.args[0], torch.fx.Node) else None
+  source = h.arg_val(node)
   if source is None or not isinstance(source.storage_offset(), int):
     return None
   if offset is None:
@@ -45,8 +44,7 @@ def _as_strided_check(node):
   this). A view of a non-contiguous input re-reads its storage in an
   order a dense array does not keep."""
   size, stride = list(node.args[1]), list(node.args[2])
-  source = node.args[0].meta.get("val") if isinstance(
-      node.args[0], torch.fx.Node) else None
+  source = h.arg_val(node)
   if source is None or not source.is_contiguous():
     return "a non-contiguous input"
   offset = _as_strided_relative_offset(node)
@@ -63,14 +61,6 @@ def _as_strided_check(node):
   return None
 
 
-def _row_major(size) -> list[int]:
-  strides, acc = [], 1
-  for d in reversed(size):
-    strides.append(acc)
-    acc *= d
-  return strides[::-1]
-
-
 @lowering("aten.as_strided.default", check=_as_strided_check)
 def as_strided(ctx, x, size, stride, storage_offset=None):
   """Elements of x in row-major order at offset + sum(i_j * stride_j):
@@ -81,8 +71,8 @@ def as_strided(ctx, x, size, stride, storage_offset=None):
   size, offset = list(size), _as_strided_relative_offset(ctx.node)
   count = math.prod(size)
   flat = h.reshape(b, x, [math.prod(x.shape)])
-  if count == 0 or all(st == e for st, e, d in zip(stride, _row_major(size),
-                                                   size) if d != 1):
+  if count == 0 or all(st == e for st, e, d in zip(
+      stride, h.contiguous_strides(size), size) if d != 1):
     if count != math.prod(x.shape) or offset:
       flat = h.slice_(b, flat, [offset], [offset + count], [1])
     return h.reshape(b, flat, ctx.out.shape)

@@ -41,6 +41,8 @@ from typing import Any, Callable, Optional, Sequence
 import torch
 from torch.autograd.function import once_differentiable
 
+from torch_bridge._src import helpers
+
 
 class Captured:
   """What AOTAutograd's compilers were given for one graph: the compiled
@@ -185,17 +187,9 @@ def _dense_tangents(metas, count: int) -> bool:
       continue
     if layout.size is None or layout.stride is None:
       return False
-    if tuple(layout.stride) != _dense_strides(tuple(layout.size)):
+    if tuple(layout.stride) != helpers.contiguous_strides(layout.size):
       return False
   return True
-
-
-def _dense_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-  strides, step = [], 1
-  for d in reversed(shape):
-    strides.append(step)
-    step *= max(int(d), 1)
-  return tuple(reversed(strides))
 
 
 def _compiled_autograd_enabled() -> bool:

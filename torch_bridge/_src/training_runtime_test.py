@@ -10,6 +10,7 @@ torch = pytest.importorskip(
 
 # pylint: disable=g-import-not-at-top
 import torch_bridge
+from torch_bridge._src import helpers
 from torch_bridge._src import training_runtime
 from torch_bridge.testing import models
 # pylint: enable=g-import-not-at-top
@@ -224,11 +225,14 @@ def test_inference_after_training_is_its_own_graph():
   torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
 
 
-def test_dense_strides():
-  dense = training_runtime._dense_strides  # pylint: disable=protected-access
+def test_contiguous_strides():
+  dense = helpers.contiguous_strides
   assert dense((2, 3, 4)) == (12, 4, 1)
   assert dense((0, 3)) == (3, 1)
+  assert dense((3, 0, 2)) == (2, 2, 1)
   assert dense(()) == ()
+  for shape in ((2, 3, 4), (0, 3), (3, 0, 2), (5,)):
+    assert dense(shape) == torch.empty(shape).stride()
 
 
 def test_explain_says_which_runtime_training_takes(capsys):
