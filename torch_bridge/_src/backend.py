@@ -24,9 +24,10 @@ error.
 from __future__ import annotations
 
 import dataclasses
+import operator
 import time
 import warnings
-from typing import Any, Callable
+from typing import Any, Callable, Optional, Sequence
 
 import torch
 import torch.fx
@@ -202,11 +203,111 @@ class CompiledCluster(torch.nn.Module):
           return outputs if self._flat_type is list else tuple(outputs)
         return runtime.rebuild(self._structure, self._program(args))
       except support.XlaError as e:
-        self._failed = True
-        self.info.fallback_reason = f"execution failed: {e}"
-        _fallback(self._options, f"cluster {self.info.name} failed to run "
-                  f"({e})")
+        self._fail(e)
     return self.eager(*args)
+
+  def _fail(self, error: support.XlaError) -> None:
+    self._failed = True
+    self.info.fallback_reason = f"execution failed: {error}"
+    _fallback(self._options, f"cluster {self.info.name} failed to run "
+              f"({error})")
+
+  @property
+  def program(self) -> runtime.Program:
+    return self._program
+
+  @property
+  def flat(self) -> bool:
+    """Whether the cluster's result is its program's results in order."""
+    return self._flat
+
+  def call_raw(self, args: list[Any], keep: Sequence[bool] | None,
+               materialize: Callable[[list[Any]], list[Any]]) -> list[Any]:
+    """The flat cluster's results for `args` through Program.call_raw
+    (raw buffer handles among `args`, results `keep` marks left raw);
+    after a failure, `materialize(args)` gives tensors for the eager
+    graph, whose results are all tensors."""
+    if not self._failed:
+      try:
+        return self._program.call_raw(args, keep)
+      except support.XlaError as e:
+        self._fail(e)
+    return list(self.eager(*materialize(args)))
+
+
+class DirectCall:
+  """A partitioned graph that is one flat compiled cluster between the
+  graph's inputs and outputs, for a caller that calls the cluster itself
+  (the lean training runtime: no graph module or module call per step,
+  and values kept as raw buffers between its two programs).
+
+  Attributes:
+    cluster: the CompiledCluster.
+    in_index: the graph input each cluster argument is.
+    out_spec: per graph output, (OUT, k): the cluster's k-th result,
+      (IN, j): graph input j, or (NONE, 0): None.
+  """
+
+  OUT, IN, NONE = 0, 1, 2
+
+  def __init__(self, cluster: CompiledCluster, in_index: list[int],
+               out_spec: list[tuple[int, int]]):
+    self.cluster = cluster
+    self.in_index = in_index
+    self.out_spec = out_spec
+
+  @property
+  def program(self) -> runtime.Program:
+    return self.cluster.program
+
+  def pick(self, args: Sequence[Any], results: Sequence[Any]) -> list[Any]:
+    """The graph's outputs from its inputs `args` and the cluster's
+    `results`."""
+    return [results[k] if kind == 0 else args[k] if kind == 1 else None
+            for kind, k in self.out_spec]
+
+
+def direct_call(fused: torch.fx.GraphModule) -> Optional[DirectCall]:
+  """`fused` as a DirectCall, or None where it is anything more than one
+  flat compiled cluster (eager nodes, several clusters, a failed
+  compile, a nested result)."""
+  inputs: dict[torch.fx.Node, int] = {}
+  items: dict[torch.fx.Node, int] = {}
+  call = output = None
+  for node in fused.graph.nodes:
+    if node.op == "placeholder":
+      inputs[node] = len(inputs)
+    elif node.op == "call_module" and call is None:
+      call = node
+      cluster = getattr(fused, str(node.target), None)
+      if (not isinstance(cluster, CompiledCluster) or not cluster.flat or
+          node.kwargs or not all(a in inputs for a in node.args)):
+        return None
+    elif (node.op == "call_function" and node.target is operator.getitem
+          and call is not None and node.args[0] is call and
+          isinstance(node.args[1], int) and not node.kwargs):
+      items[node] = node.args[1]
+    elif node.op == "output" and output is None:
+      output = node
+    else:
+      return None
+  if call is None or output is None:
+    return None
+  result = output.args[0]
+  if not isinstance(result, (tuple, list)):
+    return None
+  spec = []
+  for value in result:
+    if value is None:
+      spec.append((DirectCall.NONE, 0))
+    elif value in items:
+      spec.append((DirectCall.OUT, items[value]))
+    elif value in inputs:
+      spec.append((DirectCall.IN, inputs[value]))
+    else:
+      return None
+  return DirectCall(getattr(fused, str(call.target)),
+                    [inputs[a] for a in call.args], spec)
 
 
 def _op_counts(gm: torch.fx.GraphModule) -> dict[str, int]:
@@ -357,9 +458,9 @@ class Backend:
       self.reports.append(report)
       compiled = make_boxed_func(_generated_forward(fused))
       if captured is not None and kind == "forward":
-        captured.saw_forward(gm, compiled)
+        captured.saw_forward(gm, compiled, direct_call(fused))
       elif captured is not None and kind == "backward":
-        captured.saw_backward(gm, compiled)
+        captured.saw_backward(gm, compiled, direct_call(fused))
       return compiled
     return compile_graph
 

@@ -84,7 +84,12 @@ def _loss(out: Any) -> torch.Tensor:
 
 def _runtime(training) -> str:
   if training.lean:
-    return "lean (the bridge's autograd.Function)"
+    plan = training.direct
+    if plan is None:
+      return "lean (the bridge's autograd.Function)"
+    return ("lean (the bridge's autograd.Function, calling the forward and "
+            f"backward clusters directly; {len(plan.kept_results)} of "
+            f"{len(plan.layout)} saved values kept as buffers)")
   if not training.decided:
     return "AOTAutograd's (no backward compiled yet)"
   return f"AOTAutograd's ({training.reason})"

@@ -37,6 +37,7 @@ from __future__ import annotations
 import collections
 import ctypes
 import hashlib
+import itertools
 import threading
 import time
 import weakref
@@ -445,6 +446,77 @@ def release_pending() -> int:
     count += 1
 
 
+# No output kept raw (Program._tensors' default).
+_KEEP_NONE = itertools.repeat(False)
+
+
+class Kept:
+  """Outputs of a program that one caller keeps as raw buffer handles
+  rather than tensors (Program.call_raw), e.g. the activations the lean
+  training runtime saves for its backward, which only a program reads:
+  making a tensor of each, and later finding its buffer again, costs more
+  than the rest of its way. Holds `values` (raw handles, or tensors where
+  the program fell back to eager) until `release` or its own end.
+
+  Args:
+    program: the program whose outputs `indices` the values are.
+    indices: the output index of each value.
+    values: the raw handles (ints) or tensors.
+  """
+
+  __slots__ = ("_program", "_indices", "_values")
+
+  def __init__(self, program: "Program", indices: Sequence[int],
+               values: list[Any]):
+    self._program = program
+    self._indices = list(indices)
+    self._values = values
+
+  @property
+  def released(self) -> bool:
+    return self._values is None
+
+  def values(self) -> list[Any]:
+    """The values, raw handles as they are (for Program.call_raw)."""
+    if self._values is None:
+      raise RuntimeError("the kept buffers were already released")
+    return self._values
+
+  def tensors(self) -> list[torch.Tensor]:
+    """The values as tensors (for an eager fallback): raw handles become
+    tensors over their buffers, which then own them."""
+    values = self.values()
+    raw = [i for i, v in enumerate(values) if type(v) is int]  # pylint: disable=unidiomatic-typecheck
+    if raw:
+      handles = [values[i] for i in raw]
+      # The tensors own the buffers from here on, even if adopting fails
+      # part-way (Program._tensors destroys the rest).
+      for i in raw:
+        values[i] = None
+      made = self._program.adopt(handles, [self._indices[i] for i in raw])
+      for i, t in zip(raw, made):
+        values[i] = t
+    return values
+
+  def release(self) -> None:
+    """Lets go of the values: raw buffers are destroyed with the next
+    batch (release_pending)."""
+    values, self._values = self._values, None
+    if values:
+      lane = self._program._lane  # pylint: disable=protected-access
+      for v in values:
+        if type(v) is int:  # pylint: disable=unidiomatic-typecheck
+          _pending.append((v, None, 0, lane))
+      if len(_pending) > _PENDING_MAX:
+        release_pending()
+
+  def __del__(self):
+    try:
+      self.release()
+    except Exception:  # pylint: disable=broad-except
+      pass  # Nothing sensible to do in a finalizer.
+
+
 # Output data address -> its buffer's record (handle, (dtype, shape) key,
 # address, lane): a program input that is a whole tensor over it is passed
 # as the buffer itself. An entry lives exactly as long as the buffer's
@@ -537,6 +609,53 @@ class Program:
   def __call__(self, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
     if not self._zero_copy or not self._busy.acquire(blocking=False):
       return self._copying(inputs)
+    return self._run(inputs, None)
+
+  @property
+  def zero_copy(self) -> bool:
+    """Whether the program passes buffers rather than bytes (call_raw)."""
+    return self._zero_copy
+
+  @property
+  def client(self) -> pjrt.Client:
+    return self._client
+
+  def input_key(self, index: int) -> tuple:
+    """The (dtype, shape) key of input `index` (compare with `is`)."""
+    return self._slots[index].key
+
+  def output_key(self, index: int) -> tuple:
+    return self._results[index].key
+
+  @property
+  def output_keys(self) -> list[tuple]:
+    return [r.key for r in self._results]
+
+  def call_raw(self, inputs: Sequence[Any], keep: Sequence[bool] | None
+               ) -> list[Any]:
+    """A call for a caller that keeps some values as buffers (the lean
+    training runtime's saved activations): an input may be a raw buffer
+    handle (an int this client made, of the input's type, left alive by
+    the caller), and each output `keep[i]` is true for is returned as its
+    raw handle, which the caller then owns (Kept). Waits for a concurrent
+    call instead of copying; needs `zero_copy`."""
+    if not self._zero_copy:
+      raise support.InvalidArgumentError(
+          "raw buffers need a program whose client shares host memory")
+    self._busy.acquire()
+    return self._run(inputs, keep)
+
+  def adopt(self, handles: Sequence[int], indices: Sequence[int]
+            ) -> list[torch.Tensor]:
+    """Tensors over raw handles of this program's outputs `indices`, which
+    from then on own them."""
+    with self._busy:
+      return self._tensors(self._lane, list(handles), None,
+                           [self._plan[i] for i in indices])
+
+  def _run(self, inputs: Sequence[Any], keep: Sequence[bool] | None
+           ) -> list[Any]:
+    """The call, with the lane's lock held (released here)."""
     lane = self._lane
     copies: list[Any] = []  # Input copies made for this call.
     try:
@@ -555,6 +674,9 @@ class Program:
               and t.is_contiguous()):
             handles.append(slot.view_handle)
             continue
+        elif type(t) is int:  # pylint: disable=unidiomatic-typecheck
+          handles.append(t)  # A raw buffer (call_raw).
+          continue
         else:
           entry = produced.get(t.data_ptr())
           if (entry is not None and entry[1] is slot.key and t.is_cpu and
@@ -564,24 +686,29 @@ class Program:
             continue
         handles.append(self._handle(lane, slot, t, copies))
       # Still under the lock: the lane's structs are shared.
-      return self._tensors(lane, lane.execute(handles))
+      return self._tensors(lane, lane.execute(handles), keep, self._plan)
     finally:
       self._busy.release()
       for copy in copies:
         if isinstance(copy, int):
           lane.destroy(copy)
 
-  def _tensors(self, lane: _Lane, outputs: list[int]) -> list[torch.Tensor]:
+  def _tensors(self, lane: _Lane, outputs: list[int],
+               keep: Sequence[bool] | None, plan: list) -> list[Any]:
     """The outputs as tensors over their buffers' memory (a step can have
-    dozens, e.g. the activations a forward pass saves: inline)."""
+    dozens, e.g. the activations a forward pass saves: inline), but the
+    raw handles of those `keep` marks."""
     tensors = []
     pointer_fn, pointer_args, pointer_address = lane.pointer_call
     produced = _produced
     ndarray = np.ndarray
     from_numpy = torch.from_numpy
     try:
-      for handle, (owner_type, key, shape, np_dtype, view_dtype) in zip(
-          outputs, self._plan):
+      for handle, (owner_type, key, shape, np_dtype, view_dtype), kept in (
+          zip(outputs, plan, keep or _KEEP_NONE)):
+        if kept:
+          tensors.append(handle)
+          continue
         if owner_type is None:  # No elements.
           lane.destroy(handle)
           tensors.append(torch.empty(shape, dtype=key[0]))
@@ -603,6 +730,9 @@ class Program:
     except BaseException:
       for handle in outputs[len(tensors) + 1:]:
         lane.destroy(handle)
+      for value in tensors:
+        if type(value) is int:  # pylint: disable=unidiomatic-typecheck
+          lane.destroy(value)  # A kept output nobody owns yet.
       raise
     return tensors
 

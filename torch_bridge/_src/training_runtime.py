@@ -32,6 +32,15 @@ as does a graph whose backward never runs.
 Tangents are made dense before the backward, as AOTAutograd makes them
 match their traced (dense) layout: the backward graph may view them.
 Double backward raises, as AOTAutograd's runtime does.
+
+Where the forward and the backward are each one compiled cluster (the
+common case: no eager node), the function calls the two clusters
+directly (DirectPlan), and an activation saved for the backward that only
+the backward program reads stays the forward program's buffer, a raw
+PJRT handle (runtime.Kept), instead of a tensor made, saved, unpacked
+and looked up again (BERT's forward keeps 39 of its saved values so).
+The kept buffers go when the backward has run (unless the graph is
+retained) or with the graph.
 """
 
 from __future__ import annotations
@@ -42,6 +51,7 @@ import torch
 from torch.autograd.function import once_differentiable
 
 from torch_bridge._src import helpers
+from torch_bridge._src import runtime
 
 
 class Captured:
@@ -52,6 +62,10 @@ class Captured:
   def __init__(self):
     self.forward: Optional[Callable] = None
     self.backward: Optional[Callable] = None
+    # Each compiled graph as a backend.DirectCall where it is one flat
+    # compiled cluster (None otherwise).
+    self.forward_direct: Any = None
+    self.backward_direct: Any = None
     self.metadata: Any = None
     self.forward_inputs = -1
     self.forward_outputs = -1
@@ -61,8 +75,10 @@ class Captured:
     # Called (no arguments) once the backward is compiled.
     self.on_backward: Optional[Callable[[], None]] = None
 
-  def saw_forward(self, gm: torch.fx.GraphModule, compiled: Callable) -> None:
+  def saw_forward(self, gm: torch.fx.GraphModule, compiled: Callable,
+                  direct: Any = None) -> None:
     self.forward = compiled
+    self.forward_direct = direct
     self.forward_inputs, self.forward_outputs = _arity(gm)
     self.autocast = torch._C._is_any_autocast_enabled()  # pylint: disable=protected-access
     try:
@@ -72,9 +88,10 @@ class Captured:
     except Exception:  # pylint: disable=broad-except
       self.metadata = None  # Another torch: AOTAutograd's runtime stays.
 
-  def saw_backward(self, gm: torch.fx.GraphModule, compiled: Callable
-                   ) -> None:
+  def saw_backward(self, gm: torch.fx.GraphModule, compiled: Callable,
+                   direct: Any = None) -> None:
     self.backward = compiled
+    self.backward_direct = direct
     self.backward_inputs, self.backward_outputs = _arity(gm)
     if self.on_backward is not None:
       self.on_backward()
@@ -202,6 +219,21 @@ def _compiled_autograd_enabled() -> bool:
     return False
 
 
+def _once_differentiable(backward: Callable) -> Callable:
+  """torch's once_differentiable, without its no_grad context where grad
+  mode is already off (every backward but a create_graph one): that
+  context costs about as much as the rest of the function's glue."""
+  checked = once_differentiable(backward)
+  is_grad_enabled = torch.is_grad_enabled
+
+  def wrapper(ctx, *grads):
+    if is_grad_enabled():
+      return checked(ctx, *grads)
+    return backward(ctx, *grads)
+
+  return wrapper
+
+
 def _lean_function(fw: Callable, bw: Callable, num_outputs: int) -> type:
   class LeanCompiledFunction(torch.autograd.Function):
     """One plain training graph: its compiled forward and backward."""
@@ -213,13 +245,141 @@ def _lean_function(fw: Callable, bw: Callable, num_outputs: int) -> type:
       return tuple(outs[:num_outputs])
 
     @staticmethod
-    @once_differentiable
+    @_once_differentiable
     def backward(ctx, *grads):  # pylint: disable=arguments-differ
       args = list(ctx.saved_tensors)
       args.extend(g.contiguous() for g in grads)
       return tuple(bw(args))
 
   return LeanCompiledFunction
+
+
+class DirectPlan:
+  """How the lean runtime calls a graph pair whose forward and backward
+  are each one flat compiled cluster (backend.DirectCall): the clusters
+  directly, and each saved activation that only the backward program
+  reads kept as the forward program's raw buffer (runtime.Kept) rather
+  than made a tensor and found again.
+
+  Attributes:
+    fw, bw: the DirectCalls.
+    keep: per forward-cluster result, whether it is kept raw.
+    layout: per saved value, (True, i): the i-th kept value, or
+      (False, i): the i-th tensor saved with save_for_backward.
+    kept_results: the forward-cluster result index of each kept value.
+  """
+
+  def __init__(self, fw: Any, bw: Any, num_outputs: int):
+    self.fw, self.bw = fw, bw
+    fw_program, bw_program = fw.program, bw.program
+    raw_ok = (fw_program.zero_copy and bw_program.zero_copy and
+              fw_program.client is bw_program.client)
+    out = type(fw).OUT
+    self.keep = [False] * len(fw_program.output_keys)
+    self.layout: list[tuple[bool, int]] = []
+    self.kept_results: list[int] = []
+    self.saved_specs = fw.out_spec[num_outputs:]
+    self.user_specs = fw.out_spec[:num_outputs]
+    passed_through = {k for kind, k in bw.out_spec if kind == type(bw).IN}
+    tensors = 0
+    for s, spec in enumerate(self.saved_specs):
+      kind, k = spec
+      raw = (raw_ok and kind == out and fw.out_spec.count(spec) == 1 and
+             bw.in_index.count(s) == 1 and s not in passed_through and
+             fw_program.output_key(k) is
+             bw_program.input_key(bw.in_index.index(s)))
+      if raw:
+        self.keep[k] = True
+        self.layout.append((True, len(self.kept_results)))
+        self.kept_results.append(k)
+      else:
+        self.layout.append((False, tensors))
+        tensors += 1
+    self.fw_keep = self.keep if self.kept_results else None
+
+
+def direct_plan(captured: Captured, num_outputs: int
+                ) -> Optional[DirectPlan]:
+  """The DirectPlan of a plain graph pair, or None where either graph is
+  more than one flat compiled cluster."""
+  fw, bw = captured.forward_direct, captured.backward_direct
+  if fw is None or bw is None:
+    return None
+  if (len(fw.out_spec) != captured.forward_outputs or
+      len(bw.out_spec) != captured.backward_outputs or
+      any(i >= captured.backward_inputs for i in bw.in_index)):
+    return None
+  return DirectPlan(fw, bw, num_outputs)
+
+
+def _no_materialize(args: list[Any]) -> list[Any]:
+  return args
+
+
+def _direct_function(plan: DirectPlan) -> type:
+  fw, bw = plan.fw, plan.bw
+  fw_cluster, bw_cluster = fw.cluster, bw.cluster
+  fw_in, bw_in = fw.in_index, bw.in_index
+  fw_program = fw.program
+  keep, layout, kept_results = plan.fw_keep, plan.layout, plan.kept_results
+  user_specs, saved_specs = plan.user_specs, plan.saved_specs
+  keep_graph = torch._C._autograd._get_current_graph_task_keep_graph  # pylint: disable=protected-access
+
+  def pick(spec, args, results):
+    kind, k = spec
+    return results[k] if kind == 0 else args[k] if kind == 1 else None
+
+  class LeanDirectFunction(torch.autograd.Function):
+    """One plain training graph whose forward and backward are each one
+    compiled cluster, called directly (DirectPlan)."""
+
+    @staticmethod
+    def forward(ctx, *args):  # pylint: disable=arguments-differ
+      results = fw_cluster.call_raw([args[i] for i in fw_in], keep,
+                                    _no_materialize)
+      saved = []
+      kept = []
+      for spec, (raw, _) in zip(saved_specs, layout):
+        if raw:
+          kept.append(results[spec[1]])
+        else:
+          saved.append(pick(spec, args, results))
+      ctx.save_for_backward(*saved)
+      ctx.kept = (runtime.Kept(fw_program, kept_results, kept) if kept
+                  else None)
+      return tuple(pick(spec, args, results) for spec in user_specs)
+
+    @staticmethod
+    @_once_differentiable
+    def backward(ctx, *grads):  # pylint: disable=arguments-differ
+      kept = ctx.kept
+      if kept is not None and kept.released:
+        raise RuntimeError(
+            "Trying to backward through the graph a second time (or "
+            "directly access saved tensors after they have already been "
+            "freed). Saved intermediate values of the graph are freed when "
+            "you call .backward() or autograd.grad(). Specify "
+            "retain_graph=True if you need to backward through the graph "
+            "a second time or if you need to access saved tensors after "
+            "calling backward.")
+      tensors = ctx.saved_tensors
+      values = kept.values() if kept is not None else ()
+      args = [values[i] if raw else tensors[i] for raw, i in layout]
+      args.extend(g.contiguous() for g in grads)
+
+      def materialize(xs):
+        before = list(values)
+        made = {b: t for b, t in zip(before, kept.tensors())
+                if type(b) is int}  # pylint: disable=unidiomatic-typecheck
+        return [made[x] if type(x) is int else x for x in xs]  # pylint: disable=unidiomatic-typecheck
+
+      results = bw_cluster.call_raw([args[i] for i in bw_in], None,
+                                    materialize)
+      if kept is not None and not keep_graph():
+        kept.release()
+      return tuple(pick(spec, args, results) for spec in bw.out_spec)
+
+  return LeanDirectFunction
 
 
 class LeanTraining:
@@ -238,6 +398,8 @@ class LeanTraining:
     self._args_reason: Optional[str] = None
     self.decided = not enabled
     self.reason: Optional[str] = None if enabled else "disabled"
+    # The DirectPlan the lean runtime calls the clusters by, if any.
+    self.direct: Optional[DirectPlan] = None
     if enabled:
       captured.on_backward = self._settle
 
@@ -275,5 +437,11 @@ class LeanTraining:
     if self.reason is None and self._result_type not in (list, tuple):
       self.reason = "the graph's result is not a list"
     if self.reason is None:
-      self._apply = _lean_function(captured.forward, captured.backward,
-                                   len(captured.metadata.output_info)).apply
+      num_outputs = len(captured.metadata.output_info)
+      plan = direct_plan(captured, num_outputs)
+      self.direct = plan
+      if plan is not None:
+        self._apply = _direct_function(plan).apply
+      else:
+        self._apply = _lean_function(captured.forward, captured.backward,
+                                     num_outputs).apply

@@ -2,6 +2,8 @@
 and that they train exactly as on AOTAutograd's runtime and as eager."""
 
 import copy
+import gc
+import warnings
 
 import pytest
 
@@ -9,8 +11,11 @@ torch = pytest.importorskip(
     "torch", reason="torch (requirements-test.txt) is not installed")
 
 # pylint: disable=g-import-not-at-top
+import support
 import torch_bridge
+from torch_bridge._src import backend
 from torch_bridge._src import helpers
+from torch_bridge._src import runtime
 from torch_bridge._src import training_runtime
 from torch_bridge.testing import models
 # pylint: enable=g-import-not-at-top
@@ -238,8 +243,15 @@ def test_contiguous_strides():
 def test_explain_says_which_runtime_training_takes(capsys):
   case = models.CASES["mlp"]
   result = torch_bridge.explain(case.make(), *case.inputs(), train=True)
-  assert result.runtimes == ["lean (the bridge's autograd.Function)"]
+  assert result.runtimes == [
+      "lean (the bridge's autograd.Function, calling the forward and "
+      "backward clusters directly; 3 of 7 saved values kept as buffers)"]
   assert "training runtime: lean" in capsys.readouterr().out
+  torch._dynamo.reset()  # pylint: disable=protected-access
+  case = models.CASES["unlowered"]
+  result = torch_bridge.explain(case.make(), *case.inputs(), train=True,
+                                quiet=True)
+  assert result.runtimes == ["lean (the bridge's autograd.Function)"]
   torch._dynamo.reset()  # pylint: disable=protected-access
   model = nn.Sequential(nn.Linear(6, 8), nn.BatchNorm1d(8))
   result = torch_bridge.explain(model, torch.randn(5, 6), train=True,
@@ -259,3 +271,82 @@ def test_unreadable_metadata_keeps_aot_runtime(monkeypatch):
   case = models.CASES["mlp"]
   runtimes = _check_against_aot_and_eager(case.make(), case.inputs(), False)
   assert "unreadable AOTAutograd metadata" in runtimes[0].reason
+
+
+def _trained_direct(name="mlp"):
+  """(model, compiled model, inputs, lean runtime) after two SGD steps of
+  a model whose graphs are each one compiled cluster."""
+  case = models.CASES[name]
+  be = torch_bridge.Backend()
+  model = case.make()
+  run = torch.compile(model, backend=be, dynamic=False)
+  inputs = case.inputs()
+  for _ in range(2):
+    model.zero_grad()
+    run(*inputs).pow(2).mean().backward()
+  return model, run, inputs, be.training[0]
+
+
+def test_single_cluster_graphs_keep_saved_activations_raw():
+  """The MLP's forward and backward are one cluster each: the lean
+  runtime calls them directly and keeps the activations that only the
+  backward reads as raw buffers (bit for bit as AOTAutograd's runtime, by
+  test_plain_models_take_the_lean_runtime). The unlowered model's forward
+  is two clusters around an eager op: no direct plan."""
+  _, _, _, lean = _trained_direct("mlp")
+  assert lean.lean and lean.direct is not None
+  assert lean.direct.kept_results
+  kept = [raw for raw, _ in lean.direct.layout]
+  assert kept.count(True) == len(lean.direct.kept_results)
+  torch._dynamo.reset()  # pylint: disable=protected-access
+  _, _, _, lean = _trained_direct("unlowered")
+  assert lean.lean and lean.direct is None
+
+
+def test_direct_backward_twice_without_retain_graph_raises():
+  _, run, inputs, lean = _trained_direct()
+  assert lean.direct is not None
+  loss = run(*inputs).pow(2).mean()
+  loss.backward()
+  with pytest.raises(RuntimeError, match="second time"):
+    loss.backward()
+
+
+def test_kept_buffers_are_released_without_a_backward():
+  """A forward whose backward never runs: its kept buffers go with its
+  graph, batched with the other outputs' buffers."""
+  _, run, inputs, lean = _trained_direct()
+  gc.collect()
+  runtime.release_pending()
+  out = run(*inputs)
+  del out
+  gc.collect()
+  # The forward program's every output: the user's (a tensor) and the
+  # kept activations (raw).
+  assert runtime.release_pending() == len(
+      lean.direct.fw.program.output_keys)
+
+
+def test_a_failing_backward_program_falls_back_with_kept_values(
+    monkeypatch):
+  """The backward program fails at run time: its cluster runs eagerly on
+  the kept activations, made tensors, and the gradients are eager's."""
+  model, run, inputs, lean = _trained_direct()
+  bw_program = lean.direct.bw.program
+  eager_model = copy.deepcopy(model)
+
+  def fail(inputs, keep):
+    del inputs, keep
+    raise support.InternalError("injected failure")
+
+  monkeypatch.setattr(bw_program, "call_raw", fail)
+  model.zero_grad()
+  with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    run(*inputs).pow(2).mean().backward()
+  assert any(issubclass(w.category, backend.FallbackWarning) and
+             "failed to run" in str(w.message) for w in caught)
+  assert lean.direct.bw.cluster.info.fallback_reason
+  eager_model(*inputs).pow(2).mean().backward()
+  for p, q in zip(model.parameters(), eager_model.parameters()):
+    torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-6)
