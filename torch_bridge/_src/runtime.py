@@ -24,7 +24,9 @@ bytes it does not have to:
   * an input that is an output of a program (a saved activation of the
     forward pass going to the backward pass, a value between two clusters)
     is passed as the PJRT buffer it already is;
-  * any other input is copied in with one prepared
+  * any other input (a batch, a tangent: a new tensor each call) up to
+    256 KiB is copied into staging memory of the input's own, under a
+    view made once; a larger one is copied in with one prepared
     PJRT_Client_BufferFromHostBuffer call;
   * outputs are torch tensors over the memory of their PJRT buffers
     (PJRT_Buffer_UnsafePointer), which they keep alive: no copy out.
@@ -407,6 +409,9 @@ _owner_types: dict[int, type] = {}
 # at once. So at most _PENDING_MAX * _DEFER_MAX_BYTES bytes wait.
 _DEFER_MAX_BYTES = 1 << 18
 _PENDING_MAX = 64
+# Inputs up to this size that are new tensors each call go through a
+# staging copy per slot (Program._handle); larger ones are uploaded.
+_STAGE_MAX_BYTES = 1 << 18
 _pending: collections.deque = collections.deque()
 
 
@@ -537,7 +542,8 @@ class _Slot:
   takes, and the view it made of the tensor that keeps coming back."""
 
   __slots__ = ("shape", "dtype", "key", "element_type", "dims", "rank",
-               "last", "view_of", "view_pointer", "view", "view_handle")
+               "last", "view_of", "view_pointer", "view", "view_handle",
+               "nbytes", "stage", "stage_address", "stage_handle")
 
   def __init__(self, shape: tuple[int, ...], dtype: torch.dtype):
     self.shape = torch.Size(shape)
@@ -551,6 +557,14 @@ class _Slot:
     self.view_pointer = 0
     self.view = None
     self.view_handle = 0
+    self.nbytes = _TYPES[dtype][1].itemsize
+    for d in shape:
+      self.nbytes *= d
+    # The staging memory a small input that is a new tensor each call is
+    # copied into (see Program._handle), with the view over it.
+    self.stage = None
+    self.stage_address = 0
+    self.stage_handle = 0
 
 
 class _Result:
@@ -770,6 +784,21 @@ class Program:
       slot.last = weakref.ref(t)
     except TypeError:
       slot.last = None
+    if slot.stage_handle:
+      ctypes.memmove(slot.stage_address, pointer, slot.nbytes)
+      return slot.stage_handle
+    if 0 < slot.nbytes <= _STAGE_MAX_BYTES:
+      # A new tensor (a tangent, a batch): copied into memory of the
+      # slot's own under a view made once, rather than into a buffer made
+      # and destroyed per call. The call holds the lane, so one call at a
+      # time uses the memory.
+      stage = _aligned_empty(slot.nbytes, np.uint8)
+      view = lane.view(stage.ctypes.data, slot.element_type,
+                       tuple(slot.shape))
+      slot.stage = (stage, view)
+      slot.stage_address, slot.stage_handle = stage.ctypes.data, view.handle
+      ctypes.memmove(slot.stage_address, pointer, slot.nbytes)
+      return slot.stage_handle
     handle = lane.upload(pointer, slot.element_type, slot.dims, slot.rank)
     copies.append(handle)
     return handle
