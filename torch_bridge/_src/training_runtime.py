@@ -324,6 +324,7 @@ def _direct_function(plan: DirectPlan) -> type:
   keep, layout, kept_results = plan.fw_keep, plan.layout, plan.kept_results
   user_specs, saved_specs = plan.user_specs, plan.saved_specs
   keep_graph = torch._C._autograd._get_current_graph_task_keep_graph  # pylint: disable=protected-access
+  saved_tensors_hooks = torch._C._autograd._top_saved_tensors_default_hooks  # pylint: disable=protected-access
 
   def pick(spec, args, results):
     kind, k = spec
@@ -335,6 +336,16 @@ def _direct_function(plan: DirectPlan) -> type:
 
     @staticmethod
     def forward(ctx, *args):  # pylint: disable=arguments-differ
+      if saved_tensors_hooks(False) is not None:
+        # Pack hooks (offloading, compression) see every saved value, as
+        # on AOTAutograd's runtime: nothing is kept raw.
+        results = fw_cluster.call_raw([args[i] for i in fw_in], None,
+                                      _no_materialize)
+        ctx.save_for_backward(*(pick(spec, args, results)
+                                for spec in saved_specs))
+        ctx.kept = None
+        ctx.all_saved = True
+        return tuple(pick(spec, args, results) for spec in user_specs)
       results = fw_cluster.call_raw([args[i] for i in fw_in], keep,
                                     _no_materialize)
       saved = []
@@ -347,6 +358,7 @@ def _direct_function(plan: DirectPlan) -> type:
       ctx.save_for_backward(*saved)
       ctx.kept = (runtime.Kept(fw_program, kept_results, kept) if kept
                   else None)
+      ctx.all_saved = False
       return tuple(pick(spec, args, results) for spec in user_specs)
 
     @staticmethod
@@ -363,11 +375,16 @@ def _direct_function(plan: DirectPlan) -> type:
             "a second time or if you need to access saved tensors after "
             "calling backward.")
       tensors = ctx.saved_tensors
-      values = kept.values() if kept is not None else ()
-      args = [values[i] if raw else tensors[i] for raw, i in layout]
+      if ctx.all_saved:
+        args = list(tensors)
+      else:
+        values = kept.values() if kept is not None else ()
+        args = [values[i] if raw else tensors[i] for raw, i in layout]
       args.extend(g.contiguous() for g in grads)
 
       def materialize(xs):
+        if kept is None:
+          return xs
         before = list(values)
         made = {b: t for b, t in zip(before, kept.tensors())
                 if type(b) is int}  # pylint: disable=unidiomatic-typecheck
