@@ -263,8 +263,8 @@ class DirectCall:
   def pick(self, args: Sequence[Any], results: Sequence[Any]) -> list[Any]:
     """The graph's outputs from its inputs `args` and the cluster's
     `results`."""
-    return [results[k] if kind == 0 else args[k] if kind == 1 else None
-            for kind, k in self.out_spec]
+    return [results[k] if kind == self.OUT else args[k] if kind == self.IN
+            else None for kind, k in self.out_spec]
 
 
 def direct_call(fused: torch.fx.GraphModule) -> Optional[DirectCall]:

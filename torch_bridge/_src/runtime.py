@@ -537,6 +537,14 @@ def _type_key(dtype: torch.dtype, shape: tuple[int, ...]) -> tuple:
   return _type_keys.setdefault((dtype, tuple(shape)), (dtype, tuple(shape)))
 
 
+def _byte_size(np_dtype: np.dtype, shape: Sequence[int]) -> int:
+  """Bytes of a dense array of `np_dtype` and `shape`."""
+  nbytes = np_dtype.itemsize
+  for d in shape:
+    nbytes *= d
+  return nbytes
+
+
 class _Slot:
   """What a Program knows about one of its inputs: the type the program
   takes, and the view it made of the tensor that keeps coming back."""
@@ -557,9 +565,7 @@ class _Slot:
     self.view_pointer = 0
     self.view = None
     self.view_handle = 0
-    self.nbytes = _TYPES[dtype][1].itemsize
-    for d in shape:
-      self.nbytes *= d
+    self.nbytes = _byte_size(_TYPES[dtype][1], shape)
     # The staging memory a small input that is a new tensor each call is
     # copied into (see Program._handle), with the view over it.
     self.stage = None
@@ -577,9 +583,7 @@ class _Result:
     self.np_dtype = _TYPES[dtype][1]
     self.key = _type_key(dtype, shape)
     self.empty = any(d == 0 for d in shape)
-    nbytes = self.np_dtype.itemsize
-    for d in shape:
-      nbytes *= d
+    nbytes = _byte_size(self.np_dtype, shape)
     self.owner = _owner_type(nbytes) if not self.empty else None
     # numpy carries bf16 as int16: the tensor is viewed as bf16 after.
     self.view_dtype = (dtype if torch.from_numpy(np.empty(
@@ -638,11 +642,9 @@ class Program:
     """The (dtype, shape) key of input `index` (compare with `is`)."""
     return self._slots[index].key
 
-  def output_key(self, index: int) -> tuple:
-    return self._results[index].key
-
   @property
   def output_keys(self) -> list[tuple]:
+    """The (dtype, shape) key of each output (compare with `is`)."""
     return [r.key for r in self._results]
 
   def call_raw(self, inputs: Sequence[Any], keep: Sequence[bool] | None

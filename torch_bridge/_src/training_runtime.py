@@ -263,7 +263,10 @@ class DirectPlan:
 
   Attributes:
     fw, bw: the DirectCalls.
-    keep: per forward-cluster result, whether it is kept raw.
+    num_outputs: the user's outputs among the forward's (the rest are
+      saved for the backward).
+    keep: per forward-cluster result, whether it is kept raw; None where
+      none is.
     layout: per saved value, (True, i): the i-th kept value, or
       (False, i): the i-th tensor saved with save_for_backward.
     kept_results: the forward-cluster result index of each kept value.
@@ -271,31 +274,29 @@ class DirectPlan:
 
   def __init__(self, fw: Any, bw: Any, num_outputs: int):
     self.fw, self.bw = fw, bw
+    self.num_outputs = num_outputs
     fw_program, bw_program = fw.program, bw.program
     raw_ok = (fw_program.zero_copy and bw_program.zero_copy and
               fw_program.client is bw_program.client)
-    out = type(fw).OUT
-    self.keep = [False] * len(fw_program.output_keys)
+    out_keys = fw_program.output_keys
+    keep = [False] * len(out_keys)
     self.layout: list[tuple[bool, int]] = []
     self.kept_results: list[int] = []
-    self.saved_specs = fw.out_spec[num_outputs:]
-    self.user_specs = fw.out_spec[:num_outputs]
-    passed_through = {k for kind, k in bw.out_spec if kind == type(bw).IN}
+    passed_through = {k for kind, k in bw.out_spec if kind == bw.IN}
     tensors = 0
-    for s, spec in enumerate(self.saved_specs):
+    for s, spec in enumerate(fw.out_spec[num_outputs:]):
       kind, k = spec
-      raw = (raw_ok and kind == out and fw.out_spec.count(spec) == 1 and
+      raw = (raw_ok and kind == fw.OUT and fw.out_spec.count(spec) == 1 and
              bw.in_index.count(s) == 1 and s not in passed_through and
-             fw_program.output_key(k) is
-             bw_program.input_key(bw.in_index.index(s)))
+             out_keys[k] is bw_program.input_key(bw.in_index.index(s)))
       if raw:
-        self.keep[k] = True
+        keep[k] = True
         self.layout.append((True, len(self.kept_results)))
         self.kept_results.append(k)
       else:
         self.layout.append((False, tensors))
         tensors += 1
-    self.fw_keep = self.keep if self.kept_results else None
+    self.keep = keep if self.kept_results else None
 
 
 def direct_plan(captured: Captured, num_outputs: int
@@ -306,8 +307,7 @@ def direct_plan(captured: Captured, num_outputs: int
   if fw is None or bw is None:
     return None
   if (len(fw.out_spec) != captured.forward_outputs or
-      len(bw.out_spec) != captured.backward_outputs or
-      any(i >= captured.backward_inputs for i in bw.in_index)):
+      len(bw.out_spec) != captured.backward_outputs):
     return None
   return DirectPlan(fw, bw, num_outputs)
 
@@ -321,14 +321,10 @@ def _direct_function(plan: DirectPlan) -> type:
   fw_cluster, bw_cluster = fw.cluster, bw.cluster
   fw_in, bw_in = fw.in_index, bw.in_index
   fw_program = fw.program
-  keep, layout, kept_results = plan.fw_keep, plan.layout, plan.kept_results
-  user_specs, saved_specs = plan.user_specs, plan.saved_specs
+  n = plan.num_outputs
+  keep, layout, kept_results = plan.keep, plan.layout, plan.kept_results
   keep_graph = torch._C._autograd._get_current_graph_task_keep_graph  # pylint: disable=protected-access
   saved_tensors_hooks = torch._C._autograd._top_saved_tensors_default_hooks  # pylint: disable=protected-access
-
-  def pick(spec, args, results):
-    kind, k = spec
-    return results[k] if kind == 0 else args[k] if kind == 1 else None
 
   class LeanDirectFunction(torch.autograd.Function):
     """One plain training graph whose forward and backward are each one
@@ -336,30 +332,25 @@ def _direct_function(plan: DirectPlan) -> type:
 
     @staticmethod
     def forward(ctx, *args):  # pylint: disable=arguments-differ
-      if saved_tensors_hooks(False) is not None:
-        # Pack hooks (offloading, compression) see every saved value, as
-        # on AOTAutograd's runtime: nothing is kept raw.
-        results = fw_cluster.call_raw([args[i] for i in fw_in], None,
-                                      _no_materialize)
-        ctx.save_for_backward(*(pick(spec, args, results)
-                                for spec in saved_specs))
+      # Pack hooks (offloading, compression) see every saved value, as on
+      # AOTAutograd's runtime: under them nothing is kept raw.
+      hooked = saved_tensors_hooks(False) is not None
+      outs = fw.pick(args, fw_cluster.call_raw(
+          [args[i] for i in fw_in], None if hooked else keep,
+          _no_materialize))
+      if hooked:
+        ctx.save_for_backward(*outs[n:])
         ctx.kept = None
-        ctx.all_saved = True
-        return tuple(pick(spec, args, results) for spec in user_specs)
-      results = fw_cluster.call_raw([args[i] for i in fw_in], keep,
-                                    _no_materialize)
-      saved = []
-      kept = []
-      for spec, (raw, _) in zip(saved_specs, layout):
-        if raw:
-          kept.append(results[spec[1]])
-        else:
-          saved.append(pick(spec, args, results))
-      ctx.save_for_backward(*saved)
-      ctx.kept = (runtime.Kept(fw_program, kept_results, kept) if kept
-                  else None)
-      ctx.all_saved = False
-      return tuple(pick(spec, args, results) for spec in user_specs)
+      else:
+        saved = []
+        kept = []
+        for value, (raw, _) in zip(outs[n:], layout):
+          (kept if raw else saved).append(value)
+        ctx.save_for_backward(*saved)
+        ctx.kept = (runtime.Kept(fw_program, kept_results, kept) if kept
+                    else None)
+      ctx.all_saved = hooked
+      return tuple(outs[:n])
 
     @staticmethod
     @_once_differentiable
@@ -394,7 +385,7 @@ def _direct_function(plan: DirectPlan) -> type:
                                     materialize)
       if kept is not None and not keep_graph():
         kept.release()
-      return tuple(pick(spec, args, results) for spec in bw.out_spec)
+      return tuple(bw.pick(args, results))
 
   return LeanDirectFunction
 
